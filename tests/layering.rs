@@ -27,7 +27,10 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         Some(vec!["strom-protocol", "strom-storage"]),
     );
     rules.insert("strom-client", Some(vec!["strom-protocol"]));
-    rules.insert("strom-producer", Some(vec!["strom-protocol", "strom-client"]));
+    rules.insert(
+        "strom-producer",
+        Some(vec!["strom-protocol", "strom-client"]),
+    );
     rules.insert(
         "strom-consumer",
         Some(vec!["strom-protocol", "strom-client", "strom-producer"]),
@@ -67,7 +70,13 @@ struct Package {
 fn workspace_packages() -> Vec<Package> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
@@ -124,7 +133,11 @@ fn dependencies_point_down_only() {
             }
         }
     }
-    assert!(violations.is_empty(), "layering violations:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "layering violations:\n{}",
+        violations.join("\n")
+    );
 }
 
 #[test]
@@ -165,12 +178,17 @@ fn the_rules_reject_an_upward_dependency() {
     let rules = allowed();
     let storage = rules["strom-storage"].as_ref().expect("storage has rules");
     assert!(!storage.contains(&"strom-broker"));
-    let protocol = rules["strom-protocol"].as_ref().expect("protocol has rules");
+    let protocol = rules["strom-protocol"]
+        .as_ref()
+        .expect("protocol has rules");
     assert!(protocol.is_empty());
     for (name, rule) in &rules {
         if let Some(allowed) = rule {
             assert!(!allowed.contains(&"strom-broker") || *name == "strom-tools");
-            assert!(!allowed.contains(&"strom-tools"), "{name} may not use tools");
+            assert!(
+                !allowed.contains(&"strom-tools"),
+                "{name} may not use tools"
+            );
         }
     }
 }

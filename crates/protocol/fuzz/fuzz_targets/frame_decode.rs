@@ -1,0 +1,7 @@
+//! Placeholder fuzz target; the protocol work (issue 2) replaces it.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = data;
+});
