@@ -3,7 +3,7 @@
 //! `strom-protocol` owns everything between a socket's bytes and typed values:
 //! size-prefixed [frames](frame), request and response [headers](header), the
 //! [table of supported API versions](api) (the single source for ApiVersions),
-//! typed [messages](messages), Kafka [error codes](error_code), and the record
+//! typed [`messages`], Kafka [error codes](error_code), and the record
 //! batch v2 format with its [compression codecs](records).
 //!
 //! It deliberately does no I/O: no sockets, no runtime, no clock. Callers hand
