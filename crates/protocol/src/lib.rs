@@ -15,7 +15,7 @@
 //! * Message schemas come from the `kafka-protocol` crate (generated from
 //!   Kafka's own JSON descriptors). It is re-exported as [`kafka`]; crates above
 //!   this one never import `kafka-protocol` directly.
-//! * Record batches are our own code: [`records::RecordBatch`] is a zero-copy
+//! * Record batches are our own code: `records::RecordBatch` is a zero-copy
 //!   view over [`bytes::Bytes`] so that a produced batch can be validated and
 //!   stored without being re-encoded.
 
