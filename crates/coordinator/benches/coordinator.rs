@@ -1,0 +1,2 @@
+//! Benchmarks of the sans-IO coordinator core (filled in below).
+fn main() {}
