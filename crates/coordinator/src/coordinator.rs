@@ -304,9 +304,15 @@ impl CoordinatorCore {
             .min()
     }
 
-    /// OffsetCommit: validates the member as Kafka does (standalone commits
-    /// with generation -1 and no member id are allowed for groups without
-    /// members) and stores each partition's offset.
+    /// OffsetCommit: validates the member as Kafka does and stores each
+    /// partition's offset.
+    ///
+    /// Commits with a negative generation are accepted for groups in the
+    /// Empty state (standalone consumers and admin tools), creating the group
+    /// if needed. A commit with a generation for a group that does not exist
+    /// is refused with [`GroupError::IllegalGeneration`] (`current: -1`);
+    /// OffsetCommit v9+ answers GROUP_ID_NOT_FOUND for it instead, which the
+    /// broker decides by version.
     pub fn commit_offsets(
         &mut self,
         request: &OffsetCommitRequest,
@@ -659,12 +665,11 @@ fn validate_commit(
     if group.state() == GroupState::Dead {
         return Err(GroupError::CoordinatorNotAvailable);
     }
-    let standalone = request.generation_id < 0
-        && request.member_id.is_empty()
-        && request.group_instance_id.is_none();
-    if standalone && group.state() == GroupState::Empty {
+    if request.generation_id < 0 && group.state() == GroupState::Empty {
         return Ok(());
     }
+    // A standalone commit (no generation, member or instance) to a group with
+    // members fails the member check: the empty member id is unknown.
     group.validate_member(&request.member_id, request.group_instance_id.as_deref())?;
     group.check_generation(request.generation_id)?;
     if group.state() == GroupState::CompletingRebalance {
@@ -676,12 +681,13 @@ fn validate_commit(
     Ok(())
 }
 
-/// The topics a group's members subscribe to: `None` when the group has no
-/// members (nothing is protected), `Some(None)` when they cannot be told
-/// (every topic is protected), `Some(Some(topics))` otherwise. A non-empty
-/// group that is not a consumer group refuses OffsetDelete entirely.
+/// The topics a group's members subscribe to, as Kafka's OffsetDelete sees
+/// them: `None` for an Empty group (nothing is protected), `Some(None)` when
+/// a consumer group's subscriptions cannot be parsed (every topic is
+/// protected), `Some(Some(topics))` otherwise. A group that is not Empty and
+/// not a consumer group refuses OffsetDelete with NON_EMPTY_GROUP.
 fn subscriptions(group: &Group) -> Result<Option<Option<BTreeSet<String>>>, GroupError> {
-    if group.is_empty() {
+    if group.state() == GroupState::Empty {
         return Ok(None);
     }
     if group.protocol_type() != Some("consumer") {

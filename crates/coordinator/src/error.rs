@@ -159,14 +159,6 @@ pub enum RecordError {
         /// How many bytes remained.
         remaining: usize,
     },
-    /// A value was present where the key type requires a tombstone or the
-    /// other way round is impossible to tell (a value for a key type of the
-    /// wrong kind).
-    #[error("a value of the wrong record type for key version {key_version}")]
-    ValueTypeMismatch {
-        /// The key version.
-        key_version: i16,
-    },
 }
 
 /// Why replaying a `__consumer_offsets` partition failed.

@@ -472,3 +472,40 @@ fn offsets_requests_check_ownership() {
     assert!(log.is_empty(partition));
     assert_eq!(log.read(partition, 0, 10), Ok(vec![]));
 }
+
+#[test]
+fn negative_generation_commits_to_an_empty_group_are_accepted_whatever_the_member_id() {
+    let mut core = core_with(no_delay());
+    core.commit_offsets(&standalone("g", vec![partition("t", 0, 1)]), 0)
+        .unwrap();
+    let mut request = standalone("g", vec![partition("t", 0, 2)]);
+    request.member_id = "leftover-member".into();
+    assert!(core.commit_offsets(&request, 1).is_ok());
+    assert_eq!(core.fetch_offsets("g", None).unwrap()[0].offset, 2);
+}
+
+#[test]
+fn offset_delete_on_a_non_consumer_group_with_members_is_refused() {
+    let mut core = core_with(no_delay());
+    let mut request = join_request(1, "", "connect-worker");
+    request.protocol_type = "connect".into();
+    request.require_known_member_id = false;
+    core.join_group(GROUP, request, 0).unwrap();
+    assert_eq!(
+        core.delete_offsets(GROUP, &[("t".to_owned(), vec![0])]),
+        Err(GroupError::NonEmptyGroup)
+    );
+}
+
+#[test]
+fn offset_delete_protects_every_topic_when_subscriptions_cannot_be_parsed() {
+    let mut core = core_with(no_delay());
+    let mut request = join_request(1, "", "odd-consumer");
+    request.require_known_member_id = false;
+    request.protocols[0].metadata = Bytes::from_static(&[0xde, 0xad]);
+    core.join_group(GROUP, request, 0).unwrap();
+    let results = core
+        .delete_offsets(GROUP, &[("anything".to_owned(), vec![0])])
+        .unwrap();
+    assert_eq!(results[0].1, Err(GroupError::GroupSubscribedToTopic));
+}
