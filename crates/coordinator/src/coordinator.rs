@@ -563,7 +563,7 @@ impl CoordinatorCore {
                 let base_ms = group.protocol_type().map(|_| group.state_timestamp_ms());
                 entry.offsets.remove_expired(now_ms, retention_ms, base_ms)
             } else {
-                entry.offsets.remove_expired(now_ms, i64::MAX / 2, Some(0))
+                entry.offsets.remove_past_explicit_expiry(now_ms)
             };
             for partition in expired {
                 records.push(OffsetsRecord::OffsetCommit {

@@ -250,6 +250,27 @@ impl GroupOffsets {
     }
 }
 
+impl GroupOffsets {
+    /// Removes only the offsets past an explicit expire timestamp (the rule
+    /// for groups that still have members). Returns the removed partitions.
+    pub fn remove_past_explicit_expiry(&mut self, now_ms: i64) -> Vec<TopicPartition> {
+        let expired: Vec<TopicPartition> = self
+            .offsets
+            .iter()
+            .filter(|(_, offset)| {
+                offset
+                    .expire_timestamp_ms
+                    .is_some_and(|expire_ms| now_ms >= expire_ms)
+            })
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        for partition in &expired {
+            self.offsets.remove(partition);
+        }
+        expired
+    }
+}
+
 /// The topics of a consumer protocol subscription
 /// (`ConsumerProtocolSubscription`: int16 version, then an array of topic
 /// names, then fields not needed here).
