@@ -356,6 +356,13 @@ mod tests {
         assert_eq!(CommittedOffset::from_value(&no_epoch.to_value()), no_epoch);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn subscription_parsing_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let _ = subscribed_topics(&Bytes::from(bytes));
+        }
+    }
+
     #[test]
     fn subscription_topics_are_parsed() {
         let bytes =

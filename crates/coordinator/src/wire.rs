@@ -54,15 +54,20 @@ impl Writer {
         }
     }
 
+    /// Writes a string. A classic string longer than `i16::MAX` bytes (which
+    /// no Kafka request can carry) is cut at the last character boundary
+    /// that fits, so the record stays decodable.
     pub(crate) fn string(&mut self, value: &str) {
-        let bytes = value.as_bytes();
-        let length = if self.flexible {
-            bytes.len()
-        } else {
-            bytes.len().min(i16::MAX as usize)
-        };
-        self.string_length(length);
-        self.buffer.put_slice(bytes.get(..length).unwrap_or(bytes));
+        let mut length = value.len();
+        if !self.flexible && length > i16::MAX as usize {
+            length = i16::MAX as usize;
+            while !value.is_char_boundary(length) {
+                length -= 1;
+            }
+        }
+        let text = value.get(..length).unwrap_or_default();
+        self.string_length(text.len());
+        self.buffer.put_slice(text.as_bytes());
     }
 
     pub(crate) fn nullable_string(&mut self, value: Option<&str>) {
@@ -229,5 +234,36 @@ impl<'a> Reader<'a> {
             self.take(size, "tagged field")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_classic_strings_are_cut_on_a_character_boundary() {
+        let text = "é".repeat(20_000);
+        let mut writer = Writer::new(false);
+        writer.string(&text);
+        let encoded = writer.finish();
+        let mut reader = Reader::new(&encoded, false);
+        let decoded = reader.string("text").expect("still decodable");
+        assert_eq!(decoded.len(), 32_766);
+        assert!(text.starts_with(&decoded));
+        assert!(reader.finish().is_ok());
+    }
+
+    #[test]
+    fn varints_round_trip_and_overlong_ones_are_refused() {
+        let mut writer = Writer::new(true);
+        writer.bytes(&[7; 300]);
+        let encoded = writer.finish();
+        assert_eq!(&encoded[..2], &[0xad, 0x02], "301 as an unsigned varint");
+        let mut reader = Reader::new(&encoded, true);
+        assert_eq!(reader.bytes("bytes").map(|b| b.len()), Ok(300));
+        let overlong = [0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        let mut reader = Reader::new(&overlong, true);
+        assert!(reader.bytes("bytes").is_err());
     }
 }
