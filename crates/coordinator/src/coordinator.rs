@@ -643,6 +643,14 @@ impl CoordinatorCore {
         }
     }
 
+    /// Puts back a group's offsets as they were before a commit whose
+    /// records could not be appended (`None`: the group had none).
+    pub(crate) fn restore_offsets(&mut self, group_id: &str, offsets: Option<GroupOffsets>) {
+        if let Some(entry) = self.groups.get_mut(group_id) {
+            entry.offsets = offsets.unwrap_or_default();
+        }
+    }
+
     /// Marks `partition` loaded.
     pub(crate) fn finish_loading(&mut self, partition: i32) {
         self.partitions.insert(partition, PartitionStatus::Loaded);

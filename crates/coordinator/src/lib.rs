@@ -31,6 +31,31 @@
 //!   `(String.hashCode(group) & 0x7fffffff) % offsets.topic.num.partitions`
 //!   ([`partition_for_group`]) and its records use Kafka's schema versions
 //!   ([`records`]), so Kafka tooling can read the topic.
+//!
+//! # Wiring into the broker
+//!
+//! | Kafka API | Call | Notes |
+//! |---|---|---|
+//! | FindCoordinator (group) | [`partition_for_group`] | the leader of that `__consumer_offsets` partition |
+//! | JoinGroup | [`GroupCoordinator::join_group`] | `require_known_member_id` for v4+; v0's rebalance timeout is the session timeout |
+//! | SyncGroup | [`GroupCoordinator::sync_group`] | protocol type/name checked when present (v5+) |
+//! | Heartbeat | [`GroupCoordinator::heartbeat`] | |
+//! | LeaveGroup | [`GroupCoordinator::leave_group`] | v0-v2: one member, top-level error; v3+: per member |
+//! | OffsetCommit | [`GroupCoordinator::commit_offsets`] | per-partition results |
+//! | OffsetFetch | [`GroupCoordinator::fetch_offsets`] | once per group for v8+; `None` topics = all |
+//! | OffsetDelete | [`GroupCoordinator::delete_offsets`] | |
+//! | DeleteGroups | [`GroupCoordinator::delete_groups`] | |
+//! | ListGroups | [`GroupCoordinator::list_groups`] | states filter (v4+) |
+//! | DescribeGroups | [`GroupCoordinator::describe_groups`] | |
+//!
+//! Partitions are taken over with [`GroupCoordinator::load_partition`] and
+//! given up with [`GroupCoordinator::unload_partition`]; deleted topics are
+//! reported with [`GroupCoordinator::remove_topic_offsets`]. Every
+//! [`GroupError`] variant names the Kafka error code it maps to.
+//!
+//! The async layer appends records to the [`OffsetsLog`] while holding its
+//! lock; a broker whose log does blocking file I/O should call it from a
+//! blocking-tolerant context (for example `spawn_blocking`).
 
 mod coordinator;
 mod error;

@@ -239,11 +239,23 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     }
 
     /// OffsetCommit; the offsets are appended to the log before it returns.
+    /// If the append fails the commit is undone in memory and the request
+    /// fails with [`GroupError::LogAppendFailed`].
     pub fn commit_offsets(
         &self,
         request: &OffsetCommitRequest,
     ) -> Result<PartitionResults, GroupError> {
-        self.with_core(|inner, now_ms| inner.core.commit_offsets(request, now_ms))
+        let now_ms = self.now_ms();
+        let mut inner = self.lock();
+        let before = inner.core.offsets(&request.group_id).cloned();
+        let result = inner.core.commit_offsets(request, now_ms);
+        let flushed = inner.flush();
+        if flushed.is_err() {
+            // Not durable: forget the commit so that reads agree with the log.
+            inner.core.restore_offsets(&request.group_id, before);
+        }
+        let results = result?;
+        flushed.map(|()| results)
     }
 
     /// OffsetFetch for one group.
@@ -292,6 +304,11 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
             inner.core.remove_topic_offsets(topics);
             Ok(())
         })
+    }
+
+    /// Runs `change` on the log (for administration and tests).
+    pub fn with_log_mut<T>(&self, change: impl FnOnce(&mut L) -> T) -> T {
+        change(&mut self.lock().log)
     }
 
     /// Runs `read` on the log (for inspection and tests).

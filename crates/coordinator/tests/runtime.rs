@@ -173,3 +173,72 @@ async fn errors_are_returned_directly() {
         Err(GroupError::NotCoordinator { partition: 0 })
     );
 }
+
+/// A log that accepts reads (empty) and refuses appends once told to.
+#[derive(Default)]
+struct FlakyLog {
+    inner: InMemoryOffsetsLog,
+    refuse_appends: bool,
+}
+
+impl strom_coordinator::OffsetsLog for FlakyLog {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        if self.refuse_appends {
+            return Err(strom_coordinator::LogError::Backend {
+                reason: "disk full",
+            });
+        }
+        self.inner.append(partition, records)
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+        self.inner.read(partition, from_offset, max_records)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_that_cannot_be_appended_is_undone() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, FlakyLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let commit = |offset| OffsetCommitRequest {
+        group_id: "simple".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: None,
+        partitions: vec![OffsetCommitPartition {
+            topic: "t".into(),
+            partition: 0,
+            offset,
+            leader_epoch: None,
+            metadata: None,
+            commit_timestamp_ms: None,
+        }],
+    };
+    coordinator.commit_offsets(&commit(5)).expect("durable");
+    coordinator.with_log_mut(|log| log.refuse_appends = true);
+    assert_eq!(
+        coordinator.commit_offsets(&commit(9)),
+        Err(GroupError::LogAppendFailed {
+            source: strom_coordinator::LogError::Backend {
+                reason: "disk full"
+            }
+        })
+    );
+    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    assert_eq!(offsets[0].offset, 5, "the failed commit is not visible");
+}
