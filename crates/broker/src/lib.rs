@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod error;
+pub mod launch;
 pub mod properties;
 
 pub use config::BrokerConfig;
