@@ -56,12 +56,14 @@ pub fn decompress(
             max_output_bytes,
         ),
         Compression::Snappy => snappy::decompress(input, max_output_bytes),
-        Compression::Lz4 => read_capped(
-            lz4_flex::frame::FrameDecoder::new(input),
-            compression,
-            input.len(),
-            max_output_bytes,
-        ),
+        Compression::Lz4 => check_lz4_end_mark(input).and_then(|()| {
+            read_capped(
+                lz4_flex::frame::FrameDecoder::new(input),
+                compression,
+                input.len(),
+                max_output_bytes,
+            )
+        }),
         Compression::Zstd => zstd::stream::read::Decoder::with_buffer(input)
             .map_err(|source| RecordError::Decompression {
                 compression,
@@ -97,6 +99,32 @@ fn read_capped(
         });
     }
     Ok(output)
+}
+
+/// Rejects an LZ4 frame that does not end with its end mark (and content
+/// checksum when the descriptor announces one).
+///
+/// The frame decoder treats input ending at a block boundary as a complete
+/// frame, where Kafka's Java reader fails; a truncated frame that slips past
+/// this check still fails the record count check when records are read.
+fn check_lz4_end_mark(input: &[u8]) -> Result<(), RecordError> {
+    const CONTENT_CHECKSUM_FLAG: u8 = 0x04;
+    let checksum_bytes = match input.get(4) {
+        Some(flags) if flags & CONTENT_CHECKSUM_FLAG != 0 => 4,
+        _ => 0,
+    };
+    let end_mark = input
+        .len()
+        .checked_sub(4 + checksum_bytes)
+        .and_then(|start| input.get(start..start + 4));
+    if end_mark == Some(&[0, 0, 0, 0][..]) {
+        Ok(())
+    } else {
+        Err(RecordError::Decompression {
+            compression: Compression::Lz4,
+            source: io::Error::new(io::ErrorKind::InvalidData, "lz4 frame without end mark"),
+        })
+    }
 }
 
 fn compress_gzip(input: &[u8]) -> io::Result<Vec<u8>> {
