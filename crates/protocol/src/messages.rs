@@ -24,7 +24,7 @@ use crate::header::{
     peek_request_prefix, request_header_version, response_header_version,
 };
 use crate::kafka::messages::*;
-use crate::kafka::protocol::{Decodable, Encodable, StrBytes};
+use crate::kafka::protocol::{Decodable, Encodable, Message, StrBytes, VersionRange};
 
 /// Declares [`Request`] and [`Response`] with one variant per served API and
 /// the dispatch between API keys and the generated types.
@@ -67,6 +67,17 @@ macro_rules! served_messages {
             pub fn api_key(&self) -> ApiKey {
                 match self {
                     $(Request::$variant(_) => ApiKey::$variant,)*
+                }
+            }
+
+            /// The versions the generated codecs of `api_key` implement: the
+            /// intersection of the request's and the response's `VERSIONS`
+            /// (`None` for an API without a variant). The supported table
+            /// must lie within it.
+            pub fn codec_versions(api_key: ApiKey) -> Option<VersionRange> {
+                match api_key {
+                    $(ApiKey::$variant => Some($request::VERSIONS.intersect(&$response::VERSIONS)),)*
+                    _ => None,
                 }
             }
 
@@ -421,6 +432,14 @@ mod tests {
             let response = Response::default_for(api.api_key).expect(api.name);
             assert_eq!(request.api_key(), api.api_key);
             assert_eq!(response.api_key(), api.api_key);
+            let codec = Request::codec_versions(api.api_key).expect(api.name);
+            assert!(
+                codec.min <= api.min_version && api.max_version <= codec.max,
+                "{} {}..={} outside the generated codecs' {codec}",
+                api.name,
+                api.min_version,
+                api.max_version
+            );
         }
     }
 
