@@ -196,9 +196,15 @@ pub enum AppendError {
     /// Writing to the segment or its indexes failed; the log may need reopening.
     #[error(transparent)]
     Io(#[from] IoError),
-    /// Rolling a new segment failed.
+    /// Writing an index failed.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The leader epoch checkpoint could not be written.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// Rolling or flushing around the append failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
 }
 
 /// A read that was refused or failed.

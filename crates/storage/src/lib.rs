@@ -26,11 +26,24 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod clock;
 pub mod config;
 pub mod epoch_cache;
 pub mod error;
 pub mod index;
+pub mod log;
 mod mapped;
+pub mod producer_state;
+pub mod read;
+pub mod recovery;
+mod retention;
+pub mod segment;
 pub mod testing;
 pub mod topic_partition;
+
+pub use crate::config::LogConfig;
+pub use crate::log::{AppendInfo, Log};
+pub use crate::read::{LogSlice, ReadInfo};
+pub use crate::recovery::{LogOpenOptions, RecoveryReport};
+pub use crate::topic_partition::TopicPartition;
