@@ -183,6 +183,10 @@ impl Log {
         if let Some(first) = self.segments.keys().next() {
             self.log_start_offset = self.log_start_offset.max(*first);
         }
+        let sealed = self.segments.len().saturating_sub(1);
+        for segment in self.segments.values_mut().take(sealed) {
+            segment.seal()?;
+        }
         if let Some(active) = self.segments.values_mut().next_back() {
             active.make_active()?;
             self.log_end_offset = active.next_offset().max(self.log_start_offset);

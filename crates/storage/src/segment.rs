@@ -363,8 +363,10 @@ impl Segment {
 
     /// Re-validates every batch (header, size, CRC, increasing offsets no
     /// lower than `expected_offset`), rebuilds both indexes, and truncates
-    /// the file at the first invalid byte. Returns the bytes removed.
+    /// the file at the first invalid byte. Returns the bytes removed. The
+    /// indexes are left at full size; [`Segment::seal`] trims them.
     pub fn recover(&mut self, expected_offset: i64) -> Result<u64, IndexError> {
+        self.make_active()?;
         self.offset_index.reset();
         self.time_index.reset();
         self.bytes_since_last_index_entry = 0;
