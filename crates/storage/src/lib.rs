@@ -47,3 +47,6 @@ pub use crate::log::{AppendInfo, Log};
 pub use crate::read::{LogSlice, ReadInfo};
 pub use crate::recovery::{LogOpenOptions, RecoveryReport};
 pub use crate::topic_partition::TopicPartition;
+pub mod manager;
+
+pub use crate::manager::{LogManager, LogManagerConfig};
