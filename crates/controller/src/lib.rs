@@ -20,7 +20,9 @@
 //! - **Sans-IO core.** The controller's logic takes an image and a command
 //!   and returns records plus per-item results; a thin async layer appends
 //!   the records to the durable log and publishes the new image.
+pub mod assignment;
 pub mod election;
+pub mod environment;
 pub mod error;
 pub mod image;
 pub mod partition_state;
