@@ -301,15 +301,18 @@ pub enum LogError {
         /// The CRC of the bytes read.
         computed: u32,
     },
-    /// A frame declares a length above the cap, with more data following.
-    #[error("frame at byte {position} of {path} declares {length} bytes, more than {max_bytes}")]
-    FrameTooLarge {
+    /// A frame declares a length of zero or above the cap, and the bytes
+    /// after it are not a zero-filled tail.
+    #[error(
+        "frame at byte {position} of {path} declares {length} bytes (allowed 1 to {max_bytes})"
+    )]
+    InvalidFrameLength {
         /// The log file.
         path: PathBuf,
         /// Byte position of the frame.
         position: u64,
         /// The declared length.
-        length: u64,
+        length: u32,
         /// The cap.
         max_bytes: u64,
     },

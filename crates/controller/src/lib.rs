@@ -25,6 +25,7 @@ pub mod election;
 pub mod environment;
 pub mod error;
 pub mod image;
+pub mod log;
 pub mod partition_state;
 pub mod records;
 pub mod replica_state;

@@ -248,6 +248,40 @@ pub struct RemoveTopicRecord {
     pub topic_id: Vec<u8>,
 }
 
+/// The payload of one frame of the metadata log: the records one command
+/// produced, written and recovered together.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct MetadataBatch {
+    /// Offset of the first record; the others follow consecutively.
+    #[prost(uint64, tag = "1")]
+    pub base_offset: u64,
+    /// The records, in order.
+    #[prost(message, repeated, tag = "2")]
+    pub records: Vec<MetadataRecord>,
+}
+
+impl MetadataBatch {
+    /// Decodes a batch, checking the version of every record.
+    pub fn decode_from(bytes: &[u8]) -> Result<Self, RecordError> {
+        let batch = Self::decode(bytes).map_err(|source| RecordError::Decode { source })?;
+        check_versions(&batch.records)?;
+        Ok(batch)
+    }
+}
+
+fn check_versions(records: &[MetadataRecord]) -> Result<(), RecordError> {
+    match records
+        .iter()
+        .find(|record| record.version > CURRENT_RECORD_VERSION)
+    {
+        Some(record) => Err(RecordError::UnsupportedVersion {
+            version: record.version,
+            max_supported: CURRENT_RECORD_VERSION,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A snapshot of a metadata image: the records that rebuild it, and the
 /// offset of the last log record it includes.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -307,16 +341,7 @@ impl MetadataSnapshot {
     /// Decodes a snapshot, checking the version of every record.
     pub fn decode_from(bytes: &[u8]) -> Result<Self, RecordError> {
         let snapshot = Self::decode(bytes).map_err(|source| RecordError::Decode { source })?;
-        if let Some(record) = snapshot
-            .records
-            .iter()
-            .find(|record| record.version > CURRENT_RECORD_VERSION)
-        {
-            return Err(RecordError::UnsupportedVersion {
-                version: record.version,
-                max_supported: CURRENT_RECORD_VERSION,
-            });
-        }
+        check_versions(&snapshot.records)?;
         Ok(snapshot)
     }
 }
@@ -510,6 +535,14 @@ mod tests {
             let bytes = snapshot.encode_to_vec();
             prop_assert_eq!(bytes.len(), snapshot.encoded_len());
             prop_assert_eq!(MetadataSnapshot::decode_from(&bytes).unwrap(), snapshot);
+        }
+
+        #[test]
+        fn batch_round_trips(base_offset in any::<u64>(), records in vec(any_record(), 0..10)) {
+            let batch = MetadataBatch { base_offset, records };
+            let bytes = batch.encode_to_vec();
+            prop_assert_eq!(bytes.len(), batch.encoded_len());
+            prop_assert_eq!(MetadataBatch::decode_from(&bytes).unwrap(), batch);
         }
 
         #[test]
