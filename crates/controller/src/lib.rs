@@ -21,6 +21,7 @@
 //!   and returns records plus per-item results; a thin async layer appends
 //!   the records to the durable log and publishes the new image.
 pub mod assignment;
+pub mod config;
 pub mod election;
 pub mod environment;
 pub mod error;
