@@ -263,6 +263,20 @@ pub enum AssignmentError {
         /// The replica count of this partition.
         actual: usize,
     },
+    /// Every replica of a requested partition is on a fenced broker.
+    #[error("every replica of partition {partition_index} is on a fenced broker")]
+    AllReplicasFenced {
+        /// The partition index.
+        partition_index: i32,
+    },
+    /// A manual assignment has the wrong number of partitions.
+    #[error("the assignment lists {actual} partitions, {expected} are being created")]
+    WrongPartitionCount {
+        /// Partitions being created.
+        expected: usize,
+        /// Partitions in the assignment.
+        actual: usize,
+    },
     /// A manual assignment's partition indexes are not consecutive from the
     /// first new partition.
     #[error(
@@ -409,6 +423,12 @@ pub enum TopicNameProblem {
     /// The name is `.` or `..`.
     #[error("the name cannot be '.' or '..'")]
     DotOrDotDot,
+    /// The name differs from an existing topic's only in `.` versus `_`.
+    #[error("the name collides with existing topic {existing} ('.' and '_' are interchangeable)")]
+    CollidesWith {
+        /// The existing topic.
+        existing: String,
+    },
     /// The name has a character outside `[a-zA-Z0-9._-]`.
     #[error("the character {character:?} is not one of [a-zA-Z0-9._-]")]
     IllegalCharacter {
@@ -574,13 +594,14 @@ pub enum ControllerError {
         /// The broker id.
         broker_id: i32,
     },
-    /// `INVALID_REQUEST`: the registration itself is malformed.
-    #[error("broker {broker_id} registration is invalid: port {port} is out of range")]
-    InvalidBrokerRegistration {
-        /// The broker id.
-        broker_id: i32,
-        /// The bad port.
-        port: u32,
+    /// `INVALID_REQUEST`: a manual assignment was given together with a
+    /// partition count or replication factor.
+    #[error(
+        "topic {topic} has both a replica assignment and a partition count or replication factor"
+    )]
+    AssignmentWithCounts {
+        /// The topic name.
+        topic: String,
     },
     /// `ELECTION_NOT_NEEDED`.
     #[error("partition {partition_index} of topic {topic} already has the wanted leader")]

@@ -232,7 +232,17 @@ impl MetadataImage {
         &self,
         records: impl IntoIterator<Item = (u64, &'a MetadataRecord)>,
     ) -> Result<Self, ApplyError> {
-        let mut next = self.clone();
+        self.clone().into_applied(records)
+    }
+
+    /// Like [`apply_all`](Self::apply_all), but consumes the image, so maps
+    /// this image alone holds are changed in place instead of copied. On
+    /// error the consumed image is dropped.
+    pub fn into_applied<'a>(
+        self,
+        records: impl IntoIterator<Item = (u64, &'a MetadataRecord)>,
+    ) -> Result<Self, ApplyError> {
+        let mut next = self;
         for (offset, record) in records {
             if let Some(last_offset) = next.last_offset {
                 if offset <= last_offset {

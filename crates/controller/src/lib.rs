@@ -22,6 +22,7 @@
 //!   the records to the durable log and publishes the new image.
 pub mod assignment;
 pub mod config;
+pub mod controller;
 pub mod election;
 pub mod environment;
 pub mod error;
@@ -30,3 +31,4 @@ pub mod log;
 pub mod partition_state;
 pub mod records;
 pub mod replica_state;
+pub mod topic_name;
