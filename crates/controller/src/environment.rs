@@ -23,6 +23,33 @@ impl Clock for SystemClock {
     }
 }
 
+/// A clock that moves only when told to, for deterministic tests.
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now_ms: std::sync::atomic::AtomicU64,
+}
+
+impl ManualClock {
+    /// A clock reading `now_ms`.
+    pub fn new(now_ms: u64) -> Self {
+        Self {
+            now_ms: std::sync::atomic::AtomicU64::new(now_ms),
+        }
+    }
+
+    /// Moves the clock forward by `elapsed_ms`.
+    pub fn advance(&self, elapsed_ms: u64) {
+        self.now_ms
+            .fetch_add(elapsed_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.now_ms.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// A source of random numbers.
 pub trait RandomSource: Send {
     /// The next 64 random bits.
@@ -114,6 +141,14 @@ mod tests {
         let second = random.uuid();
         assert_eq!(first.get_version_num(), 4);
         assert_ne!(first, second);
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_advanced() {
+        let clock = ManualClock::new(5);
+        assert_eq!(clock.now_ms(), 5);
+        clock.advance(10);
+        assert_eq!(clock.now_ms(), 15);
     }
 
     #[test]

@@ -644,4 +644,8 @@ pub enum RuntimeError {
     /// The controller task has stopped.
     #[error("the controller has shut down")]
     Shutdown,
+    /// An earlier failure stopped the controller (fail-stop: after a log
+    /// write failed, the on-disk state is unknown until recovery).
+    #[error("the controller stopped after an earlier failure")]
+    Failed,
 }

@@ -31,4 +31,5 @@ pub mod log;
 pub mod partition_state;
 pub mod records;
 pub mod replica_state;
+pub mod runtime;
 pub mod topic_name;
