@@ -1,6 +1,6 @@
 //! Topic commands: create topics, delete topics, create partitions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
@@ -325,13 +325,14 @@ impl Controller {
     ) -> Result<ControllerResult<Vec<TopicOutcome<()>>>, ApplyError> {
         let mut pending = Pending::new(image);
         let mut outcomes = Vec::with_capacity(request.topics.len());
-        for increase in &request.topics {
-            let duplicates = request
+        let repeated = repeated_names(
+            request
                 .topics
                 .iter()
-                .filter(|other| other.topic == increase.topic)
-                .count();
-            let planned = if duplicates > 1 {
+                .map(|increase| increase.topic.as_str()),
+        );
+        for increase in &request.topics {
+            let planned = if repeated.contains(increase.topic.as_str()) {
                 Err(ControllerError::DuplicateTopic {
                     name: increase.topic.clone(),
                 })
@@ -394,6 +395,18 @@ impl Controller {
         let records = new_partition_records(image, topic.id, current, &assignment)?;
         Ok(((), records))
     }
+}
+
+/// The names that appear more than once.
+fn repeated_names<'a>(names: impl Iterator<Item = &'a str>) -> BTreeSet<&'a str> {
+    let mut seen = BTreeSet::new();
+    let mut repeated = BTreeSet::new();
+    for name in names {
+        if !seen.insert(name) {
+            repeated.insert(name);
+        }
+    }
+    repeated
 }
 
 fn checked_added_assignment(
