@@ -1,0 +1,613 @@
+//! Broker configuration: Kafka's `server.properties` names, parsed once into
+//! typed values.
+//!
+//! Every key Strom acts on is listed in [`KNOWN_KEYS`] with Kafka's default.
+//! Keys Kafka defines that Strom does not act on yet are accepted and reported
+//! as [`ConfigWarning::Ignored`]; keys nobody defines are reported as
+//! [`ConfigWarning::Unknown`]. An invalid value is an error naming the key.
+//!
+//! Broker-level `log.*` keys are also the defaults of the topic-level configs
+//! (`log.segment.bytes` is the default `segment.bytes`, and so on, as in
+//! Kafka); [`BrokerConfig::topic_defaults`] returns them under the topic-level
+//! names so that the storage layer parses one vocabulary.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::ConfigError;
+
+/// One listener: a name (also its security protocol for now) and an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    /// Listener name, e.g. `PLAINTEXT`.
+    pub name: String,
+    /// Host as written (may be empty for "all interfaces").
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl Listener {
+    /// The socket address to bind: an empty host binds all interfaces.
+    pub fn bind_address(&self) -> Result<SocketAddr, ConfigError> {
+        let host = if self.host.is_empty() {
+            "0.0.0.0"
+        } else {
+            &self.host
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let ip = if host == "localhost" {
+            "127.0.0.1"
+        } else {
+            host
+        };
+        let ip: std::net::IpAddr = ip.parse().map_err(|_| ConfigError::Invalid {
+            key: "listeners".to_owned(),
+            value: format!("{}://{}:{}", self.name, self.host, self.port),
+            reason: "the host must be an IP address, localhost, or empty".to_owned(),
+        })?;
+        Ok(SocketAddr::new(ip, self.port))
+    }
+}
+
+/// A warning about a configuration key, for the start-up log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigWarning {
+    /// A key Kafka does not define (probably a typo).
+    Unknown {
+        /// The key.
+        key: String,
+    },
+    /// A Kafka key that Strom accepts but does not act on.
+    Ignored {
+        /// The key.
+        key: String,
+    },
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigWarning::Unknown { key } => {
+                write!(f, "unknown configuration key `{key}` ignored")
+            }
+            ConfigWarning::Ignored { key } => {
+                write!(
+                    f,
+                    "configuration key `{key}` is accepted but has no effect in Strom"
+                )
+            }
+        }
+    }
+}
+
+/// The typed broker configuration.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// `node.id` (alias `broker.id`).
+    pub node_id: i32,
+    /// `listeners`.
+    pub listeners: Vec<Listener>,
+    /// `advertised.listeners` (defaults to `listeners`).
+    pub advertised_listeners: Vec<Listener>,
+    /// `log.dirs` (alias `log.dir`).
+    pub log_dirs: Vec<PathBuf>,
+    /// `num.partitions`: partitions of auto-created topics and of CreateTopics
+    /// requests that leave the count to the broker.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// `socket.request.max.bytes`: the largest request frame accepted.
+    pub socket_request_max_bytes: usize,
+    /// `connections.max.idle.ms`.
+    pub connections_max_idle: Duration,
+    /// `max.connections`.
+    pub max_connections: usize,
+    /// `offsets.topic.num.partitions`.
+    pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor`.
+    pub offsets_topic_replication_factor: i16,
+    /// `offsets.retention.minutes`.
+    pub offsets_retention: Duration,
+    /// `group.initial.rebalance.delay.ms`.
+    pub group_initial_rebalance_delay: Duration,
+    /// `group.min.session.timeout.ms`.
+    pub group_min_session_timeout: Duration,
+    /// `group.max.session.timeout.ms`.
+    pub group_max_session_timeout: Duration,
+    /// `group.max.size`.
+    pub group_max_size: usize,
+    /// `replica.lag.time.max.ms`.
+    pub replica_lag_time_max: Duration,
+    /// `log.retention.check.interval.ms`.
+    pub log_retention_check_interval: Duration,
+    /// `log.flush.scheduler.interval.ms`.
+    pub log_flush_scheduler_interval: Duration,
+    /// `log.flush.offset.checkpoint.interval.ms`.
+    pub log_flush_offset_checkpoint_interval: Duration,
+    /// `log.cleaner.enable`.
+    pub log_cleaner_enable: bool,
+    /// `num.recovery.threads.per.data.dir`.
+    pub num_recovery_threads_per_data_dir: usize,
+    /// Topic-level defaults under topic-level names (see the module docs).
+    topic_defaults: BTreeMap<String, String>,
+}
+
+/// Broker keys Strom acts on, with Kafka's default value (empty: no default).
+pub const KNOWN_KEYS: &[(&str, &str)] = &[
+    ("node.id", "1"),
+    ("broker.id", ""),
+    ("process.roles", "broker,controller"),
+    ("listeners", "PLAINTEXT://127.0.0.1:9092"),
+    ("advertised.listeners", ""),
+    ("log.dirs", ""),
+    ("log.dir", "data"),
+    ("num.partitions", "1"),
+    ("default.replication.factor", "1"),
+    ("auto.create.topics.enable", "true"),
+    ("delete.topic.enable", "true"),
+    ("socket.request.max.bytes", "104857600"),
+    ("connections.max.idle.ms", "600000"),
+    ("max.connections", "2147483647"),
+    ("offsets.topic.num.partitions", "50"),
+    ("offsets.topic.replication.factor", "1"),
+    ("offsets.retention.minutes", "10080"),
+    ("group.initial.rebalance.delay.ms", "3000"),
+    ("group.min.session.timeout.ms", "6000"),
+    ("group.max.session.timeout.ms", "1800000"),
+    ("group.max.size", "2147483647"),
+    ("replica.lag.time.max.ms", "30000"),
+    ("log.retention.check.interval.ms", "300000"),
+    ("log.flush.scheduler.interval.ms", "9223372036854775807"),
+    ("log.flush.offset.checkpoint.interval.ms", "60000"),
+    ("log.cleaner.enable", "true"),
+    ("num.recovery.threads.per.data.dir", "2"),
+];
+
+/// Broker `log.*` keys and the topic-level config each one defaults.
+/// Several broker keys may feed one topic key; the first one set wins, in
+/// Kafka's order of precedence (`ms` before `minutes` before `hours`).
+pub const TOPIC_DEFAULT_KEYS: &[(&str, &str)] = &[
+    ("log.segment.bytes", "segment.bytes"),
+    ("log.roll.ms", "segment.ms"),
+    ("log.roll.hours", "segment.ms"),
+    ("log.roll.jitter.ms", "segment.jitter.ms"),
+    ("log.index.size.max.bytes", "segment.index.bytes"),
+    ("log.index.interval.bytes", "index.interval.bytes"),
+    ("log.retention.ms", "retention.ms"),
+    ("log.retention.minutes", "retention.ms"),
+    ("log.retention.hours", "retention.ms"),
+    ("log.retention.bytes", "retention.bytes"),
+    ("log.cleanup.policy", "cleanup.policy"),
+    ("log.flush.interval.messages", "flush.messages"),
+    ("log.flush.interval.ms", "flush.ms"),
+    ("message.max.bytes", "max.message.bytes"),
+    ("log.message.timestamp.type", "message.timestamp.type"),
+    ("log.cleaner.delete.retention.ms", "delete.retention.ms"),
+    (
+        "log.cleaner.min.cleanable.ratio",
+        "min.cleanable.dirty.ratio",
+    ),
+    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
+    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
+    ("log.segment.delete.delay.ms", "file.delete.delay.ms"),
+    ("log.preallocate", "preallocate"),
+    ("min.insync.replicas", "min.insync.replicas"),
+    ("compression.type", "compression.type"),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+    ),
+];
+
+/// Kafka broker keys that Strom accepts without acting on them.
+pub const IGNORED_KEYS: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "log.cleaner.threads",
+    "num.replica.fetchers",
+    "group.coordinator.rebalance.protocols",
+    "zookeeper.connect",
+];
+
+impl BrokerConfig {
+    /// The configuration with every default, as `strom broker` with no
+    /// arguments uses it.
+    pub fn defaults() -> BrokerConfig {
+        match BrokerConfig::from_map(&BTreeMap::new()) {
+            Ok((config, _)) => config,
+            Err(error) => unreachable!("the built-in defaults are valid: {error}"),
+        }
+    }
+
+    /// Parses a properties map (file contents merged with command-line
+    /// overrides) into a typed configuration and the warnings to log.
+    pub fn from_map(
+        map: &BTreeMap<String, String>,
+    ) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
+        let warnings = collect_warnings(map);
+        let lookup = Lookup { map };
+        let node_id = match map.get("broker.id") {
+            Some(_) if !map.contains_key("node.id") => {
+                lookup.int("broker.id", 0, i32::MAX as i64)? as i32
+            }
+            _ => lookup.int("node.id", 0, i32::MAX as i64)? as i32,
+        };
+        let listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
+        let advertised_listeners = match map.get("advertised.listeners") {
+            Some(text) if !text.trim().is_empty() => parse_listeners("advertised.listeners", text)?,
+            _ => listeners.clone(),
+        };
+        let log_dirs_text = map
+            .get("log.dirs")
+            .filter(|text| !text.trim().is_empty())
+            .cloned()
+            .unwrap_or_else(|| lookup.string("log.dir"));
+        let log_dirs = log_dirs_text
+            .split(',')
+            .map(str::trim)
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .collect::<Vec<_>>();
+        if log_dirs.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "log.dirs".to_owned(),
+                value: log_dirs_text,
+                reason: "at least one directory is required".to_owned(),
+            });
+        }
+        let config = BrokerConfig {
+            node_id,
+            listeners,
+            advertised_listeners,
+            log_dirs,
+            num_partitions: lookup.int("num.partitions", 1, i32::MAX as i64)? as i32,
+            default_replication_factor: lookup.int(
+                "default.replication.factor",
+                1,
+                i16::MAX as i64,
+            )? as i16,
+            auto_create_topics_enable: lookup.boolean("auto.create.topics.enable")?,
+            delete_topic_enable: lookup.boolean("delete.topic.enable")?,
+            socket_request_max_bytes: lookup.int("socket.request.max.bytes", 1, i32::MAX as i64)?
+                as usize,
+            connections_max_idle: lookup.millis("connections.max.idle.ms")?,
+            max_connections: lookup.int("max.connections", 0, i32::MAX as i64)? as usize,
+            offsets_topic_num_partitions: lookup.int(
+                "offsets.topic.num.partitions",
+                1,
+                i32::MAX as i64,
+            )? as i32,
+            offsets_topic_replication_factor: lookup.int(
+                "offsets.topic.replication.factor",
+                1,
+                i16::MAX as i64,
+            )? as i16,
+            offsets_retention: Duration::from_secs(
+                lookup.int("offsets.retention.minutes", 1, i32::MAX as i64)? as u64 * 60,
+            ),
+            group_initial_rebalance_delay: lookup.millis("group.initial.rebalance.delay.ms")?,
+            group_min_session_timeout: lookup.millis("group.min.session.timeout.ms")?,
+            group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,
+            group_max_size: lookup.int("group.max.size", 1, i32::MAX as i64)? as usize,
+            replica_lag_time_max: lookup.millis("replica.lag.time.max.ms")?,
+            log_retention_check_interval: lookup.millis("log.retention.check.interval.ms")?,
+            log_flush_scheduler_interval: lookup.millis("log.flush.scheduler.interval.ms")?,
+            log_flush_offset_checkpoint_interval: lookup
+                .millis("log.flush.offset.checkpoint.interval.ms")?,
+            log_cleaner_enable: lookup.boolean("log.cleaner.enable")?,
+            num_recovery_threads_per_data_dir: lookup.int(
+                "num.recovery.threads.per.data.dir",
+                1,
+                1024,
+            )? as usize,
+            topic_defaults: topic_defaults(map)?,
+        };
+        if config.group_min_session_timeout > config.group_max_session_timeout {
+            return Err(ConfigError::Invalid {
+                key: "group.min.session.timeout.ms".to_owned(),
+                value: config.group_min_session_timeout.as_millis().to_string(),
+                reason: "must not exceed group.max.session.timeout.ms".to_owned(),
+            });
+        }
+        Ok((config, warnings))
+    }
+
+    /// Topic-level config defaults derived from the broker's `log.*` keys,
+    /// under topic-level names (`segment.bytes`, `retention.ms`, ...). Only
+    /// keys the operator set appear; the storage layer supplies Kafka's
+    /// defaults for the rest.
+    pub fn topic_defaults(&self) -> &BTreeMap<String, String> {
+        &self.topic_defaults
+    }
+}
+
+fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
+    map.keys()
+        .filter(|key| {
+            !KNOWN_KEYS.iter().any(|(known, _)| known == key)
+                && !TOPIC_DEFAULT_KEYS.iter().any(|(known, _)| known == key)
+        })
+        .map(|key| {
+            if IGNORED_KEYS.contains(&key.as_str()) {
+                ConfigWarning::Ignored { key: key.clone() }
+            } else {
+                ConfigWarning::Unknown { key: key.clone() }
+            }
+        })
+        .collect()
+}
+
+fn topic_defaults(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut defaults = BTreeMap::new();
+    for (broker_key, topic_key) in TOPIC_DEFAULT_KEYS {
+        let Some(value) = map.get(*broker_key) else {
+            continue;
+        };
+        if defaults.contains_key(*topic_key) {
+            continue;
+        }
+        let value = value.trim();
+        let converted = match *broker_key {
+            "log.roll.hours" | "log.retention.hours" => scale(broker_key, value, 3_600_000)?,
+            "log.retention.minutes" => scale(broker_key, value, 60_000)?,
+            _ => value.to_owned(),
+        };
+        defaults.insert((*topic_key).to_owned(), converted);
+    }
+    Ok(defaults)
+}
+
+fn scale(key: &str, value: &str, factor: i64) -> Result<String, ConfigError> {
+    let number: i64 = value.parse().map_err(|_| ConfigError::Invalid {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason: "expected an integer".to_owned(),
+    })?;
+    if number < 0 {
+        // Kafka: a negative retention means "no limit".
+        return Ok("-1".to_owned());
+    }
+    number
+        .checked_mul(factor)
+        .map(|ms| ms.to_string())
+        .ok_or_else(|| ConfigError::Invalid {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            reason: "too large".to_owned(),
+        })
+}
+
+/// Parses `NAME://host:port,NAME://host:port`.
+pub fn parse_listeners(key: &str, text: &str) -> Result<Vec<Listener>, ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid {
+        key: key.to_owned(),
+        value: text.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let mut listeners = Vec::new();
+    for item in text
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
+        let (name, address) = item
+            .split_once("://")
+            .ok_or_else(|| invalid("expected NAME://host:port"))?;
+        let (host, port) = address
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("expected NAME://host:port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| invalid("the port must be a number from 0 to 65535"))?;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(invalid(
+                "a listener name is letters, digits and underscores",
+            ));
+        }
+        if listeners.iter().any(|l: &Listener| l.name == name) {
+            return Err(invalid("each listener name may appear once"));
+        }
+        listeners.push(Listener {
+            name: name.to_owned(),
+            host: host.to_owned(),
+            port,
+        });
+    }
+    if listeners.is_empty() {
+        return Err(invalid("at least one listener is required"));
+    }
+    Ok(listeners)
+}
+
+struct Lookup<'a> {
+    map: &'a BTreeMap<String, String>,
+}
+
+impl Lookup<'_> {
+    fn string(&self, key: &str) -> String {
+        self.map
+            .get(key)
+            .map(|value| value.trim().to_owned())
+            .unwrap_or_else(|| default_of(key).to_owned())
+    }
+
+    fn int(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+        let text = self.string(key);
+        let value: i64 = text.parse().map_err(|_| ConfigError::Invalid {
+            key: key.to_owned(),
+            value: text.clone(),
+            reason: "expected an integer".to_owned(),
+        })?;
+        if value < min || value > max {
+            return Err(ConfigError::Invalid {
+                key: key.to_owned(),
+                value: text,
+                reason: format!("must be between {min} and {max}"),
+            });
+        }
+        Ok(value)
+    }
+
+    fn millis(&self, key: &str) -> Result<Duration, ConfigError> {
+        Ok(Duration::from_millis(self.int(key, 0, i64::MAX)? as u64))
+    }
+
+    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
+        let text = self.string(key);
+        match text.to_ascii_lowercase().as_str() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(ConfigError::Invalid {
+                key: key.to_owned(),
+                value: text,
+                reason: "expected true or false".to_owned(),
+            }),
+        }
+    }
+}
+
+fn default_of(key: &str) -> &'static str {
+    KNOWN_KEYS
+        .iter()
+        .find(|(known, _)| *known == key)
+        .map(|(_, default)| *default)
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_a_single_node_on_loopback() {
+        let config = BrokerConfig::defaults();
+        assert_eq!(config.node_id, 1);
+        assert_eq!(
+            config.listeners[0].bind_address().expect("valid"),
+            "127.0.0.1:9092".parse().expect("addr")
+        );
+        assert_eq!(config.advertised_listeners, config.listeners);
+        assert_eq!(config.log_dirs, vec![PathBuf::from("data")]);
+        assert_eq!(config.socket_request_max_bytes, 104_857_600);
+        assert_eq!(config.offsets_topic_num_partitions, 50);
+        assert!(config.topic_defaults().is_empty());
+    }
+
+    #[test]
+    fn an_invalid_value_names_the_key() {
+        let error = BrokerConfig::from_map(&map(&[("num.partitions", "many")])).unwrap_err();
+        assert!(error.to_string().contains("num.partitions"), "{error}");
+        let error = BrokerConfig::from_map(&map(&[("num.partitions", "0")])).unwrap_err();
+        assert!(error.to_string().contains("num.partitions"), "{error}");
+        let error =
+            BrokerConfig::from_map(&map(&[("auto.create.topics.enable", "yes")])).unwrap_err();
+        assert!(
+            error.to_string().contains("auto.create.topics.enable"),
+            "{error}"
+        );
+        let error = BrokerConfig::from_map(&map(&[("listeners", "127.0.0.1:9092")])).unwrap_err();
+        assert!(error.to_string().contains("listeners"), "{error}");
+    }
+
+    #[test]
+    fn unknown_and_ignored_keys_are_warnings() {
+        let (_, warnings) = BrokerConfig::from_map(&map(&[
+            ("num.io.threads", "8"),
+            ("log.retension.hours", "1"),
+        ]))
+        .expect("valid");
+        assert!(warnings.contains(&ConfigWarning::Ignored {
+            key: "num.io.threads".to_owned()
+        }));
+        assert!(warnings.contains(&ConfigWarning::Unknown {
+            key: "log.retension.hours".to_owned()
+        }));
+    }
+
+    #[test]
+    fn log_keys_become_topic_defaults_with_kafka_precedence() {
+        let (config, _) = BrokerConfig::from_map(&map(&[
+            ("log.retention.hours", "2"),
+            ("log.retention.minutes", "3"),
+            ("log.segment.bytes", "1048576"),
+            ("message.max.bytes", "2000000"),
+        ]))
+        .expect("valid");
+        let defaults = config.topic_defaults();
+        // `log.retention.minutes` takes precedence over hours; the table lists
+        // minutes first among those two.
+        assert_eq!(defaults["retention.ms"], "180000");
+        assert_eq!(defaults["segment.bytes"], "1048576");
+        assert_eq!(defaults["max.message.bytes"], "2000000");
+        let (config, _) = BrokerConfig::from_map(&map(&[
+            ("log.retention.ms", "5"),
+            ("log.retention.hours", "2"),
+        ]))
+        .expect("valid");
+        assert_eq!(config.topic_defaults()["retention.ms"], "5");
+    }
+
+    #[test]
+    fn listeners_and_advertised_listeners() {
+        let (config, _) = BrokerConfig::from_map(&map(&[
+            ("listeners", "PLAINTEXT://:9093, INTERNAL://127.0.0.1:9094"),
+            ("advertised.listeners", "PLAINTEXT://localhost:9093"),
+            ("log.dirs", "/a, /b"),
+        ]))
+        .expect("valid");
+        assert_eq!(config.listeners.len(), 2);
+        assert_eq!(
+            config.listeners[0].bind_address().expect("valid").port(),
+            9093
+        );
+        assert_eq!(config.advertised_listeners[0].host, "localhost");
+        assert_eq!(
+            config.log_dirs,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        let duplicate = BrokerConfig::from_map(&map(&[("listeners", "A://:1,A://:2")]));
+        assert!(duplicate.is_err());
+    }
+
+    #[test]
+    fn broker_id_is_an_alias_of_node_id() {
+        let (config, _) = BrokerConfig::from_map(&map(&[("broker.id", "7")])).expect("valid");
+        assert_eq!(config.node_id, 7);
+        let (config, _) =
+            BrokerConfig::from_map(&map(&[("broker.id", "7"), ("node.id", "3")])).expect("valid");
+        assert_eq!(config.node_id, 3);
+    }
+
+    #[test]
+    fn session_timeout_bounds_must_be_ordered() {
+        let error = BrokerConfig::from_map(&map(&[
+            ("group.min.session.timeout.ms", "10000"),
+            ("group.max.session.timeout.ms", "5000"),
+        ]))
+        .unwrap_err();
+        assert!(error.to_string().contains("group.min.session.timeout.ms"));
+    }
+}

@@ -1,0 +1,41 @@
+//! Errors of the broker crate.
+
+/// A configuration problem: the message names the key or the file and line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A value that does not parse or is out of range.
+    #[error("invalid value `{value}` for configuration `{key}`: {reason}")]
+    Invalid {
+        /// The key.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A syntax error in a properties file.
+    #[error("{source_name}:{line}: {reason}")]
+    Syntax {
+        /// The file (or other source) of the text.
+        source_name: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The configuration file could not be read.
+    #[error("cannot read configuration file {path}")]
+    Read {
+        /// The path.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A `--set key=value` override without `=`.
+    #[error("override `{text}` is not of the form key=value")]
+    Override {
+        /// The text given.
+        text: String,
+    },
+}

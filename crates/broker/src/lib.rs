@@ -1,0 +1,15 @@
+//! The Strom broker: a thin crate that composes the server crates into a
+//! Kafka broker.
+//!
+//! It owns the network server, one handler per Kafka API behind a dispatch
+//! table, and the broker configuration ([`config`]). It deliberately owns no
+//! protocol, storage, replication, controller or group logic: those live in
+//! the crates below it, and this crate only wires them together.
+
+pub mod config;
+pub mod error;
+pub mod launch;
+pub mod properties;
+
+pub use config::BrokerConfig;
+pub use error::ConfigError;

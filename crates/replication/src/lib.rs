@@ -1,0 +1,36 @@
+//! Partitions as replicas: who leads, who is in sync, and what is committed.
+//!
+//! `strom-replication` owns the replication state of one partition on one
+//! broker, in Kafka's pull model (see `ARCHITECTURE.md`, decision 4):
+//!
+//! * [`LeaderState`]: the leader's view — leader epoch, ISR, the log end
+//!   offset (LEO) of every replica as learned from their fetches, and the high
+//!   watermark (HW), which is the minimum LEO over the ISR and never decreases.
+//!   It decides when an `acks=all` write is committed, which followers join
+//!   the ISR, and which ones have fallen behind for longer than
+//!   `replica.lag.time.max.ms`.
+//! * [`FollowerState`]: a follower's view — its leader and epoch, the HW the
+//!   leader reported, and where to fetch next.
+//! * [`OffsetWatch`]: the async edge. Delayed produce (`acks=all`) and delayed
+//!   fetch (`fetch.min.bytes` / `fetch.max.wait.ms`) wait on a watch that is
+//!   advanced by appends and HW moves, never by polling with sleeps.
+//!
+//! The states are sans-IO: they take events with the current time in
+//! milliseconds and return decisions (a new HW, a proposed ISR change for the
+//! controller). They do not own the log; the broker appends to
+//! `strom-storage` and reports the resulting LEO. A single-node broker runs
+//! exactly this code with an ISR of one, in which case the HW follows the LEO
+//! as soon as a write is done.
+
+mod error;
+mod follower;
+mod leader;
+mod watch;
+
+pub use error::ReplicationError;
+pub use follower::FollowerState;
+pub use leader::{AckStatus, FollowerFetchOutcome, IsrChange, LeaderState, ReplicaProgress};
+pub use watch::{OffsetWatch, WaitOutcome};
+
+/// A broker (and replica) identifier, Kafka's `node.id`.
+pub type BrokerId = i32;
