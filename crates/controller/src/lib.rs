@@ -1,0 +1,69 @@
+//! Cluster metadata for Strom: the controller.
+//!
+//! This crate owns the cluster's metadata and every decision about it:
+//!
+//! - [`records`]: the metadata log's record types, `prost` messages written
+//!   by hand (schema in `proto/metadata.proto`, documentation only): broker
+//!   registration, fencing and unfencing, topics with UUID ids, partitions
+//!   with replicas, ISR, leader, leader epoch and partition epoch, partition
+//!   changes, configs, topic removal.
+//! - [`image`]: the immutable [`MetadataImage`] those records build, shared
+//!   as `Arc<MetadataImage>` and advanced copy-on-write.
+//! - [`partition_state`] and [`replica_state`]: Kafka's partition and
+//!   replica state machines as enums with checked transitions.
+//! - [`election`]: the four leader election policies (offline partition,
+//!   reassignment, preferred replica, controlled shutdown) as pure functions.
+//! - [`assignment`]: replica assignment for new topics and partitions, as
+//!   Kafka does it for rack-unaware clusters, and validation of requested
+//!   assignments.
+//! - [`config`]: the one table of topic-level configs (names, ranges,
+//!   defaults, broker synonyms) that CreateTopics and AlterConfigs are
+//!   validated against.
+//! - [`log`]: the durable metadata log (CRC-framed, `fsync`ed batches) and
+//!   its snapshots, with recovery.
+//! - [`controller`]: the sans-IO [`Controller`] that turns commands
+//!   (create/delete topics, create partitions, alter configs, register
+//!   broker, heartbeat, elect leaders, session expiry) into records and
+//!   per-item results.
+//! - [`runtime`]: the [`ControllerClient`] trait brokers call and
+//!   [`LocalController`], the embedded single-node implementation that
+//!   appends to the log and publishes each new image on a `watch` channel.
+//!
+//! It does **not** own partition data (`strom-storage`, `strom-replication`),
+//! the network, or Kafka error codes: every per-item error is a typed
+//! [`ControllerError`](error::ControllerError) whose docs name the Kafka
+//! code the broker should answer with.
+//!
+//! # Design decisions
+//!
+//! - **Metadata is a log.** Every decision is a record appended to the
+//!   metadata log; the image is a fold of the log. Brokers learn metadata
+//!   only from images built from it, so the embedded controller and the
+//!   openraft quorum that comes later look the same to a broker.
+//! - **Sans-IO core, thin runtime.** [`Controller`] takes an image, a
+//!   command, the time (`now_ms`) and an injected random source, and returns
+//!   records; it never touches a file or a clock, so its tests are
+//!   deterministic. [`LocalController`] adds the log, the lock and the
+//!   `watch` channel.
+//! - **Fail-stop durability.** A command's records are one CRC-framed batch,
+//!   `fsync`ed before the image advances; a torn last batch is dropped at
+//!   recovery, and any other damage stops start-up instead of serving
+//!   metadata with a hole in it.
+
+pub mod assignment;
+pub mod config;
+pub mod controller;
+pub mod election;
+pub mod environment;
+pub mod error;
+pub mod image;
+pub mod log;
+pub mod partition_state;
+pub mod records;
+pub mod replica_state;
+pub mod runtime;
+pub mod topic_name;
+
+pub use controller::{Controller, ControllerConfig};
+pub use image::MetadataImage;
+pub use runtime::{ControllerClient, LocalController, LocalControllerConfig};
