@@ -28,6 +28,7 @@ pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod clock;
+pub mod compaction;
 pub mod config;
 pub mod epoch_cache;
 pub mod error;

@@ -22,6 +22,7 @@ use crate::checkpoint::{
     REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::clock::Clock;
+use crate::compaction::CleanOptions;
 use crate::config::LogConfig;
 use crate::error::{IoContext, ManagerError};
 use crate::log::Log;
@@ -32,6 +33,8 @@ use crate::topic_partition::{is_valid_topic_name, TopicPartition};
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// Lock file held while the manager owns a directory.
 pub const LOCK_FILE: &str = ".lock";
+/// The compaction progress checkpoint in each log directory (Kafka's name).
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Suffix of partition directories waiting for deletion.
 pub const DELETE_DIR_SUFFIX: &str = "-delete";
 
@@ -52,6 +55,10 @@ pub struct LogManagerConfig {
     pub high_watermark_checkpoint_interval_ms: i64,
     /// `file.delete.delay.ms` for deleted partition directories.
     pub directory_delete_delay_ms: i64,
+    /// `log.cleaner.backoff.ms`: time between compaction passes.
+    pub cleaner_backoff_ms: i64,
+    /// `log.cleaner.enable`.
+    pub cleaner_enable: bool,
 }
 
 impl LogManagerConfig {
@@ -65,6 +72,8 @@ impl LogManagerConfig {
             log_start_offset_checkpoint_interval_ms: 60_000,
             high_watermark_checkpoint_interval_ms: 5_000,
             directory_delete_delay_ms: 60_000,
+            cleaner_backoff_ms: 15_000,
+            cleaner_enable: true,
         }
     }
 }
@@ -84,6 +93,7 @@ struct Schedule {
     next_recovery_checkpoint_ms: i64,
     next_start_checkpoint_ms: i64,
     next_high_watermark_checkpoint_ms: i64,
+    next_cleaning_ms: i64,
     pending_directory_deletes: Vec<(i64, PathBuf)>,
 }
 
@@ -122,6 +132,7 @@ struct DirectoryCheckpoints {
     recovery_points: BTreeMap<TopicPartition, i64>,
     log_starts: BTreeMap<TopicPartition, i64>,
     high_watermarks: BTreeMap<TopicPartition, i64>,
+    cleaner_offsets: BTreeMap<TopicPartition, i64>,
 }
 
 fn read_checkpoints(dir: &Path) -> Result<DirectoryCheckpoints, ManagerError> {
@@ -138,6 +149,7 @@ fn read_checkpoints(dir: &Path) -> Result<DirectoryCheckpoints, ManagerError> {
         recovery_points: read(RECOVERY_POINT_CHECKPOINT),
         log_starts: read(LOG_START_OFFSET_CHECKPOINT),
         high_watermarks: read(REPLICATION_OFFSET_CHECKPOINT),
+        cleaner_offsets: read(CLEANER_OFFSET_CHECKPOINT),
     })
 }
 
@@ -193,6 +205,9 @@ fn load_directory(
         }
         if let Some(high_watermark) = checkpoints.high_watermarks.get(&partition) {
             log.update_high_watermark(*high_watermark);
+        }
+        if let Some(first_dirty) = checkpoints.cleaner_offsets.get(&partition) {
+            log.set_first_dirty_offset(*first_dirty);
         }
         logs.push((partition, log));
     }
@@ -408,6 +423,10 @@ impl LogManager {
                 now_ms + self.config.high_watermark_checkpoint_interval_ms;
             self.checkpoint(REPLICATION_OFFSET_CHECKPOINT, |log| log.high_watermark())?;
         }
+        if self.config.cleaner_enable && now_ms >= schedule.next_cleaning_ms {
+            schedule.next_cleaning_ms = now_ms + self.config.cleaner_backoff_ms;
+            self.clean_logs(&handles, now_ms)?;
+        }
         let (due, waiting): (Vec<_>, Vec<_>) =
             std::mem::take(&mut schedule.pending_directory_deletes)
                 .into_iter()
@@ -415,6 +434,22 @@ impl LogManager {
         schedule.pending_directory_deletes = waiting;
         for (_, path) in due {
             std::fs::remove_dir_all(&path).at(&path)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one compaction pass on every compacted log that is dirty enough,
+    /// then checkpoints the first dirty offsets.
+    fn clean_logs(&self, handles: &[LogHandle], now_ms: i64) -> Result<(), ManagerError> {
+        let mut cleaned_any = false;
+        for log in handles {
+            let mut log = write_log(log);
+            if log.config().cleanup_policy.compact {
+                cleaned_any |= log.clean(now_ms, &CleanOptions::default())?.is_some();
+            }
+        }
+        if cleaned_any {
+            self.checkpoint(CLEANER_OFFSET_CHECKPOINT, |log| log.first_dirty_offset())?;
         }
         Ok(())
     }

@@ -111,6 +111,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: options.now_ms,
             pending_deletes: Vec::new(),
+            first_dirty_offset: 0,
         };
         let report = log.load_segments(&bases, &options)?;
         log.finish_open(options.now_ms)?;

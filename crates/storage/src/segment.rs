@@ -75,12 +75,12 @@ pub struct Segment {
     created_ms: i64,
 }
 
-fn index_paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
+fn index_paths(dir: &Path, base_offset: i64, suffix: &str) -> (PathBuf, PathBuf, PathBuf) {
     let stem = file_stem(base_offset);
     (
-        dir.join(format!("{stem}{LOG_SUFFIX}")),
-        dir.join(format!("{stem}{INDEX_SUFFIX}")),
-        dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
+        dir.join(format!("{stem}{LOG_SUFFIX}{suffix}")),
+        dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}")),
+        dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}")),
     )
 }
 
@@ -92,7 +92,19 @@ impl Segment {
         settings: SegmentSettings,
         now_ms: i64,
     ) -> Result<Segment, IndexError> {
-        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset);
+        Segment::create_with_suffix(dir, base_offset, settings, now_ms, "")
+    }
+
+    /// Creates a new, empty segment whose file names end in `suffix`
+    /// (e.g. `.cleaned` for compaction output).
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        settings: SegmentSettings,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, IndexError> {
+        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset, suffix);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -138,7 +150,7 @@ impl Segment {
         settings: SegmentSettings,
         now_ms: i64,
     ) -> Result<(Segment, bool), IndexError> {
-        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset);
+        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset, "");
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -458,16 +470,24 @@ impl Segment {
         Ok(removed)
     }
 
-    /// Renames the three files with `suffix` appended (e.g. `.deleted`) and
-    /// returns their new paths.
-    pub fn rename_with_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>, IndexError> {
-        let log_target = PathBuf::from(format!("{}{suffix}", self.log_path.display()));
+    /// Renames the three files to `<base>.<kind><suffix>` (an empty suffix
+    /// gives the live names) and returns the new paths. Index files move
+    /// first and the `.log` last, so a crash in between is recognised by the
+    /// `.log` name alone.
+    pub fn set_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>, IndexError> {
+        let dir = self
+            .log_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let stem = file_stem(self.base_offset);
+        let index_target = dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}"));
+        self.offset_index.rename(&index_target)?;
+        let time_target = dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}"));
+        self.time_index.rename(&time_target)?;
+        let log_target = dir.join(format!("{stem}{LOG_SUFFIX}{suffix}"));
         std::fs::rename(&self.log_path, &log_target).at(&self.log_path)?;
         self.log_path = log_target.clone();
-        let index_target = PathBuf::from(format!("{}{suffix}", self.offset_index.path().display()));
-        self.offset_index.rename(&index_target)?;
-        let time_target = PathBuf::from(format!("{}{suffix}", self.time_index.path().display()));
-        self.time_index.rename(&time_target)?;
         Ok(vec![log_target, index_target, time_target])
     }
 }
