@@ -24,6 +24,7 @@
 //!   the recovery point is re-checked (CRC, offsets, sizes), the log is
 //!   truncated at the first invalid byte and indexes are rebuilt.
 
+pub mod backend;
 pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;

@@ -8,9 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::backend::FileBackend;
 use crate::batch::{self, BatchHeader};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
@@ -66,6 +68,7 @@ pub struct Log {
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<PendingDelete>,
     pub(crate) first_dirty_offset: i64,
+    pub(crate) backend: Arc<dyn FileBackend>,
 }
 
 /// Checks every batch of an append and returns each header with its position.
@@ -187,6 +190,7 @@ impl Log {
         SegmentSettings {
             index_bytes: self.config.segment_index_bytes,
             index_interval_bytes: self.config.index_interval_bytes,
+            backend: Arc::clone(&self.backend),
         }
     }
 

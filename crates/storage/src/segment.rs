@@ -11,6 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::backend::FileBackend;
 use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
 use crate::error::{BatchError, IndexError, IoContext, IoError};
 use crate::index::{OffsetIndex, TimeIndex};
@@ -49,13 +50,15 @@ pub struct BatchLocation {
     pub header: BatchHeader,
 }
 
-/// Segment-level indexing settings.
-#[derive(Debug, Clone, Copy)]
+/// Segment-level settings: indexing and the file backend.
+#[derive(Debug, Clone)]
 pub struct SegmentSettings {
     /// `segment.index.bytes`.
     pub index_bytes: u32,
     /// `index.interval.bytes`.
     pub index_interval_bytes: u32,
+    /// Where data writes, syncs and truncations go.
+    pub backend: Arc<dyn FileBackend>,
 }
 
 /// A segment of a partition log.
@@ -338,8 +341,9 @@ impl Segment {
         bytes: &[u8],
         batches: &[(BatchHeader, usize)],
     ) -> Result<(), IoError> {
-        self.file
-            .write_all_at(bytes, self.size_bytes)
+        self.settings
+            .backend
+            .write_all_at(&self.log_path, &self.file, bytes, self.size_bytes)
             .at(&self.log_path)?;
         self.index_batches(self.size_bytes, batches);
         self.size_bytes += bytes.len() as u64;
@@ -348,7 +352,10 @@ impl Segment {
 
     /// Fsyncs the `.log` file and flushes both index maps.
     pub fn flush(&self) -> Result<(), IndexError> {
-        self.file.sync_data().at(&self.log_path)?;
+        self.settings
+            .backend
+            .sync_data(&self.log_path, &self.file)
+            .at(&self.log_path)?;
         self.offset_index.flush()?;
         self.time_index.flush()?;
         Ok(())
@@ -357,6 +364,13 @@ impl Segment {
     /// Seals the segment when a new one is rolled: records the final time
     /// index entry and trims both indexes to their entries.
     pub fn seal(&mut self) -> Result<(), IndexError> {
+        // A failed (torn) append may have left bytes past the valid size.
+        if self.file.metadata().at(&self.log_path)?.len() > self.size_bytes {
+            self.settings
+                .backend
+                .set_len(&self.log_path, &self.file, self.size_bytes)
+                .at(&self.log_path)?;
+        }
         if self.max_timestamp >= 0 {
             self.time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
@@ -407,7 +421,10 @@ impl Segment {
         }
         let removed = file_bytes - position;
         if removed > 0 {
-            self.file.set_len(position).at(&self.log_path)?;
+            self.settings
+                .backend
+                .set_len(&self.log_path, &self.file, position)
+                .at(&self.log_path)?;
         }
         self.size_bytes = position;
         Ok(removed)
@@ -458,7 +475,10 @@ impl Segment {
             Err(_) => self.size_bytes,
         };
         let removed = self.size_bytes - position;
-        self.file.set_len(position).at(&self.log_path)?;
+        self.settings
+            .backend
+            .set_len(&self.log_path, &self.file, position)
+            .at(&self.log_path)?;
         self.size_bytes = position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
