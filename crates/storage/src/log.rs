@@ -2,7 +2,7 @@
 //! assignment, roll, flush and truncation.
 //!
 //! Reads live in [`crate::read`], opening and recovery in
-//! [`crate::recovery`], retention in [`crate::retention`]. A `Log` is used
+//! [`crate::recovery`], retention in `retention.rs`. A `Log` is used
 //! through `&mut self` for changes and `&self` for reads; the log manager
 //! wraps each in a lock.
 

@@ -133,7 +133,7 @@ fn put_varlong(out: &mut BytesMut, value: i64) {
     out.put_u8(zigzag as u8);
 }
 
-/// A [`FileBackend`](crate::backend::FileBackend) that remembers how much of
+/// A [`FileBackend`] that remembers how much of
 /// each file was made durable and can tear writes and simulate crashes.
 ///
 /// A file first seen by the backend counts as durable up to its length at
