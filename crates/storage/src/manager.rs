@@ -59,6 +59,8 @@ pub struct LogManagerConfig {
     pub cleaner_backoff_ms: i64,
     /// `log.cleaner.enable`.
     pub cleaner_enable: bool,
+    /// `num.recovery.threads.per.data.dir`: threads opening logs per directory.
+    pub recovery_threads_per_data_dir: usize,
 }
 
 impl LogManagerConfig {
@@ -74,6 +76,7 @@ impl LogManagerConfig {
             directory_delete_delay_ms: 60_000,
             cleaner_backoff_ms: 15_000,
             cleaner_enable: true,
+            recovery_threads_per_data_dir: 1,
         }
     }
 }
@@ -155,17 +158,70 @@ fn read_checkpoints(dir: &Path) -> Result<DirectoryCheckpoints, ManagerError> {
 
 type LoadedLogs = Vec<(TopicPartition, Log)>;
 
-/// Opens every partition log of one directory.
+/// How to open the logs of one directory.
+struct DirectoryLoad<'a> {
+    configs: &'a BTreeMap<String, LogConfig>,
+    default_config: &'a LogConfig,
+    checkpoints: DirectoryCheckpoints,
+    had_clean_shutdown: bool,
+    now_ms: i64,
+}
+
+impl DirectoryLoad<'_> {
+    /// Opens one partition log with its checkpointed offsets.
+    fn open(&self, partition: &TopicPartition, path: &Path) -> Result<Log, ManagerError> {
+        let checkpoints = &self.checkpoints;
+        let config = self
+            .configs
+            .get(&partition.topic)
+            .unwrap_or(self.default_config)
+            .clone();
+        let options = LogOpenOptions {
+            log_start_offset: checkpoints.log_starts.get(partition).copied().unwrap_or(0),
+            recovery_point: checkpoints
+                .recovery_points
+                .get(partition)
+                .copied()
+                .unwrap_or(0),
+            had_clean_shutdown: self.had_clean_shutdown,
+            now_ms: self.now_ms,
+        };
+        let (mut log, report) =
+            Log::open(path, config, options).map_err(|source| ManagerError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if report.bytes_truncated > 0 {
+            tracing::warn!(partition = %partition, bytes = report.bytes_truncated, "recovery truncated the log");
+        }
+        if let Some(high_watermark) = checkpoints.high_watermarks.get(partition) {
+            log.update_high_watermark(*high_watermark);
+        }
+        if let Some(first_dirty) = checkpoints.cleaner_offsets.get(partition) {
+            log.set_first_dirty_offset(*first_dirty);
+        }
+        Ok(log)
+    }
+}
+
+/// Opens every partition log of one directory with `threads` threads
+/// (`num.recovery.threads.per.data.dir`).
 fn load_directory(
     dir: &Path,
     configs: &BTreeMap<String, LogConfig>,
     default_config: &LogConfig,
+    threads: usize,
     now_ms: i64,
 ) -> Result<(LoadedLogs, Vec<PathBuf>), ManagerError> {
     let clean_marker = dir.join(CLEAN_SHUTDOWN_FILE);
-    let had_clean_shutdown = clean_marker.exists();
-    let checkpoints = read_checkpoints(dir)?;
-    let mut logs = Vec::new();
+    let load = DirectoryLoad {
+        configs,
+        default_config,
+        checkpoints: read_checkpoints(dir)?,
+        had_clean_shutdown: clean_marker.exists(),
+        now_ms,
+    };
+    let mut partitions = Vec::new();
     let mut doomed = Vec::new();
     for entry in std::fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
@@ -176,42 +232,39 @@ fn load_directory(
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(DELETE_DIR_SUFFIX) {
             doomed.push(path);
-            continue;
+        } else if let Some(partition) = TopicPartition::from_directory_name(&name) {
+            partitions.push((partition, path));
         }
-        let Some(partition) = TopicPartition::from_directory_name(&name) else {
-            continue;
-        };
-        let config = configs
-            .get(&partition.topic)
-            .unwrap_or(default_config)
-            .clone();
-        let options = LogOpenOptions {
-            log_start_offset: checkpoints.log_starts.get(&partition).copied().unwrap_or(0),
-            recovery_point: checkpoints
-                .recovery_points
-                .get(&partition)
-                .copied()
-                .unwrap_or(0),
-            had_clean_shutdown,
-            now_ms,
-        };
-        let (mut log, report) =
-            Log::open(&path, config, options).map_err(|source| ManagerError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        if report.bytes_truncated > 0 {
-            tracing::warn!(partition = %partition, bytes = report.bytes_truncated, "recovery truncated the log");
-        }
-        if let Some(high_watermark) = checkpoints.high_watermarks.get(&partition) {
-            log.update_high_watermark(*high_watermark);
-        }
-        if let Some(first_dirty) = checkpoints.cleaner_offsets.get(&partition) {
-            log.set_first_dirty_offset(*first_dirty);
-        }
-        logs.push((partition, log));
     }
-    if had_clean_shutdown {
+    let chunk = partitions.len().div_ceil(threads.max(1)).max(1);
+    let results: Vec<Result<LoadedLogs, ManagerError>> = std::thread::scope(|scope| {
+        let load = &load;
+        let workers: Vec<_> = partitions
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(partition, path)| {
+                            Ok((partition.clone(), load.open(partition, path)?))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut logs = Vec::with_capacity(partitions.len());
+    for result in results {
+        logs.extend(result?);
+    }
+    if load.had_clean_shutdown {
         std::fs::remove_file(&clean_marker).at(&clean_marker)?;
     }
     Ok((logs, doomed))
@@ -240,8 +293,9 @@ impl LogManager {
                     .map(|directory| {
                         let configs = &topic_configs;
                         let defaults = &config.default_config;
+                        let threads = config.recovery_threads_per_data_dir;
                         scope.spawn(move || {
-                            load_directory(&directory.path, configs, defaults, now_ms)
+                            load_directory(&directory.path, configs, defaults, threads, now_ms)
                         })
                     })
                     .collect();
