@@ -382,6 +382,73 @@ fn validate_throttled_replicas(value: &str) -> Result<(), ConfigProblem> {
     }
 }
 
+/// Where an effective config value comes from, highest precedence first.
+/// The names follow Kafka's `DescribeConfigs` config sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConfigSource {
+    /// Set on the topic (`DYNAMIC_TOPIC_CONFIG`).
+    DynamicTopic,
+    /// Set dynamically on this broker (`DYNAMIC_BROKER_CONFIG`).
+    DynamicBroker,
+    /// Set dynamically as the cluster-wide default
+    /// (`DYNAMIC_DEFAULT_BROKER_CONFIG`).
+    DynamicDefaultBroker,
+    /// From the broker's `server.properties` (`STATIC_BROKER_CONFIG`).
+    StaticBroker,
+    /// Kafka's built-in default (`DEFAULT_CONFIG`).
+    Default,
+}
+
+/// A topic config's effective value and where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedConfig {
+    /// The definition.
+    pub definition: &'static ConfigDefinition,
+    /// The effective value.
+    pub value: String,
+    /// Where the value comes from.
+    pub source: ConfigSource,
+}
+
+/// The effective value of every topic config for `topic` as seen by
+/// `broker_id`: the topic's own value, else the broker's dynamic value,
+/// else the cluster-wide dynamic default, else `static_broker_value` (the
+/// broker's `server.properties`, looked up by broker-level name), else
+/// Kafka's default. This is what DescribeConfigs reports and what a
+/// partition's log configuration should be built from.
+pub fn resolve_topic_configs(
+    image: &crate::image::MetadataImage,
+    topic: &str,
+    broker_id: crate::image::BrokerId,
+    static_broker_value: impl Fn(&str) -> Option<String>,
+) -> Vec<ResolvedConfig> {
+    use crate::image::ConfigResource;
+    let topic_configs = image.configs(&ConfigResource::Topic(topic.to_owned()));
+    let broker_configs = image.configs(&ConfigResource::Broker(Some(broker_id)));
+    let cluster_configs = image.configs(&ConfigResource::Broker(None));
+    TOPIC_CONFIGS
+        .iter()
+        .map(|definition| {
+            let (value, source) = if let Some(value) = topic_configs.get(definition.name) {
+                (value.clone(), ConfigSource::DynamicTopic)
+            } else if let Some(value) = broker_configs.get(definition.broker_name) {
+                (value.clone(), ConfigSource::DynamicBroker)
+            } else if let Some(value) = cluster_configs.get(definition.broker_name) {
+                (value.clone(), ConfigSource::DynamicDefaultBroker)
+            } else if let Some(value) = static_broker_value(definition.broker_name) {
+                (value, ConfigSource::StaticBroker)
+            } else {
+                (definition.default.to_owned(), ConfigSource::Default)
+            };
+            ResolvedConfig {
+                definition,
+                value,
+                source,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,6 +588,71 @@ mod tests {
                 .unwrap()
                 .name,
             "max.message.bytes"
+        );
+    }
+
+    #[test]
+    fn resolution_follows_kafkas_precedence() {
+        use crate::image::{ConfigResource, MetadataImage};
+        use crate::records::{
+            uuid_to_bytes, ConfigRecord, ConfigResourceType, MetadataRecord, Record, TopicRecord,
+        };
+        let config = |resource_type: ConfigResourceType, resource: &str, key: &str, value: &str| {
+            MetadataRecord::new(Record::Config(ConfigRecord {
+                resource_type: resource_type as i32,
+                resource_name: resource.into(),
+                name: key.into(),
+                value: Some(value.into()),
+            }))
+        };
+        let records = [
+            MetadataRecord::new(Record::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: uuid_to_bytes(uuid::Uuid::from_u128(5)),
+            })),
+            config(ConfigResourceType::Topic, "t", "retention.ms", "1"),
+            config(ConfigResourceType::Broker, "1", "log.retention.ms", "2"),
+            config(ConfigResourceType::Broker, "1", "log.segment.bytes", "2000"),
+            config(ConfigResourceType::Broker, "", "log.segment.bytes", "3000"),
+            config(
+                ConfigResourceType::Broker,
+                "",
+                "log.cleanup.policy",
+                "compact",
+            ),
+        ];
+        let image = MetadataImage::from_snapshot_records(0, &records).unwrap();
+        assert_eq!(image.configs(&ConfigResource::Broker(None)).len(), 2);
+        let static_value = |name: &str| (name == "log.roll.ms").then(|| "77".to_owned());
+        let resolved = resolve_topic_configs(&image, "t", 1, static_value);
+        let find = |name: &str| {
+            let entry = resolved
+                .iter()
+                .find(|entry| entry.definition.name == name)
+                .unwrap();
+            (entry.value.as_str(), entry.source)
+        };
+        assert_eq!(find("retention.ms"), ("1", ConfigSource::DynamicTopic));
+        assert_eq!(find("segment.bytes"), ("2000", ConfigSource::DynamicBroker));
+        assert_eq!(
+            find("cleanup.policy"),
+            ("compact", ConfigSource::DynamicDefaultBroker)
+        );
+        assert_eq!(find("segment.ms"), ("77", ConfigSource::StaticBroker));
+        assert_eq!(
+            find("max.message.bytes"),
+            ("1048588", ConfigSource::Default)
+        );
+        assert_eq!(resolved.len(), TOPIC_CONFIGS.len());
+        // Another broker does not see broker 1's dynamic values.
+        let other = resolve_topic_configs(&image, "t", 2, |_| None);
+        let segment = other
+            .iter()
+            .find(|entry| entry.definition.name == "segment.bytes")
+            .unwrap();
+        assert_eq!(
+            (segment.value.as_str(), segment.source),
+            ("3000", ConfigSource::DynamicDefaultBroker)
         );
     }
 
