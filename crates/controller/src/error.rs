@@ -603,6 +603,46 @@ pub enum ControllerError {
         /// The topic name.
         topic: String,
     },
+    /// `NOT_LEADER_OR_FOLLOWER`: an ISR change from a broker that does not
+    /// lead the partition.
+    #[error("broker {broker_id} does not lead partition {partition_index} of topic {topic}")]
+    NotLeader {
+        /// The topic name.
+        topic: String,
+        /// The partition index.
+        partition_index: i32,
+        /// The requesting broker.
+        broker_id: i32,
+    },
+    /// `FENCED_LEADER_EPOCH`: the request names an old leader epoch.
+    #[error("leader epoch {request_epoch} is not the current {current_epoch}")]
+    FencedLeaderEpoch {
+        /// The partition's leader epoch.
+        current_epoch: i32,
+        /// The epoch in the request.
+        request_epoch: i32,
+    },
+    /// `INVALID_UPDATE_VERSION`: the request names an old partition epoch.
+    #[error("partition epoch {request_epoch} is not the current {current_epoch}")]
+    InvalidUpdateVersion {
+        /// The partition's epoch.
+        current_epoch: i32,
+        /// The epoch in the request.
+        request_epoch: i32,
+    },
+    /// `INELIGIBLE_REPLICA`: a proposed ISR member is fenced or unknown.
+    #[error("broker {broker_id} cannot join the ISR: it is fenced or not registered")]
+    IneligibleReplica {
+        /// The broker.
+        broker_id: i32,
+    },
+    /// `INVALID_REQUEST`: the proposed ISR is inconsistent.
+    #[error("invalid ISR proposed")]
+    InvalidIsr {
+        /// What is wrong.
+        #[source]
+        problem: PartitionProblem,
+    },
     /// `ELECTION_NOT_NEEDED`.
     #[error("partition {partition_index} of topic {topic} already has the wanted leader")]
     ElectionNotNeeded {

@@ -23,7 +23,8 @@
 //!   its snapshots, with recovery.
 //! - [`controller`]: the sans-IO [`Controller`] that turns commands
 //!   (create/delete topics, create partitions, alter configs, register
-//!   broker, heartbeat, elect leaders, session expiry) into records and
+//!   broker, heartbeat, elect leaders, AlterPartition, session expiry) into
+//!   records and
 //!   per-item results.
 //! - [`runtime`]: the [`ControllerClient`] trait brokers call and
 //!   [`LocalController`], the embedded single-node implementation that
