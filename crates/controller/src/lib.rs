@@ -24,8 +24,7 @@
 //! - [`controller`]: the sans-IO [`Controller`] that turns commands
 //!   (create/delete topics, create partitions, alter configs, register
 //!   broker, heartbeat, elect leaders, AlterPartition, session expiry) into
-//!   records and
-//!   per-item results.
+//!   records and per-item results.
 //! - [`runtime`]: the [`ControllerClient`] trait brokers call and
 //!   [`LocalController`], the embedded single-node implementation that
 //!   appends to the log and publishes each new image on a `watch` channel.
