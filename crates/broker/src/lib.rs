@@ -9,6 +9,7 @@
 pub mod config;
 pub mod error;
 pub mod launch;
+pub mod network;
 pub mod properties;
 
 pub use config::BrokerConfig;
