@@ -4,8 +4,8 @@
 //!
 //! This is the one place the controller validates configuration keys and
 //! values; `strom-storage`'s typed `LogConfig` parses the same keys and
-//! must agree with the ranges here. Values are stored as strings, exactly
-//! as the client sent them, and re-parsed by their consumers.
+//! must agree with the ranges here. Values are stored as strings, trimmed
+//! (lists: entries trimmed, joined by `,`), and parsed by their consumers.
 //!
 //! Unknown topic keys are rejected (`INVALID_CONFIG`), as Kafka does for
 //! CreateTopics and AlterConfigs. Broker resources accept the broker-level
@@ -225,12 +225,9 @@ pub const TOPIC_CONFIGS: &[ConfigDefinition] = &[
         "false",
         ConfigKind::Boolean,
     ),
-    definition(
-        "retention.bytes",
-        "log.retention.bytes",
-        "-1",
-        long(i64::MIN),
-    ),
+    // Kafka accepts any negative value here; -1 is the one that means "no
+    // limit", and strom-storage's LogConfig accepts only that one.
+    definition("retention.bytes", "log.retention.bytes", "-1", long(-1)),
     definition("retention.ms", "log.retention.ms", "604800000", long(-1)),
     // 14 bytes: the smallest legacy record (Kafka's RECORD_OVERHEAD_V0).
     definition("segment.bytes", "log.segment.bytes", "1073741824", int(14)),
@@ -264,19 +261,20 @@ pub fn topic_config_by_broker_name(broker_name: &str) -> Option<&'static ConfigD
         .find(|definition| definition.broker_name == broker_name)
 }
 
-/// Validates a topic-level key and value.
-pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigProblem> {
-    topic_config(name)
-        .ok_or(ConfigProblem::UnknownKey)?
-        .validate(value)
+/// Validates a topic-level key and value; returns the value to store
+/// (normalized, see [`ConfigDefinition::normalize`]).
+pub fn validate_topic_config(name: &str, value: &str) -> Result<String, ConfigProblem> {
+    let definition = topic_config(name).ok_or(ConfigProblem::UnknownKey)?;
+    definition.validate(value)?;
+    Ok(definition.normalize(value))
 }
 
 /// Validates a dynamic broker-level key (a broker synonym of a topic key)
-/// and value.
-pub fn validate_broker_config(name: &str, value: &str) -> Result<(), ConfigProblem> {
-    topic_config_by_broker_name(name)
-        .ok_or(ConfigProblem::UnknownKey)?
-        .validate(value)
+/// and value; returns the value to store.
+pub fn validate_broker_config(name: &str, value: &str) -> Result<String, ConfigProblem> {
+    let definition = topic_config_by_broker_name(name).ok_or(ConfigProblem::UnknownKey)?;
+    definition.validate(value)?;
+    Ok(definition.normalize(value))
 }
 
 impl ConfigDefinition {
@@ -287,6 +285,18 @@ impl ConfigDefinition {
             self.kind,
             ConfigKind::ListOf(_) | ConfigKind::ThrottledReplicas
         )
+    }
+
+    /// The value as the controller stores it: trimmed, and for lists the
+    /// entries trimmed and joined by `,` without empty entries (Kafka trims
+    /// config values when it parses them; storing them trimmed lets every
+    /// reader parse them without trimming).
+    pub fn normalize(&self, value: &str) -> String {
+        if self.is_list() {
+            split_list(value).join(",")
+        } else {
+            value.trim().to_owned()
+        }
     }
 
     /// Checks `value` against the type and range.
@@ -486,7 +496,7 @@ mod tests {
 
     #[test]
     fn integers_are_checked_for_type_and_range() {
-        assert_eq!(validate_topic_config("retention.ms", "-1"), Ok(()));
+        assert!(validate_topic_config("retention.ms", "-1").is_ok());
         assert_eq!(
             validate_topic_config("retention.ms", "-2"),
             Err(ConfigProblem::BelowMinimum {
@@ -519,15 +529,12 @@ mod tests {
                 maximum: "9".into()
             })
         );
-        assert_eq!(validate_topic_config("retention.bytes", "-5"), Ok(()));
+        assert!(validate_topic_config("retention.bytes", "-1").is_ok());
     }
 
     #[test]
     fn doubles_booleans_and_words_are_checked() {
-        assert_eq!(
-            validate_topic_config("min.cleanable.dirty.ratio", "0.9"),
-            Ok(())
-        );
+        assert!(validate_topic_config("min.cleanable.dirty.ratio", "0.9").is_ok());
         assert_eq!(
             validate_topic_config("min.cleanable.dirty.ratio", "1.5"),
             Err(ConfigProblem::AboveMaximum {
@@ -538,42 +545,27 @@ mod tests {
             validate_topic_config("min.cleanable.dirty.ratio", "NaN"),
             Err(ConfigProblem::NotANumber)
         );
-        assert_eq!(validate_topic_config("preallocate", "TRUE"), Ok(()));
+        assert!(validate_topic_config("preallocate", "TRUE").is_ok());
         assert_eq!(
             validate_topic_config("preallocate", "yes"),
             Err(ConfigProblem::NotABoolean)
         );
-        assert_eq!(
-            validate_topic_config("message.timestamp.type", "LogAppendTime"),
-            Ok(())
-        );
+        assert!(validate_topic_config("message.timestamp.type", "LogAppendTime").is_ok());
         assert!(matches!(
             validate_topic_config("message.timestamp.type", "logappendtime"),
             Err(ConfigProblem::NotAllowed { .. })
         ));
-        assert_eq!(validate_topic_config("compression.type", "zstd"), Ok(()));
+        assert!(validate_topic_config("compression.type", "zstd").is_ok());
     }
 
     #[test]
     fn lists_are_checked_entry_by_entry() {
-        assert_eq!(
-            validate_topic_config("cleanup.policy", "compact,delete"),
-            Ok(())
-        );
-        assert_eq!(
-            validate_topic_config("cleanup.policy", " compact , delete "),
-            Ok(())
-        );
+        assert!(validate_topic_config("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate_topic_config("cleanup.policy", " compact , delete ").is_ok());
         assert!(validate_topic_config("cleanup.policy", "compact,shred").is_err());
         assert!(validate_topic_config("cleanup.policy", "").is_err());
-        assert_eq!(
-            validate_topic_config("leader.replication.throttled.replicas", "0:1,1:2"),
-            Ok(())
-        );
-        assert_eq!(
-            validate_topic_config("leader.replication.throttled.replicas", "*"),
-            Ok(())
-        );
+        assert!(validate_topic_config("leader.replication.throttled.replicas", "0:1,1:2").is_ok());
+        assert!(validate_topic_config("leader.replication.throttled.replicas", "*").is_ok());
         assert!(validate_topic_config("leader.replication.throttled.replicas", "0-1").is_err());
         assert!(topic_config("cleanup.policy").unwrap().is_list());
         assert!(!topic_config("retention.ms").unwrap().is_list());
@@ -581,7 +573,7 @@ mod tests {
 
     #[test]
     fn broker_synonyms_validate_like_their_topic_key() {
-        assert_eq!(validate_broker_config("log.retention.ms", "1000"), Ok(()));
+        assert!(validate_broker_config("log.retention.ms", "1000").is_ok());
         assert!(validate_broker_config("log.retention.ms", "x").is_err());
         assert_eq!(
             topic_config_by_broker_name("message.max.bytes")
@@ -653,6 +645,32 @@ mod tests {
         assert_eq!(
             (segment.value.as_str(), segment.source),
             ("3000", ConfigSource::DynamicDefaultBroker)
+        );
+    }
+
+    #[test]
+    fn stored_values_are_normalized() {
+        assert_eq!(
+            validate_topic_config("retention.ms", " 1000 ").unwrap(),
+            "1000"
+        );
+        assert_eq!(
+            validate_topic_config("cleanup.policy", " compact , delete,").unwrap(),
+            "compact,delete"
+        );
+        assert_eq!(
+            validate_topic_config("compression.type", "zstd ").unwrap(),
+            "zstd"
+        );
+        assert_eq!(
+            validate_broker_config("log.retention.ms", " 5").unwrap(),
+            "5"
+        );
+        assert_eq!(
+            validate_topic_config("retention.bytes", "-2"),
+            Err(ConfigProblem::BelowMinimum {
+                minimum: "-1".into()
+            })
         );
     }
 
