@@ -6,9 +6,16 @@
 //! protocol, storage, replication, controller or group logic: those live in
 //! the crates below it, and this crate only wires them together.
 
+pub mod broker;
 pub mod config;
 pub mod error;
+pub mod handlers;
+pub mod launch;
+pub mod meta_properties;
+pub mod network;
 pub mod properties;
+pub mod replica_manager;
 
+pub use broker::{start, RunningBroker, StartError};
 pub use config::BrokerConfig;
 pub use error::ConfigError;

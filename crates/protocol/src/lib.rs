@@ -30,3 +30,8 @@ pub mod records;
 /// The `kafka-protocol` crate, re-exported so that upper layers reach the
 /// generated message types only through `strom-protocol`.
 pub use kafka_protocol as kafka;
+
+pub use error::{FrameError, HeaderError, MessageError};
+pub use error_code::ErrorCode;
+pub use frame::FrameDecoder;
+pub use messages::{DecodedRequest, Request, Response};

@@ -1,0 +1,86 @@
+//! Typed errors of the layers below, mapped to Kafka error codes: the one
+//! place where the broker chooses codes.
+
+use strom_controller::error::{ControllerError, RuntimeError};
+use strom_protocol::error_code::ErrorCode;
+use strom_replication::ReplicationError;
+use strom_storage::error::{AppendError, BatchError, ReadError};
+
+use crate::replica_manager::AppendFailure;
+
+/// The code for a failed append.
+pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
+    match error {
+        AppendFailure::Replication(error) => replication_error_code(error),
+        AppendFailure::Log(error) => match error {
+            AppendError::Empty => ErrorCode::InvalidRecord,
+            AppendError::Corrupt(BatchError::UnsupportedMagic { .. }) => {
+                ErrorCode::UnsupportedForMessageFormat
+            }
+            AppendError::Corrupt(_) => ErrorCode::CorruptMessage,
+            AppendError::RecordTooLarge { .. } => ErrorCode::MessageTooLarge,
+            AppendError::AppendTooLarge { .. } => ErrorCode::RecordListTooLarge,
+            AppendError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
+            AppendError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            AppendError::OffsetsNotIncreasing { .. } => ErrorCode::InvalidRecord,
+            AppendError::Io(_) | AppendError::Index(_) => ErrorCode::KafkaStorageError,
+            #[allow(unreachable_patterns)]
+            _ => ErrorCode::UnknownServerError,
+        },
+    }
+}
+
+/// The code for a replication refusal.
+pub fn replication_error_code(error: &ReplicationError) -> ErrorCode {
+    match error {
+        ReplicationError::NotEnoughReplicas { .. } => ErrorCode::NotEnoughReplicas,
+        ReplicationError::NotEnoughReplicasAfterAppend { .. } => {
+            ErrorCode::NotEnoughReplicasAfterAppend
+        }
+        ReplicationError::UnknownReplica { .. } => ErrorCode::NotLeaderOrFollower,
+        ReplicationError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+        ReplicationError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
+    }
+}
+
+/// The code for a failed read.
+pub fn read_error_code(error: &ReadError) -> ErrorCode {
+    match error {
+        ReadError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        #[allow(unreachable_patterns)]
+        _ => ErrorCode::KafkaStorageError,
+    }
+}
+
+/// The code for a per-item controller error.
+pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
+    match error {
+        ControllerError::InvalidTopicName { .. } => ErrorCode::InvalidTopicException,
+        ControllerError::TopicAlreadyExists { .. } => ErrorCode::TopicAlreadyExists,
+        ControllerError::UnknownTopic { .. } => ErrorCode::UnknownTopicOrPartition,
+        ControllerError::UnknownTopicId { .. } => ErrorCode::UnknownTopicId,
+        ControllerError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
+        ControllerError::DuplicateTopic { .. } => ErrorCode::InvalidRequest,
+        ControllerError::InvalidPartitions { .. } => ErrorCode::InvalidPartitions,
+        ControllerError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
+        ControllerError::InvalidReplicaAssignment { .. } => ErrorCode::InvalidReplicaAssignment,
+        ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+        ControllerError::UnsupportedConfigResource { .. } => ErrorCode::InvalidRequest,
+        ControllerError::NoBrokersAvailable => ErrorCode::InvalidReplicationFactor,
+        ControllerError::StaleBrokerEpoch { .. } => ErrorCode::StaleBrokerEpoch,
+        ControllerError::BrokerNotRegistered { .. } => ErrorCode::BrokerIdNotRegistered,
+        ControllerError::DuplicateBrokerRegistration { .. } => {
+            ErrorCode::DuplicateBrokerRegistration
+        }
+        ControllerError::AssignmentWithCounts { .. } => ErrorCode::InvalidRequest,
+        ControllerError::ElectionNotNeeded { .. } => ErrorCode::ElectionNotNeeded,
+        #[allow(unreachable_patterns)]
+        _ => ErrorCode::UnknownServerError,
+    }
+}
+
+/// The code for a controller that could not run a command at all.
+pub fn runtime_error_code(_error: &RuntimeError) -> ErrorCode {
+    // The embedded controller failed to persist; clients may retry.
+    ErrorCode::NotController
+}

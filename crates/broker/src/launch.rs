@@ -1,0 +1,163 @@
+//! From command-line arguments to a typed configuration: what the
+//! `strom-broker` binary and `strom broker` share.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::{BrokerConfig, ConfigWarning};
+use crate::error::ConfigError;
+use crate::properties::parse_properties;
+
+/// Where the configuration comes from: an optional `server.properties` file
+/// and `key=value` overrides applied on top of it, in order.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchOptions {
+    /// `--config FILE`.
+    pub config_file: Option<PathBuf>,
+    /// `--set key=value`, repeatable.
+    pub overrides: Vec<String>,
+}
+
+impl LaunchOptions {
+    /// Reads the file (if any), applies the overrides and parses the result.
+    pub fn load(&self) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
+        let mut map = match &self.config_file {
+            Some(path) => read_properties_file(path)?,
+            None => BTreeMap::new(),
+        };
+        for text in &self.overrides {
+            let (key, value) = text
+                .split_once('=')
+                .ok_or_else(|| ConfigError::Override { text: text.clone() })?;
+            map.insert(key.trim().to_owned(), value.trim().to_owned());
+        }
+        BrokerConfig::from_map(&map)
+    }
+}
+
+/// Loads the configuration, starts a broker, and serves until SIGTERM or
+/// SIGINT; then shuts down gracefully. Returns the process exit code: 0 after
+/// a clean stop, 2 for a configuration error, 1 for any other failure.
+pub fn run(options: LaunchOptions) -> std::process::ExitCode {
+    init_tracing();
+    let (config, warnings) = match options.load() {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("strom-broker: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("strom-broker: cannot start the async runtime: {error}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let broker = match crate::broker::start(config).await {
+            Ok(broker) => broker,
+            Err(error) => {
+                eprintln!("strom-broker: {}", error_chain(&error));
+                return std::process::ExitCode::from(1);
+            }
+        };
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        broker.shutdown().await;
+        std::process::ExitCode::SUCCESS
+    })
+}
+
+/// An error and its sources on one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut terminate), Ok(mut interrupt)) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Reads and parses a properties file.
+pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_properties(&text, &path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_apply_on_top_of_the_file() {
+        let directory = std::env::temp_dir().join(format!("strom-launch-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).expect("temp dir");
+        let path = directory.join("server.properties");
+        std::fs::write(&path, "num.partitions=3\nnode.id=4\n").expect("write");
+        let options = LaunchOptions {
+            config_file: Some(path),
+            overrides: vec!["num.partitions=5".to_owned()],
+        };
+        let (config, warnings) = options.load().expect("valid");
+        assert_eq!(config.num_partitions, 5);
+        assert_eq!(config.node_id, 4);
+        assert!(warnings.is_empty());
+        std::fs::remove_dir_all(&directory).expect("cleanup");
+    }
+
+    #[test]
+    fn a_missing_file_and_a_bad_override_are_errors() {
+        let options = LaunchOptions {
+            config_file: Some(PathBuf::from("/nonexistent/server.properties")),
+            overrides: vec![],
+        };
+        assert!(matches!(options.load(), Err(ConfigError::Read { .. })));
+        let options = LaunchOptions {
+            config_file: None,
+            overrides: vec!["no-equals".to_owned()],
+        };
+        assert!(matches!(options.load(), Err(ConfigError::Override { .. })));
+    }
+}

@@ -1,0 +1,255 @@
+//! One client connection: decode ahead, handle in order, answer in order.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use strom_protocol::frame::FrameDecoder;
+use strom_protocol::header::peek_request_prefix;
+use strom_protocol::messages::{decode_request, encode_response_frame, Request, Response};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+/// How many decoded requests may wait for their responses on one connection
+/// before the reader stops reading (back-pressure on a pipelining client).
+const MAX_IN_FLIGHT_PER_CONNECTION: usize = 128;
+
+/// What a request needs to know about where it came from.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The correlation id to echo.
+    pub correlation_id: i32,
+    /// The API version of the request (and of its response).
+    pub api_version: i16,
+    /// The client id from the request header, if any.
+    pub client_id: Option<String>,
+    /// The peer's address.
+    pub peer: SocketAddr,
+}
+
+/// A future that produces a deferred response (or none).
+pub type DeferredReply = Pin<Box<dyn Future<Output = Option<Response>> + Send + 'static>>;
+
+/// A handler's answer to one request.
+pub enum Reply {
+    /// Answer with this response now.
+    Response(Response),
+    /// Send nothing (a Produce with `acks=0`).
+    NoResponse,
+    /// Answer nothing and close the connection (what Kafka does with a
+    /// request it cannot serve).
+    Close,
+    /// The answer comes later: the future runs as its own task and the
+    /// connection answers in request order when it completes.
+    Deferred(DeferredReply),
+}
+
+/// Serves decoded requests; the broker implements it with its dispatch
+/// table.
+#[async_trait::async_trait]
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Handles one request. Called for the requests of one connection one at
+    /// a time, in arrival order.
+    async fn handle(&self, context: RequestContext, request: Request) -> Reply;
+
+    /// The ApiVersions answer to a request at a version this broker does not
+    /// know: `UNSUPPORTED_VERSION` and the served versions, so the client can
+    /// retry with one it shares (sent with header v0, body v0).
+    fn unsupported_api_versions(&self) -> Response;
+}
+
+/// A queued answer, in request order.
+enum Pending {
+    Ready(Bytes),
+    Deferred {
+        task: AbortOnDrop<Option<Response>>,
+        correlation_id: i32,
+        api_version: i16,
+    },
+}
+
+/// A spawned task that is aborted when its handle is dropped (for example
+/// when the connection closes before the deferred answer is ready).
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Limits and timeouts of a connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    pub(crate) max_frame_bytes: usize,
+    pub(crate) idle_timeout: Duration,
+}
+
+/// Serves one connection until the peer closes it, it misbehaves, it idles
+/// out, or the server shuts down. In-flight requests are answered first on
+/// shutdown.
+pub(crate) async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    handler: Arc<dyn RequestHandler>,
+    limits: ConnectionLimits,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    let (queue, pending) = mpsc::channel(MAX_IN_FLIGHT_PER_CONNECTION);
+    let writer_task = tokio::spawn(write_responses(writer, pending));
+    let reason = read_requests(reader, peer, &handler, limits, &queue, &mut shutdown).await;
+    debug!(%peer, reason, "connection reader finished");
+    drop(queue);
+    // The writer answers what is queued, then closes the socket.
+    let _ = writer_task.await;
+}
+
+async fn read_requests(
+    mut reader: OwnedReadHalf,
+    peer: SocketAddr,
+    handler: &Arc<dyn RequestHandler>,
+    limits: ConnectionLimits,
+    queue: &mpsc::Sender<Pending>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> &'static str {
+    let decoder = FrameDecoder::new(limits.max_frame_bytes);
+    let mut buffer = BytesMut::with_capacity(64 * 1024);
+    loop {
+        loop {
+            match decoder.decode(&mut buffer) {
+                Ok(Some(frame)) => {
+                    if let Err(reason) = handle_frame(frame, peer, handler, queue).await {
+                        return reason;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    warn!(%peer, %error, "closing connection: bad frame");
+                    return "bad frame";
+                }
+            }
+        }
+        if *shutdown.borrow() {
+            return "shutdown";
+        }
+        let read = tokio::select! {
+            read = tokio::time::timeout(limits.idle_timeout, reader.read_buf(&mut buffer)) => read,
+            _ = shutdown.changed() => return "shutdown",
+        };
+        match read {
+            Ok(Ok(0)) => return "closed by peer",
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return "read error",
+            Err(_) => return "idle timeout",
+        }
+    }
+}
+
+/// Decodes and handles one frame, queueing its answer. An error closes the
+/// connection (Kafka closes connections that send undecodable requests).
+async fn handle_frame(
+    frame: Bytes,
+    peer: SocketAddr,
+    handler: &Arc<dyn RequestHandler>,
+    queue: &mpsc::Sender<Pending>,
+) -> Result<(), &'static str> {
+    let decoded = match decode_request(frame.clone()) {
+        Ok(decoded) => decoded,
+        Err(error) => {
+            // An ApiVersions request at a version we do not know is answered
+            // with UNSUPPORTED_VERSION and our versions (header v0, body v0),
+            // so that the client can pick a version; anything else closes.
+            if let Ok(prefix) = peek_request_prefix(&frame) {
+                if prefix.api_key == 18 {
+                    let response = handler.unsupported_api_versions();
+                    let bytes =
+                        encode(prefix.correlation_id, 0, &response).ok_or("encode error")?;
+                    return queue
+                        .send(Pending::Ready(bytes))
+                        .await
+                        .map_err(|_| "writer gone");
+                }
+            }
+            warn!(%peer, %error, "closing connection: undecodable request");
+            debug!(%peer, frame = %hex_prefix(&frame, 256), "undecodable request bytes");
+            return Err("undecodable request");
+        }
+    };
+    let context = RequestContext {
+        correlation_id: decoded.correlation_id(),
+        api_version: decoded.api_version(),
+        client_id: decoded.header.client_id.as_ref().map(|id| id.to_string()),
+        peer,
+    };
+    let correlation_id = context.correlation_id;
+    let api_version = context.api_version;
+    let pending = match handler.handle(context, decoded.body).await {
+        Reply::Response(response) => {
+            Pending::Ready(encode(correlation_id, api_version, &response).ok_or("encode error")?)
+        }
+        Reply::NoResponse => return Ok(()),
+        Reply::Close => return Err("request not served"),
+        Reply::Deferred(future) => Pending::Deferred {
+            task: AbortOnDrop(tokio::spawn(future)),
+            correlation_id,
+            api_version,
+        },
+    };
+    queue.send(pending).await.map_err(|_| "writer gone")
+}
+
+fn encode(correlation_id: i32, api_version: i16, response: &Response) -> Option<Bytes> {
+    let mut buffer = BytesMut::new();
+    match encode_response_frame(correlation_id, api_version, response, &mut buffer) {
+        Ok(()) => Some(buffer.freeze()),
+        Err(error) => {
+            warn!(%error, correlation_id, api_version, "cannot encode a response");
+            None
+        }
+    }
+}
+
+async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver<Pending>) {
+    while let Some(next) = pending.recv().await {
+        let bytes = match next {
+            Pending::Ready(bytes) => bytes,
+            Pending::Deferred {
+                mut task,
+                correlation_id,
+                api_version,
+            } => {
+                let response = match (&mut task.0).await {
+                    Ok(Some(response)) => response,
+                    Ok(None) => continue,
+                    Err(_) => break,
+                };
+                match encode(correlation_id, api_version, &response) {
+                    Some(bytes) => bytes,
+                    None => break,
+                }
+            }
+        };
+        if writer.write_all(&bytes).await.is_err() {
+            break;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// The first `limit` bytes of `bytes` in hex, for debug logs.
+fn hex_prefix(bytes: &[u8], limit: usize) -> String {
+    bytes
+        .iter()
+        .take(limit)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}

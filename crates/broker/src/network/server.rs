@@ -1,0 +1,141 @@
+//! Listeners and the accept loop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use super::connection::{serve_connection, ConnectionLimits, RequestHandler};
+
+/// Network settings, from the broker configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct NetworkConfig {
+    /// `socket.request.max.bytes`.
+    pub max_request_bytes: usize,
+    /// `connections.max.idle.ms`.
+    pub idle_timeout: Duration,
+    /// `max.connections`.
+    pub max_connections: usize,
+}
+
+/// A bound listener, ready to serve.
+pub struct Server {
+    listeners: Vec<TcpListener>,
+    config: NetworkConfig,
+}
+
+/// A running server: its addresses and the means to stop it.
+pub struct ServerHandle {
+    addresses: Vec<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds every address (port 0 picks a free port).
+    pub async fn bind(addresses: &[SocketAddr], config: NetworkConfig) -> std::io::Result<Server> {
+        let mut listeners = Vec::with_capacity(addresses.len());
+        for address in addresses {
+            listeners.push(TcpListener::bind(address).await?);
+        }
+        Ok(Server { listeners, config })
+    }
+
+    /// The bound addresses.
+    pub fn local_addresses(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|listener| listener.local_addr().ok())
+            .collect()
+    }
+
+    /// Starts accepting connections and serving them with `handler`.
+    pub fn start(self, handler: Arc<dyn RequestHandler>) -> ServerHandle {
+        let addresses = self.local_addresses();
+        let (shutdown, shutdown_receiver) = watch::channel(false);
+        let config = self.config;
+        let task = tokio::spawn(async move {
+            let permits = Arc::new(Semaphore::new(
+                config.max_connections.min(Semaphore::MAX_PERMITS),
+            ));
+            let mut accept_loops = JoinSet::new();
+            for listener in self.listeners {
+                accept_loops.spawn(accept_loop(
+                    listener,
+                    Arc::clone(&handler),
+                    config,
+                    Arc::clone(&permits),
+                    shutdown_receiver.clone(),
+                ));
+            }
+            while accept_loops.join_next().await.is_some() {}
+        });
+        ServerHandle {
+            addresses,
+            shutdown,
+            task,
+        }
+    }
+}
+
+impl ServerHandle {
+    /// The addresses the server listens on.
+    pub fn local_addresses(&self) -> &[SocketAddr] {
+        &self.addresses
+    }
+
+    /// Stops accepting, lets every connection answer the requests it has
+    /// already read, and returns when all connections are closed.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    handler: Arc<dyn RequestHandler>,
+    config: NetworkConfig,
+    permits: Arc<Semaphore>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let limits = ConnectionLimits {
+        max_frame_bytes: config.max_request_bytes,
+        idle_timeout: config.idle_timeout,
+    };
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: back off briefly.
+                warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            warn!(%peer, max_connections = config.max_connections, "connection refused: max.connections reached");
+            drop(stream);
+            continue;
+        };
+        let handler = Arc::clone(&handler);
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            serve_connection(stream, peer, handler, limits, shutdown).await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    info!("listener closed; waiting for open connections to finish");
+    while connections.join_next().await.is_some() {}
+}

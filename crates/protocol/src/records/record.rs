@@ -1,0 +1,409 @@
+//! Records inside a batch: [`Record`], its [`RecordHeaders`], and the
+//! [`Records`] iterator.
+//!
+//! Layout of one record (Kafka's `DefaultRecord`; varints are zigzag):
+//!
+//! ```text
+//! length          varint   bytes after this field
+//! attributes      int8     unused, 0
+//! timestampDelta  varlong  relative to the batch's base timestamp
+//! offsetDelta     varint   relative to the batch's base offset
+//! keyLength       varint   -1 for a null key
+//! key             bytes
+//! valueLength     varint   -1 for a null value
+//! value           bytes
+//! headerCount     varint
+//! headers         headerKeyLength varint, headerKey bytes,
+//!                 headerValueLength varint (-1 = null), headerValue bytes
+//! ```
+//!
+//! Keys, values and headers are [`Bytes`] slices of the batch (or of its
+//! decompressed payload): reading a record copies nothing and allocates
+//! nothing. Headers are checked when the record is read and decoded lazily by
+//! [`RecordHeaders::iter`].
+
+use std::ops::Range;
+
+use bytes::Bytes;
+
+use super::varint::{read_varint, read_varlong};
+use super::{compression, Compression, RecordBatch, RecordError, RecordField};
+
+/// One record of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    attributes: i8,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<Bytes>,
+    value: Option<Bytes>,
+    headers: RecordHeaders,
+    size_in_bytes: usize,
+}
+
+impl Record {
+    /// The record attributes byte (unused by Kafka, normally 0).
+    pub fn attributes(&self) -> i8 {
+        self.attributes
+    }
+
+    /// Timestamp relative to the batch's base timestamp.
+    pub fn timestamp_delta(&self) -> i64 {
+        self.timestamp_delta
+    }
+
+    /// Offset relative to the batch's base offset.
+    pub fn offset_delta(&self) -> i32 {
+        self.offset_delta
+    }
+
+    /// The record's offset given the batch's base offset.
+    pub fn offset(&self, base_offset: i64) -> i64 {
+        base_offset.wrapping_add(i64::from(self.offset_delta))
+    }
+
+    /// The record's create timestamp given the batch's base timestamp (see
+    /// [`RecordBatch::record_timestamp`] for LogAppendTime batches).
+    pub fn timestamp(&self, base_timestamp: i64) -> i64 {
+        base_timestamp.wrapping_add(self.timestamp_delta)
+    }
+
+    /// The key, `None` when null.
+    pub fn key(&self) -> Option<&Bytes> {
+        self.key.as_ref()
+    }
+
+    /// The value, `None` when null (a tombstone).
+    pub fn value(&self) -> Option<&Bytes> {
+        self.value.as_ref()
+    }
+
+    /// The headers.
+    pub fn headers(&self) -> &RecordHeaders {
+        &self.headers
+    }
+
+    /// Encoded size of the record, length prefix included.
+    pub fn size_in_bytes(&self) -> usize {
+        self.size_in_bytes
+    }
+}
+
+/// The headers of a record, checked but decoded only when iterated.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecordHeaders {
+    bytes: Bytes,
+    count: usize,
+}
+
+impl RecordHeaders {
+    /// Number of headers.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there are no headers.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Iterates the headers in order.
+    pub fn iter(&self) -> RecordHeadersIter<'_> {
+        RecordHeadersIter {
+            headers: self,
+            position: 0,
+            remaining: self.count,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a RecordHeaders {
+    type Item = Header;
+    type IntoIter = RecordHeadersIter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// One record header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The key (Kafka clients write UTF-8).
+    pub key: Bytes,
+    /// The value, `None` when null.
+    pub value: Option<Bytes>,
+}
+
+impl Header {
+    /// The key as UTF-8 text.
+    pub fn key_str(&self) -> Result<&str, std::str::Utf8Error> {
+        std::str::from_utf8(&self.key)
+    }
+}
+
+/// Iterator over [`RecordHeaders`].
+#[derive(Debug, Clone)]
+pub struct RecordHeadersIter<'a> {
+    headers: &'a RecordHeaders,
+    position: usize,
+    remaining: usize,
+}
+
+impl Iterator for RecordHeadersIter<'_> {
+    type Item = Header;
+
+    fn next(&mut self) -> Option<Header> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let mut cursor = Cursor::new(&self.headers.bytes, self.position);
+        // The headers were checked when the record was read; a failure here
+        // would be a bug, so it ends the iteration rather than panicking.
+        let (key, value) = cursor.header().ok()?;
+        self.position = cursor.position;
+        self.remaining -= 1;
+        Some(Header {
+            key: self.headers.bytes.slice(key),
+            value: value.map(|range| self.headers.bytes.slice(range)),
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for RecordHeadersIter<'_> {}
+
+/// Iterator over the records of a batch; yields each decoding error once and then stops.
+///
+/// Uncompressed batches are read in place; compressed ones are decompressed
+/// once, up front, into a single buffer the records then slice.
+#[derive(Debug, Clone)]
+pub struct Records {
+    data: Bytes,
+    position: usize,
+    declared: i32,
+    read: i32,
+    finished: bool,
+}
+
+impl Records {
+    pub(crate) fn new(
+        batch: &RecordBatch,
+        max_decompressed_bytes: usize,
+    ) -> Result<Records, RecordError> {
+        let payload = batch.records_payload();
+        let data = match batch.attributes().compression() {
+            Compression::None => payload,
+            codec => compression::decompress(codec, &payload, max_decompressed_bytes)?,
+        };
+        Ok(Records {
+            data,
+            position: 0,
+            declared: batch.record_count(),
+            read: 0,
+            finished: false,
+        })
+    }
+
+    /// Records not read yet, as declared by the batch.
+    pub fn remaining(&self) -> usize {
+        if self.finished {
+            0
+        } else {
+            (self.declared - self.read) as usize
+        }
+    }
+
+    fn read_next(&mut self) -> Result<Option<Record>, RecordError> {
+        let available = self.data.len() - self.position;
+        if self.read == self.declared {
+            if available > 0 {
+                return Err(RecordError::TrailingRecordBytes {
+                    remaining: available,
+                });
+            }
+            return Ok(None);
+        }
+        if available == 0 {
+            return Err(RecordError::RecordCountMismatch {
+                declared: self.declared,
+                found: self.read,
+            });
+        }
+        let (record, end) = decode_record(&self.data, self.position)?;
+        self.position = end;
+        self.read += 1;
+        Ok(Some(record))
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<Record, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        match self.read_next() {
+            Ok(Some(record)) => Some(Ok(record)),
+            Ok(None) => {
+                self.finished = true;
+                None
+            }
+            Err(error) => {
+                self.finished = true;
+                Some(Err(error))
+            }
+        }
+    }
+}
+
+impl std::iter::FusedIterator for Records {}
+
+/// Decodes the record starting at `start`; returns it and where it ends.
+fn decode_record(data: &Bytes, start: usize) -> Result<(Record, usize), RecordError> {
+    let mut cursor = Cursor::new(data, start);
+    let length = cursor.varint()?;
+    if length < 0 {
+        return Err(RecordError::InvalidLength {
+            field: RecordField::RecordLength,
+            length: i64::from(length),
+        });
+    }
+    let length = length as usize;
+    let body_start = cursor.position;
+    let available = data.len() - body_start;
+    if length > available {
+        return Err(RecordError::RecordTruncated {
+            needed: length,
+            available,
+        });
+    }
+    let end = body_start + length;
+    let mut body = Cursor::new(data.get(..end).unwrap_or_default(), body_start);
+    let attributes = body.byte()? as i8;
+    let timestamp_delta = body.varlong()?;
+    let offset_delta = body.varint()?;
+    let key = body.nullable(RecordField::Key)?;
+    let value = body.nullable(RecordField::Value)?;
+    let headers = body.headers()?;
+    if body.position != end {
+        return Err(RecordError::RecordSizeMismatch {
+            declared: length,
+            actual: body.position - body_start,
+        });
+    }
+    let (header_range, count) = headers;
+    let record = Record {
+        attributes,
+        timestamp_delta,
+        offset_delta,
+        key: key.map(|range| data.slice(range)),
+        value: value.map(|range| data.slice(range)),
+        headers: RecordHeaders {
+            bytes: data.slice(header_range),
+            count,
+        },
+        size_in_bytes: end - start,
+    };
+    Ok((record, end))
+}
+
+/// A read position in a byte slice that only hands out checked ranges.
+struct Cursor<'a> {
+    data: &'a [u8],
+    position: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(data: &'a [u8], position: usize) -> Cursor<'a> {
+        Cursor { data, position }
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        self.data.get(self.position..).unwrap_or_default()
+    }
+
+    fn byte(&mut self) -> Result<u8, RecordError> {
+        let byte = self
+            .rest()
+            .first()
+            .copied()
+            .ok_or(RecordError::RecordTruncated {
+                needed: 1,
+                available: 0,
+            })?;
+        self.position += 1;
+        Ok(byte)
+    }
+
+    fn varint(&mut self) -> Result<i32, RecordError> {
+        let (value, size) = read_varint(self.rest())?;
+        self.position += size;
+        Ok(value)
+    }
+
+    fn varlong(&mut self) -> Result<i64, RecordError> {
+        let (value, size) = read_varlong(self.rest())?;
+        self.position += size;
+        Ok(value)
+    }
+
+    fn bytes(&mut self, length: usize) -> Result<Range<usize>, RecordError> {
+        let available = self.rest().len();
+        if length > available {
+            return Err(RecordError::RecordTruncated {
+                needed: length,
+                available,
+            });
+        }
+        let range = self.position..self.position + length;
+        self.position += length;
+        Ok(range)
+    }
+
+    /// A length-prefixed field where -1 means null.
+    fn nullable(&mut self, field: RecordField) -> Result<Option<Range<usize>>, RecordError> {
+        match self.varint()? {
+            -1 => Ok(None),
+            length if length < 0 => Err(RecordError::InvalidLength {
+                field,
+                length: i64::from(length),
+            }),
+            length => self.bytes(length as usize).map(Some),
+        }
+    }
+
+    /// One header: key range and optional value range.
+    fn header(&mut self) -> Result<(Range<usize>, Option<Range<usize>>), RecordError> {
+        let key_length = self.varint()?;
+        if key_length < 0 {
+            return Err(RecordError::InvalidLength {
+                field: RecordField::HeaderKey,
+                length: i64::from(key_length),
+            });
+        }
+        let key = self.bytes(key_length as usize)?;
+        let value = self.nullable(RecordField::HeaderValue)?;
+        Ok((key, value))
+    }
+
+    /// Checks the header count and every header; returns their range and count.
+    fn headers(&mut self) -> Result<(Range<usize>, usize), RecordError> {
+        let count = self.varint()?;
+        if count < 0 {
+            return Err(RecordError::InvalidLength {
+                field: RecordField::HeaderCount,
+                length: i64::from(count),
+            });
+        }
+        let start = self.position;
+        for _ in 0..count {
+            self.header()?;
+        }
+        Ok((start..self.position, count as usize))
+    }
+}
