@@ -53,9 +53,9 @@
 //! reported with [`GroupCoordinator::remove_topic_offsets`]. Every
 //! [`GroupError`] variant names the Kafka error code it maps to.
 //!
-//! The async layer appends records to the [`OffsetsLog`] while holding its
-//! lock; a broker whose log does blocking file I/O should call it from a
-//! blocking-tolerant context (for example `spawn_blocking`).
+//! The async layer appends records to the [`OffsetsLog`] while holding the
+//! coordinator's lock; a broker whose log does blocking file I/O should call
+//! it from a blocking-tolerant context (for example `spawn_blocking`).
 
 mod coordinator;
 mod error;
@@ -79,6 +79,7 @@ pub use group::{
     Completion, Group, GroupConfig, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
     JoinedMember, LeaveMember, MemberDescription, Reply, SyncRequest, SyncResponse,
 };
+pub use load::read_partition;
 pub use log::{InMemoryOffsetsLog, LogRecord, OffsetsLog};
 pub use member::{Member, Protocol, RequestId};
 pub use offsets::{

@@ -19,6 +19,7 @@ use crate::group::{
     Completion, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse, LeaveMember, Reply,
     SyncRequest, SyncResponse,
 };
+use crate::load::read_partition;
 use crate::log::OffsetsLog;
 use crate::member::RequestId;
 use crate::offsets::{OffsetCommitRequest, PartitionOffset};
@@ -27,27 +28,30 @@ use crate::state::GroupState;
 type JoinSender = oneshot::Sender<Result<JoinResponse, GroupError>>;
 type SyncSender = oneshot::Sender<Result<SyncResponse, GroupError>>;
 
-struct Inner<L> {
+struct Inner {
     core: CoordinatorCore,
-    log: L,
     joins: HashMap<RequestId, JoinSender>,
     syncs: HashMap<RequestId, SyncSender>,
     next_request_id: RequestId,
 }
 
-impl<L: OffsetsLog> Inner<L> {
+impl Inner {
     fn request_id(&mut self) -> RequestId {
         self.next_request_id += 1;
         self.next_request_id
     }
 
     /// Appends the core's records, then answers resolved parked requests.
-    fn flush(&mut self) -> Result<(), GroupError> {
+    fn flush(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<(), GroupError> {
         let mut appended = Ok(());
-        for (partition, record) in self.core.take_records() {
-            if let Err(source) = self.log.append(partition, std::slice::from_ref(&record)) {
-                tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
-                appended = Err(GroupError::LogAppendFailed { source });
+        let records = self.core.take_records();
+        if !records.is_empty() {
+            let mut log = lock(log);
+            for (partition, record) in records {
+                if let Err(source) = log.append(partition, std::slice::from_ref(&record)) {
+                    tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
+                    appended = Err(GroupError::LogAppendFailed { source });
+                }
             }
         }
         for completion in self.core.take_completions() {
@@ -68,9 +72,22 @@ impl<L: OffsetsLog> Inner<L> {
     }
 }
 
+/// Locks a mutex; a panic while it was held leaves plain data behind, so
+/// keep serving.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The group coordinator as an async service.
+///
+/// Locks are always taken in the order core, then log; a partition load
+/// reads the log without holding the core, so loaded partitions keep being
+/// served while another one loads.
 pub struct GroupCoordinator<L> {
-    inner: Arc<Mutex<Inner<L>>>,
+    inner: Arc<Mutex<Inner>>,
+    log: Arc<Mutex<L>>,
     start: Instant,
     start_epoch_ms: i64,
 }
@@ -79,6 +96,7 @@ impl<L> Clone for GroupCoordinator<L> {
     fn clone(&self) -> Self {
         GroupCoordinator {
             inner: Arc::clone(&self.inner),
+            log: Arc::clone(&self.log),
             start: self.start,
             start_epoch_ms: self.start_epoch_ms,
         }
@@ -97,11 +115,11 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         GroupCoordinator {
             inner: Arc::new(Mutex::new(Inner {
                 core: CoordinatorCore::new(config),
-                log,
                 joins: HashMap::new(),
                 syncs: HashMap::new(),
                 next_request_id: 0,
             })),
+            log: Arc::new(Mutex::new(log)),
             start: Instant::now(),
             start_epoch_ms,
         }
@@ -113,40 +131,38 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         self.start_epoch_ms.saturating_add(elapsed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner<L>> {
-        // A panic while holding the lock leaves plain data behind; keep serving.
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        lock(&self.inner)
     }
 
     /// Runs `operation` on the core, then flushes records and completions.
     fn with_core<T>(
         &self,
-        operation: impl FnOnce(&mut Inner<L>, i64) -> Result<T, GroupError>,
+        operation: impl FnOnce(&mut Inner, i64) -> Result<T, GroupError>,
     ) -> Result<T, GroupError> {
         let now_ms = self.now_ms();
         let mut inner = self.lock();
         let result = operation(&mut inner, now_ms);
-        let flushed = inner.flush();
+        let flushed = inner.flush(&self.log);
         let value = result?;
         flushed.map(|()| value)
     }
 
-    /// Takes ownership of `partition` and replays it from the log.
+    /// Takes ownership of `partition` and replays it from the log. Until it
+    /// returns, requests for the partition's groups get
+    /// COORDINATOR_LOAD_IN_PROGRESS; other partitions keep being served.
     pub fn load_partition(&self, partition: i32) -> Result<u64, LoadError> {
+        self.lock().core.begin_loading(partition);
+        let records = read_partition(&*lock(&self.log), partition)?;
         let now_ms = self.now_ms();
-        let mut inner = self.lock();
-        inner.core.begin_loading(partition);
-        let Inner { core, log, .. } = &mut *inner;
-        core.load_partition(log, partition, now_ms)
+        self.lock().core.replay_records(partition, records, now_ms)
     }
 
     /// Gives up `partition`.
     pub fn unload_partition(&self, partition: i32) {
         let mut inner = self.lock();
         inner.core.unload(partition);
-        let _nothing_to_append = inner.flush();
+        let _nothing_to_append = inner.flush(&self.log);
     }
 
     /// Advances timers now.
@@ -249,7 +265,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         let mut inner = self.lock();
         let before = inner.core.offsets(&request.group_id).cloned();
         let result = inner.core.commit_offsets(request, now_ms);
-        let flushed = inner.flush();
+        let flushed = inner.flush(&self.log);
         if flushed.is_err() {
             // Not durable: forget the commit so that reads agree with the log.
             inner.core.restore_offsets(&request.group_id, before);
@@ -308,11 +324,11 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
 
     /// Runs `change` on the log (for administration and tests).
     pub fn with_log_mut<T>(&self, change: impl FnOnce(&mut L) -> T) -> T {
-        change(&mut self.lock().log)
+        change(&mut lock(&self.log))
     }
 
     /// Runs `read` on the log (for inspection and tests).
     pub fn with_log<T>(&self, read: impl FnOnce(&L) -> T) -> T {
-        read(&self.lock().log)
+        read(&lock(&self.log))
     }
 }

@@ -292,3 +292,35 @@ fn unloading_answers_parked_requests_not_coordinator() {
         Err(GroupError::NotCoordinator { partition: 0 })
     );
 }
+
+/// A log that ignores `from_offset` and always answers its first record.
+struct StuckLog(InMemoryOffsetsLog);
+
+impl OffsetsLog for StuckLog {
+    fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
+        self.0.append(partition, records)
+    }
+    fn read(
+        &self,
+        partition: i32,
+        _from: i64,
+        _max: usize,
+    ) -> Result<Vec<(i64, LogRecord)>, LogError> {
+        self.0.read(partition, 0, 1)
+    }
+}
+
+#[test]
+fn a_log_that_does_not_advance_ends_the_load() {
+    let mut log = InMemoryOffsetsLog::new();
+    let record = OffsetsRecord::GroupMetadata {
+        group: "g".into(),
+        value: Some(strom_coordinator::Group::new("g", 0).to_metadata_value()),
+    };
+    log.append(0, &[record.to_log_record(), record.to_log_record()])
+        .unwrap();
+    let mut core = fresh_core();
+    core.begin_loading(0);
+    assert_eq!(core.load_partition(&StuckLog(log), 0, 0), Ok(1));
+    assert!(core.group("g").is_some());
+}
