@@ -45,7 +45,9 @@ def wait_all(futures: dict) -> dict:
     return {key: future.result(timeout=TIMEOUT_S) for key, future in futures.items()}
 
 
-def produce(broker, topic: str, count: int, size: int = 10, partition: int = 0) -> None:
+def produce(
+    broker, topic: str, count: int, size: int = 10, partition: int = 0, one_per_batch: bool = False
+) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     errors = []
     for index in range(count):
@@ -56,6 +58,8 @@ def produce(broker, topic: str, count: int, size: int = 10, partition: int = 0) 
             on_delivery=lambda error, _message: error and errors.append(error),
         )
         producer.poll(0)
+        if one_per_batch:
+            assert producer.flush(TIMEOUT_S) == 0
     assert producer.flush(TIMEOUT_S) == 0
     assert errors == []
 
@@ -393,7 +397,7 @@ def test_retention_change_deletes_old_segments(broker_factory):
             [NewTopic(topic, num_partitions=1, replication_factor=1, config={"segment.bytes": "1024"})]
         )
     )
-    produce(broker, topic, 40, size=200)
+    produce(broker, topic, 40, size=200, one_per_batch=True)
     assert watermarks(broker, topic) == (0, 40)
     resource = ConfigResource(
         ResourceType.TOPIC,

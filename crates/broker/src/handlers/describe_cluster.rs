@@ -7,27 +7,15 @@ use strom_protocol::kafka::messages::{BrokerId, DescribeClusterRequest, Describe
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
-use super::BrokerContext;
+use super::{authorized_operations, BrokerContext};
 use crate::network::{Reply, RequestContext};
 
 /// `endpoint_type` asking for brokers (the default before v1).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
 
-/// Kafka's `AclOperation` codes the CLUSTER resource supports: DESCRIBE,
-/// ALTER, CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS and
-/// IDEMPOTENT_WRITE. With no authorizer every one of them is allowed.
-const CLUSTER_OPERATIONS: &[u8] = &[5, 7, 8, 9, 10, 11, 12];
-
 /// The `cluster_authorized_operations` value of a response when the client
 /// did not ask for them.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-
-/// The bit set of operations allowed on the cluster (no authorizer: all).
-pub fn cluster_authorized_operations() -> i32 {
-    CLUSTER_OPERATIONS
-        .iter()
-        .fold(0, |bits, operation| bits | (1 << operation))
-}
 
 /// Handles a DescribeCluster request.
 pub fn handle(
@@ -45,7 +33,7 @@ pub fn handle(
         .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
         .with_controller_id(BrokerId(broker.config.node_id))
         .with_cluster_authorized_operations(if request.include_cluster_authorized_operations {
-            cluster_authorized_operations()
+            authorized_operations::cluster()
         } else {
             OPERATIONS_NOT_REQUESTED
         });

@@ -18,6 +18,7 @@ use crate::replica_manager::ReplicaManager;
 
 mod alter_configs;
 mod api_versions;
+mod authorized_operations;
 mod config_docs;
 mod create_partitions;
 mod create_topics;
