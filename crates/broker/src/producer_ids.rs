@@ -5,6 +5,8 @@
 //! directory (write to a temporary file, `fsync`, rename, `fsync` the
 //! directory). After a restart allocation resumes at the recorded end, so an
 //! id is never issued twice; at most one block of ids is skipped per crash.
+//! The write happens on the requesting task, under the counter's lock: one
+//! small `fsync` per thousand ids, so it is not moved to a blocking thread.
 //! A single node needs no more: a replicated controller would record the
 //! blocks in its metadata log instead (Kafka's `ProducerIdsRecord`).
 

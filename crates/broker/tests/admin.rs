@@ -118,7 +118,24 @@ async fn create_topic(client: &mut Client, topic: &str, partitions: i32, configs
 
 /// Produces `count` records in one batch; returns the error code.
 async fn produce(client: &mut Client, topic: &str, count: usize, acks: i16) -> i16 {
-    let mut builder = RecordBatchBuilder::new(Compression::None);
+    produce_batch(
+        client,
+        topic,
+        RecordBatchBuilder::new(Compression::None),
+        count,
+        acks,
+    )
+    .await
+}
+
+/// Produces `count` records in one batch of `builder`; returns the error code.
+async fn produce_batch(
+    client: &mut Client,
+    topic: &str,
+    mut builder: RecordBatchBuilder,
+    count: usize,
+    acks: i16,
+) -> i16 {
     for index in 0..count {
         builder
             .append(
@@ -529,5 +546,86 @@ async fn delete_topics_by_id_and_disabled_deletion() {
         response.responses[0].error_code,
         code(ErrorCode::TopicDeletionDisabled)
     );
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bumped_epoch_is_accepted_by_the_log_and_the_old_one_fenced() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    create_topic(&mut client, "idempotent", 1, &[]).await;
+    let first = init_producer_id(&mut client, -1, -1).await;
+    let producer_id = first.producer_id.0;
+    let batch = |epoch: i16, sequence: i32| {
+        RecordBatchBuilder::new(Compression::None).with_producer(producer_id, epoch, sequence)
+    };
+    assert_eq!(
+        produce_batch(&mut client, "idempotent", batch(0, 0), 2, -1).await,
+        0
+    );
+    let bumped = init_producer_id(&mut client, producer_id, 0).await;
+    assert_eq!(
+        (bumped.producer_id.0, bumped.producer_epoch),
+        (producer_id, 1)
+    );
+    // The new epoch starts its sequences again at 0.
+    assert_eq!(
+        produce_batch(&mut client, "idempotent", batch(1, 0), 1, -1).await,
+        0
+    );
+    let fenced = produce_batch(&mut client, "idempotent", batch(0, 2), 1, -1).await;
+    assert_ne!(fenced, 0, "a write with the old epoch must be refused");
+    broker.shutdown().await;
+}
+
+async fn delete_records(client: &mut Client, topic: &str, offset: i64) -> (i16, i64) {
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![delete_records_request::DeleteRecordsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(vec![
+                delete_records_request::DeleteRecordsPartition::default()
+                    .with_partition_index(0)
+                    .with_offset(offset),
+            ])]);
+    let Response::DeleteRecords(response) = client.send(Request::DeleteRecords(request), 2).await
+    else {
+        panic!("not DeleteRecords");
+    };
+    let partition = &response.topics[0].partitions[0];
+    (partition.error_code, partition.low_watermark)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_moves_the_low_watermark_durably() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    create_topic(&mut client, "trimmed", 1, &[]).await;
+    assert_eq!(produce(&mut client, "trimmed", 5, 1).await, 0);
+    assert_eq!(delete_records(&mut client, "trimmed", 3).await, (0, 3));
+    // Below the current start: nothing changes.
+    assert_eq!(delete_records(&mut client, "trimmed", 1).await, (0, 3));
+    assert_eq!(
+        delete_records(&mut client, "trimmed", 6).await.0,
+        code(ErrorCode::OffsetOutOfRange)
+    );
+    assert_eq!(
+        delete_records(&mut client, "trimmed", -2).await.0,
+        code(ErrorCode::OffsetOutOfRange)
+    );
+    assert_eq!(
+        delete_records(&mut client, "absent", 0).await.0,
+        code(ErrorCode::UnknownTopicOrPartition)
+    );
+    drop(client);
+    broker.shutdown().await;
+
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    // -1: up to the high watermark; the start offset survived the restart.
+    assert_eq!(delete_records(&mut client, "trimmed", 1).await, (0, 3));
+    assert_eq!(delete_records(&mut client, "trimmed", -1).await, (0, 5));
     broker.shutdown().await;
 }
