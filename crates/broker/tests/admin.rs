@@ -629,3 +629,62 @@ async fn delete_records_moves_the_low_watermark_durably() {
     assert_eq!(delete_records(&mut client, "trimmed", -1).await, (0, 5));
     broker.shutdown().await;
 }
+
+async fn leader_epoch(client: &mut Client, topic: &str) -> i32 {
+    let Response::Metadata(metadata) = client
+        .send(
+            Request::Metadata(MetadataRequest::default().with_topics(Some(vec![
+                metadata_request::MetadataRequestTopic::default().with_name(Some(name(topic))),
+            ]))),
+            12,
+        )
+        .await
+    else {
+        panic!("not Metadata");
+    };
+    metadata.topics[0].partitions[0].leader_epoch
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_epoch_ends_where_the_next_one_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    create_topic(&mut client, "history", 1, &[]).await;
+    let first_epoch = leader_epoch(&mut client, "history").await;
+    assert_eq!(produce(&mut client, "history", 3, 1).await, 0);
+    drop(client);
+    broker.shutdown().await;
+
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    let second_epoch = leader_epoch(&mut client, "history").await;
+    assert!(
+        second_epoch > first_epoch,
+        "a restart elects with a new epoch"
+    );
+    assert_eq!(produce(&mut client, "history", 2, 1).await, 0);
+    assert_eq!(
+        end_offset(&mut client, "history", second_epoch, first_epoch).await,
+        (0, first_epoch, 3)
+    );
+    if second_epoch > first_epoch + 1 {
+        // An epoch that never appended: the largest known epoch below it,
+        // ending where the next known epoch starts.
+        assert_eq!(
+            end_offset(&mut client, "history", second_epoch, first_epoch + 1).await,
+            (0, first_epoch, 3)
+        );
+    }
+    assert_eq!(
+        end_offset(&mut client, "history", second_epoch, second_epoch).await,
+        (0, second_epoch, 5)
+    );
+    assert_eq!(
+        end_offset(&mut client, "history", first_epoch, second_epoch)
+            .await
+            .0,
+        code(ErrorCode::FencedLeaderEpoch)
+    );
+    broker.shutdown().await;
+}
