@@ -75,8 +75,17 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
         }
         ControllerError::AssignmentWithCounts { .. } => ErrorCode::InvalidRequest,
         ControllerError::ElectionNotNeeded { .. } => ErrorCode::ElectionNotNeeded,
-        #[allow(unreachable_patterns)]
-        _ => ErrorCode::UnknownServerError,
+        ControllerError::NotLeader { .. } => ErrorCode::NotLeaderOrFollower,
+        ControllerError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+        ControllerError::InvalidUpdateVersion { .. } => ErrorCode::InvalidUpdateVersion,
+        ControllerError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
+        ControllerError::InvalidIsr { .. } => ErrorCode::InvalidRequest,
+        ControllerError::PreferredLeaderNotAvailable { .. } => {
+            ErrorCode::PreferredLeaderNotAvailable
+        }
+        ControllerError::EligibleLeadersNotAvailable { .. } => {
+            ErrorCode::EligibleLeadersNotAvailable
+        }
     }
 }
 
