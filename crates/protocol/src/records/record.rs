@@ -19,8 +19,10 @@
 //!
 //! Keys, values and headers are [`Bytes`] slices of the batch (or of its
 //! decompressed payload): reading a record copies nothing and allocates
-//! nothing. Headers are checked when the record is read and decoded lazily by
-//! [`RecordHeaders::iter`].
+//! nothing; each non-null field costs one reference count (profiling shows
+//! these dominate iteration time, so a record without headers takes no slice
+//! for them). Headers are checked when the record is read and decoded lazily
+//! by [`RecordHeaders::iter`].
 
 use std::ops::Range;
 
@@ -304,7 +306,12 @@ fn decode_record(data: &Bytes, start: usize) -> Result<(Record, usize), RecordEr
         key: key.map(|range| data.slice(range)),
         value: value.map(|range| data.slice(range)),
         headers: RecordHeaders {
-            bytes: data.slice(header_range),
+            // A static empty `Bytes` costs no reference count.
+            bytes: if count == 0 {
+                Bytes::new()
+            } else {
+                data.slice(header_range)
+            },
             count,
         },
         size_in_bytes: end - start,
