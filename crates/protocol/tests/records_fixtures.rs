@@ -60,23 +60,14 @@ fn check_decodes_to_input(batch: &RecordBatch) {
         let record = record.expect("record");
         assert_eq!(record.offset(batch.base_offset()), index as i64);
         assert_eq!(batch.record_timestamp(&record), timestamp);
-        assert_eq!(record.key().map(|key| key.as_ref()), key);
-        assert_eq!(record.value().map(|value| value.as_ref()), value);
-        let decoded: Vec<(Vec<u8>, Option<Vec<u8>>)> = record
+        assert_eq!(record.key(), key);
+        assert_eq!(record.value(), value);
+        let decoded: Vec<_> = record
             .headers()
             .iter()
-            .map(|header| {
-                (
-                    header.key.to_vec(),
-                    header.value.map(|value| value.to_vec()),
-                )
-            })
+            .map(|header| (header.key, header.value))
             .collect();
-        let expected: Vec<(Vec<u8>, Option<Vec<u8>>)> = headers
-            .iter()
-            .map(|(key, value)| (key.to_vec(), value.map(<[u8]>::to_vec)))
-            .collect();
-        assert_eq!(decoded, expected);
+        assert_eq!(decoded, headers);
         count += 1;
     }
     assert_eq!(count, 4);

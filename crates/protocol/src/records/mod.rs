@@ -6,13 +6,10 @@
 //! The byte layout is in [`layout`] and [`record`]. Design points:
 //!
 //! * A batch is read in place: [`RecordBatch::parse`] decodes the 61-byte
-//!   header and keeps the [`bytes::Bytes`]; the key, value and headers of a
-//!   [`Record`] are `Bytes` slices of it (reference counts, no copies), so
-//!   iterating an uncompressed batch allocates nothing.
-//!   Compressed batches are decompressed once, into one buffer, with a cap
-//!   on the output ([`DEFAULT_MAX_DECOMPRESSED_BYTES`]).
-//! * [`RecordBatchBuilder`] writes what Kafka's Java client writes for the
-//!   same input (byte for byte when uncompressed).
+//!   header and keeps the [`bytes::Bytes`]; keys, values and headers of
+//!   records are `Bytes` slices of it, so iterating an uncompressed batch
+//!   allocates nothing per record. Compressed batches are decompressed once,
+//!   with a cap on the output ([`DEFAULT_MAX_DECOMPRESSED_BYTES`]).
 //! * The CRC-32C (hardware accelerated by the `crc32c` crate) is checked only
 //!   on request ([`RecordBatch::validate_crc`]).
 //! * Legacy message sets (magic 0 and 1) are recognised and rejected with
