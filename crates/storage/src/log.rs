@@ -224,7 +224,11 @@ impl Log {
         let log_append_time_ms = (self.config.message_timestamp_type
             == MessageTimestampType::LogAppendTime)
             .then_some(now_ms);
-        let mut owned = BytesMut::from(records.as_ref());
+        // Edit in place when the caller's buffer is not shared (a request
+        // frame usually is not); copy once otherwise.
+        let mut owned = records
+            .try_into_mut()
+            .unwrap_or_else(|shared| BytesMut::from(shared.as_ref()));
         let mut next_offset = self.log_end_offset;
         for (header, position) in &mut batches {
             let bytes = &mut owned[*position..*position + header.size_in_bytes()];
