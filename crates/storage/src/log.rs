@@ -547,12 +547,22 @@ impl Log {
 
     /// Flushes and trims indexes for a clean shutdown.
     pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
-        self.flush(now_ms)?;
-        self.producer_state
-            .write_snapshot(&self.dir, self.log_end_offset)?;
-        for segment in self.segments.values_mut() {
+        // Sealed segments were trimmed and fsynced when they were rolled;
+        // only the active one (and anything after the recovery point) needs
+        // trimming and flushing here.
+        let recovery_segment = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(self.log_start_offset, |(base, _)| *base);
+        for segment in self.segments.range_mut(recovery_segment..).map(|(_, segment)| segment) {
             segment.seal()?;
-            segment.flush()?;
+        }
+        self.flush(now_ms)?;
+        let latest_snapshot = list_snapshots(&self.dir)?.keys().next_back().copied();
+        if latest_snapshot != Some(self.log_end_offset) {
+            self.producer_state
+                .write_snapshot(&self.dir, self.log_end_offset)?;
         }
         self.delete_pending_files(i64::MAX)
     }
