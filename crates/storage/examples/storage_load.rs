@@ -90,7 +90,12 @@ fn partitions(root: &Path, count: i32) {
         resident as f64 / f64::from(count),
         files as f64 / f64::from(count)
     );
+    let start = Instant::now();
     manager.shutdown(0).expect("shutdown");
+    println!(
+        "clean shutdown of {count} partitions: {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
     let resident_before = resident_kib();
     let start = Instant::now();
     let manager = LogManager::open(config, BTreeMap::new(), 0).expect("reopen");

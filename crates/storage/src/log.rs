@@ -555,12 +555,20 @@ impl Log {
             .range(..=self.recovery_point)
             .next_back()
             .map_or(self.log_start_offset, |(base, _)| *base);
-        for segment in self.segments.range_mut(recovery_segment..).map(|(_, segment)| segment) {
+        for segment in self
+            .segments
+            .range_mut(recovery_segment..)
+            .map(|(_, segment)| segment)
+        {
             segment.seal()?;
         }
         self.flush(now_ms)?;
+        // A snapshot bounds the header scan at the next open; an empty log
+        // has nothing to scan, and an existing snapshot at the log end is current.
         let latest_snapshot = list_snapshots(&self.dir)?.keys().next_back().copied();
-        if latest_snapshot != Some(self.log_end_offset) {
+        if self.log_end_offset > self.log_start_offset
+            && latest_snapshot != Some(self.log_end_offset)
+        {
             self.producer_state
                 .write_snapshot(&self.dir, self.log_end_offset)?;
         }
