@@ -232,12 +232,16 @@ impl Log {
         let mut next_offset = self.log_end_offset;
         for (header, position) in &mut batches {
             let bytes = &mut owned[*position..*position + header.size_in_bytes()];
-            batch::set_base_offset(bytes, next_offset);
-            batch::set_partition_leader_epoch(bytes, leader_epoch);
+            batch::assign(
+                bytes,
+                next_offset,
+                leader_epoch,
+                log_append_time_ms,
+                *position,
+            )?;
             header.base_offset = next_offset;
             header.partition_leader_epoch = leader_epoch;
             if let Some(time) = log_append_time_ms {
-                batch::set_log_append_time(bytes, time);
                 header.max_timestamp = time;
             }
             next_offset = header.next_offset();
