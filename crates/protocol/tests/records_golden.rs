@@ -1,5 +1,5 @@
 //! Golden bytes: batches derived by hand from the record batch v2 layout in
-//! Kafka's protocol guide (see docs/record-batch.md), pinning the builder's
+//! Kafka's protocol guide (see docs/protocol.md, "Record batch v2"), pinning the builder's
 //! output and the decoder's reading of it.
 //!
 //! The CRCs were computed outside this code base, with a bit-by-bit CRC-32C
