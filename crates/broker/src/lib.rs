@@ -3,12 +3,14 @@
 //!
 //! It owns the network server, one handler per Kafka API behind a dispatch
 //! table, and the broker configuration ([`config`]). It deliberately owns no
-//! protocol, storage, replication, controller or group logic: those live in
+//! protocol, storage, replication, controller or group logic (the group coordinator's
+//! storage and partition loading are wired in [`groups`]): those live in
 //! the crates below it, and this crate only wires them together.
 
 pub mod broker;
 pub mod config;
 pub mod error;
+pub mod groups;
 pub mod handlers;
 pub mod launch;
 pub mod meta_properties;

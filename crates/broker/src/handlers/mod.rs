@@ -12,16 +12,28 @@ use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::messages::Request;
 
 use crate::config::BrokerConfig;
+use crate::groups::GroupService;
 use crate::network::{Reply, RequestContext, RequestHandler};
 use crate::replica_manager::ReplicaManager;
 
 mod api_versions;
 mod create_topics;
+mod delete_groups;
+mod describe_groups;
 mod errors;
 mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 mod produce;
+mod sync_group;
 
 /// The APIs this broker serves, in the order of Kafka's API keys.
 pub const HANDLED_APIS: &[ApiKey] = &[
@@ -29,8 +41,19 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::Fetch,
     ApiKey::ListOffsets,
     ApiKey::Metadata,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::SyncGroup,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
     ApiKey::ApiVersions,
     ApiKey::CreateTopics,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
 ];
 
 /// What every handler may use.
@@ -43,6 +66,8 @@ pub struct BrokerContext {
     pub controller: Arc<dyn ControllerClient>,
     /// The partitions hosted here.
     pub replicas: Arc<ReplicaManager>,
+    /// The group coordinator and its `__consumer_offsets` partitions.
+    pub groups: Arc<GroupService>,
 }
 
 impl BrokerContext {
@@ -80,6 +105,29 @@ impl RequestHandler for Dispatcher {
             }
             Request::CreateTopics(request) => {
                 create_topics::handle(broker, &request_context, request).await
+            }
+            Request::FindCoordinator(request) => {
+                find_coordinator::handle(broker, &request_context, request).await
+            }
+            Request::JoinGroup(request) => join_group::handle(broker, &request_context, request),
+            Request::SyncGroup(request) => sync_group::handle(broker, &request_context, request),
+            Request::Heartbeat(request) => heartbeat::handle(broker, &request_context, request),
+            Request::LeaveGroup(request) => leave_group::handle(broker, &request_context, request),
+            Request::OffsetCommit(request) => {
+                offset_commit::handle(broker, &request_context, request)
+            }
+            Request::OffsetFetch(request) => {
+                offset_fetch::handle(broker, &request_context, request)
+            }
+            Request::ListGroups(request) => list_groups::handle(broker, &request_context, request),
+            Request::DescribeGroups(request) => {
+                describe_groups::handle(broker, &request_context, request)
+            }
+            Request::DeleteGroups(request) => {
+                delete_groups::handle(broker, &request_context, request)
+            }
+            Request::OffsetDelete(request) => {
+                offset_delete::handle(broker, &request_context, request)
             }
             other => {
                 tracing::warn!(api_key = ?other.api_key(), peer = %request_context.peer, "request for an API this broker does not serve");
