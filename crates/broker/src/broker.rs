@@ -156,7 +156,11 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
     let controller_client: Arc<dyn ControllerClient> =
         Arc::clone(&controller) as Arc<dyn ControllerClient>;
     let groups = Arc::new(GroupService::new(&config, Arc::clone(&replicas)));
-    ensure_offsets_topic(controller_client.as_ref(), &config).await;
+    if ensure_offsets_topic(controller_client.as_ref(), &config).await {
+        let image = controller_client.image();
+        replicas.apply_image(&image);
+        groups.claim(&image);
+    }
     let context = Arc::new(BrokerContext {
         config: config.clone(),
         cluster_id: cluster_id.clone(),

@@ -190,8 +190,10 @@ pub struct GroupService {
     /// The group coordinator over `__consumer_offsets`.
     pub coordinator: GroupCoordinator<OffsetsTopicLog>,
     node_id: i32,
-    /// Offsets partitions loaded (or loading) here.
+    /// Offsets partitions led here (loaded, loading or claimed).
     owned: Mutex<BTreeSet<i32>>,
+    /// Claimed partitions whose load has not started yet.
+    unloaded: Mutex<BTreeSet<i32>>,
     /// Topic names of the last image seen, to notice deletions.
     topics: Mutex<Option<BTreeSet<String>>>,
 }
@@ -212,16 +214,17 @@ impl GroupService {
             ),
             node_id: config.node_id,
             owned: Mutex::new(BTreeSet::new()),
+            unloaded: Mutex::new(BTreeSet::new()),
             topics: Mutex::new(None),
         }
     }
 
-    /// Follows a new metadata image (after the replica manager applied it):
-    /// loads the offsets partitions this broker now leads, unloads those it
-    /// lost, and removes the committed offsets of deleted topics. Blocking:
-    /// call it from a blocking-tolerant context.
-    pub fn apply_image(&self, image: &MetadataImage) {
-        self.forget_deleted_topics(image);
+    /// Claims the offsets partitions this broker leads in `image` (their
+    /// groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded) and gives up
+    /// those it no longer leads. Fast: reads nothing. The broker calls it
+    /// before it starts serving, so no request sees NOT_COORDINATOR for a
+    /// partition that is about to load.
+    pub fn claim(&self, image: &MetadataImage) {
         let led: BTreeSet<i32> = image
             .topic_by_name(OFFSETS_TOPIC)
             .map(|topic| {
@@ -234,17 +237,33 @@ impl GroupService {
                     .collect()
             })
             .unwrap_or_default();
-        let (gained, lost) = {
-            let mut owned = lock(&self.owned);
-            let gained: Vec<i32> = led.difference(&owned).copied().collect();
-            let lost: Vec<i32> = owned.difference(&led).copied().collect();
-            *owned = led;
-            (gained, lost)
-        };
-        for partition in lost {
-            self.coordinator.unload_partition(partition);
+        let mut owned = lock(&self.owned);
+        let mut unloaded = lock(&self.unloaded);
+        for partition in owned.difference(&led) {
+            unloaded.remove(partition);
+            self.coordinator.unload_partition(*partition);
         }
-        for partition in gained {
+        for partition in led.difference(&owned) {
+            unloaded.insert(*partition);
+            self.coordinator.begin_loading(*partition);
+        }
+        *owned = led;
+    }
+
+    /// Follows a new metadata image (after the replica manager applied it):
+    /// claims partitions as [`claim`](Self::claim) does, loads every claimed
+    /// partition not loaded yet, and removes the committed offsets of deleted
+    /// topics. Blocking: call it from a blocking-tolerant context.
+    pub fn apply_image(&self, image: &MetadataImage) {
+        self.forget_deleted_topics(image);
+        self.claim(image);
+        let pending: Vec<i32> = std::mem::take(&mut *lock(&self.unloaded))
+            .into_iter()
+            .collect();
+        for partition in pending {
+            if !lock(&self.owned).contains(&partition) {
+                continue;
+            }
             match self.coordinator.load_partition(partition) {
                 Ok(records) => info!(partition, records, "coordinator partition loaded"),
                 Err(error) => {
