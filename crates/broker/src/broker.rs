@@ -203,6 +203,11 @@ impl RunningBroker {
         self.server.local_addresses()
     }
 
+    /// The controller this broker uses (for administration and tests).
+    pub fn controller(&self) -> Arc<dyn ControllerClient> {
+        Arc::clone(&self.context.controller)
+    }
+
     /// The cluster id.
     pub fn cluster_id(&self) -> &str {
         &self.context.cluster_id

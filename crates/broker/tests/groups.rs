@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use strom_broker::{BrokerConfig, RunningBroker};
+use strom_controller::controller::TopicReference;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::join_group_request::JoinGroupRequestProtocol;
@@ -451,5 +452,45 @@ async fn old_versions_join_and_leave_with_a_single_member() {
         };
         assert_eq!(left.error_code, expected);
     }
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_of_a_deleted_topic_are_removed_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path())).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    create_topic(&mut client, "events", 2).await;
+    // A standalone consumer's commit: generation -1, no member id.
+    let first = commit(&mut client, "simple", -1, "", 7).await;
+    let code = if first == ErrorCode::CoordinatorLoadInProgress.code() {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        commit(&mut client, "simple", -1, "", 7).await
+    } else {
+        first
+    };
+    assert_eq!(code, 0);
+    assert_eq!(fetch_single(&mut client, "simple").await.0, 7);
+
+    let outcomes = broker
+        .controller()
+        .delete_topics(vec![TopicReference::Name("events".to_owned())])
+        .await
+        .unwrap();
+    assert!(outcomes.iter().all(|outcome| outcome.result.is_ok()));
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while fetch_single(&mut client, "simple").await.0 != -1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "offsets not removed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The tombstones are in the log: a restart does not bring them back.
+    broker.shutdown().await;
+    let broker = strom_broker::start(config(dir.path())).await.unwrap();
+    let mut client = Client::connect(&broker).await;
+    assert_eq!(fetch_single(&mut client, "simple").await.0, -1);
     broker.shutdown().await;
 }
