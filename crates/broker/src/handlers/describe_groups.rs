@@ -23,7 +23,7 @@ const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
 /// Handles a DescribeGroups request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: DescribeGroupsRequest,
 ) -> Reply {
     let group_ids: Vec<String> = request.groups.iter().map(|id| id.0.to_string()).collect();
@@ -42,7 +42,10 @@ pub fn handle(
             Err(error) => DescribedGroup::default()
                 .with_group_id(group_id.clone())
                 .with_error_code(group_error_code(&error).code())
-                .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                // The error message exists from v6 only.
+                .with_error_message(
+                    (context.api_version >= 6).then(|| StrBytes::from_string(error.to_string())),
+                )
                 .with_authorized_operations(operations),
         })
         .collect();

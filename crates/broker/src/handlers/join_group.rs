@@ -57,7 +57,8 @@ fn response(version: i16, result: Result<JoinResponse, GroupError>) -> JoinGroup
             .with_protocol_type(joined.protocol_type.map(StrBytes::from_string))
             .with_protocol_name(joined.protocol_name.map(StrBytes::from_string))
             .with_leader(StrBytes::from_string(joined.leader_id))
-            .with_skip_assignment(joined.skip_assignment)
+            // SkipAssignment exists from v9 only.
+            .with_skip_assignment(version >= 9 && joined.skip_assignment)
             .with_member_id(StrBytes::from_string(joined.member_id))
             .with_members(
                 joined
@@ -89,4 +90,58 @@ fn response(version: i16, result: Result<JoinResponse, GroupError>) -> JoinGroup
         return response.with_protocol_name(Some(StrBytes::from_static_str("")));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+    use strom_coordinator::{GroupError, JoinResponse, JoinedMember};
+    use strom_protocol::kafka::protocol::Encodable;
+
+    use super::response;
+
+    fn encodes(version: i16, result: Result<JoinResponse, GroupError>) -> bool {
+        response(version, result)
+            .encode(&mut BytesMut::new(), version)
+            .is_ok()
+    }
+
+    #[test]
+    fn every_version_encodes_a_static_leader_rejoin_and_errors() {
+        let rejoin = JoinResponse {
+            generation_id: 3,
+            protocol_type: Some("consumer".to_owned()),
+            protocol_name: Some("range".to_owned()),
+            leader_id: "leader".to_owned(),
+            member_id: "leader".to_owned(),
+            skip_assignment: true,
+            members: vec![JoinedMember {
+                member_id: "leader".to_owned(),
+                group_instance_id: Some("static".to_owned()),
+                metadata: Bytes::from_static(b"subscription"),
+            }],
+        };
+        for version in 0..=9 {
+            assert!(encodes(version, Ok(rejoin.clone())), "v{version}");
+            assert!(
+                encodes(
+                    version,
+                    Err(GroupError::MemberIdRequired {
+                        member_id: "new".to_owned()
+                    })
+                ),
+                "v{version}"
+            );
+        }
+        assert!(!response(8, Ok(rejoin.clone())).skip_assignment);
+        assert!(response(9, Ok(rejoin)).skip_assignment);
+        let failed = response(
+            6,
+            Err(GroupError::MemberIdRequired {
+                member_id: "new".to_owned(),
+            }),
+        );
+        assert_eq!(failed.member_id.as_str(), "new");
+        assert_eq!(failed.protocol_name.as_deref(), Some(""));
+    }
 }

@@ -27,7 +27,7 @@ pub fn handle(
     let response = if context.api_version >= 8 {
         multi_group(broker, &request)
     } else {
-        single_group(broker, &request)
+        single_group(broker, context.api_version, &request)
     };
     Reply::Response(Response::OffsetFetch(response))
 }
@@ -55,7 +55,11 @@ fn by_topic(offsets: Vec<PartitionOffset>) -> Vec<(String, Vec<PartitionOffset>)
     topics
 }
 
-fn single_group(broker: &BrokerContext, request: &OffsetFetchRequest) -> OffsetFetchResponse {
+fn single_group(
+    broker: &BrokerContext,
+    version: i16,
+    request: &OffsetFetchRequest,
+) -> OffsetFetchResponse {
     let wanted: Wanted = request.topics.as_ref().map(|topics| {
         topics
             .iter()
@@ -87,10 +91,11 @@ fn single_group(broker: &BrokerContext, request: &OffsetFetchRequest) -> OffsetF
                 .collect(),
         ),
         Err(error) => {
-            // v1 has no top-level code: the error goes on every partition.
+            // The error goes on every partition, and from v2 also on top
+            // (v1 has no top-level code).
             let code = group_error_code(&error).code();
             OffsetFetchResponse::default()
-                .with_error_code(code)
+                .with_error_code(if version >= 2 { code } else { 0 })
                 .with_topics(error_topics(&wanted, code))
         }
     }
