@@ -8,8 +8,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaAdminClient, KafkaConsumer
-from kafka import TopicPartition as KpTopicPartition
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
 
 PARTITIONS = 6
 
@@ -162,15 +161,27 @@ def test_committed_offsets_resume_after_close_and_restarts(broker):
 
 
 def kafka_python_member(bootstrap: str, group: str, topic: str, seen: list, stop: threading.Event):
+    """A kafka-python member that commits what it consumed after every poll
+    and before giving partitions up in a rebalance, then leaves on `stop`."""
     consumer = KafkaConsumer(
-        topic,
         bootstrap_servers=bootstrap,
         group_id=group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         session_timeout_ms=6000,
         heartbeat_interval_ms=500,
+        metadata_max_age_ms=1000,
     )
+
+    class CommitOnRevoke(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            if revoked:
+                consumer.commit()
+
+        def on_partitions_assigned(self, assigned):
+            pass
+
+    consumer.subscribe([topic], listener=CommitOnRevoke())
     try:
         while not stop.is_set():
             batches = consumer.poll(timeout_ms=100)
@@ -183,45 +194,51 @@ def kafka_python_member(bootstrap: str, group: str, topic: str, seen: list, stop
         consumer.close()
 
 
+def start_kafka_python_member(bootstrap: str, group: str, topic: str):
+    seen, stop = [], threading.Event()
+    thread = threading.Thread(target=kafka_python_member, args=(bootstrap, group, topic, seen, stop))
+    thread.start()
+    return seen, stop, thread
+
+
+def wait_for(condition, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
 @pytest.mark.timeout(120)
-def test_kafka_python_group_shares_partitions_and_resumes(broker):
+def test_kafka_python_group_sees_every_record_once_and_resumes(broker):
     topic, group = "kp-orders", "kp-group"
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, 0, 3000)
-    stop = threading.Event()
-    seen_a, seen_b = [], []
-    threads = [
-        threading.Thread(target=kafka_python_member, args=(broker.bootstrap, group, topic, seen, stop))
-        for seen in (seen_a, seen_b)
-    ]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + 60
-    while len(seen_a) + len(seen_b) < 3000 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)
-    stop.set()
-    for thread in threads:
-        thread.join(30)
-    values = collections.Counter(v for (_, _, v) in seen_a + seen_b)
-    assert set(values) == set(range(3000))
-    # A rebalance may redeliver records consumed after the last commit, but
-    # never skip one; with commit after every poll, at most one poll's worth.
-    assert sum(values.values()) - 3000 <= 1000
-    assert committed(broker.bootstrap, group, topic) == {p: 500 for p in range(PARTITIONS)}
+    seen_a, stop_a, thread_a = start_kafka_python_member(broker.bootstrap, group, topic)
+    seen_b, stop_b, thread_b = start_kafka_python_member(broker.bootstrap, group, topic)
+    wait_for(lambda: len(seen_a) + len(seen_b) >= 1500, 60)
+    stop_a.set()  # leaves midway
+    thread_a.join(30)
+    seen_c, stop_c, thread_c = start_kafka_python_member(broker.bootstrap, group, topic)
+    wait_for(lambda: len(seen_a) + len(seen_b) + len(seen_c) >= 3000, 60)
+    produce(broker.bootstrap, topic, 3000, 3000)
+    wait_for(lambda: len(seen_a) + len(seen_b) + len(seen_c) >= 6000, 60)
+    time.sleep(2)  # a duplicate would show up now
+    stop_b.set()
+    stop_c.set()
+    thread_b.join(30)
+    thread_c.join(30)
+    values = collections.Counter(v for (_, _, v) in seen_a + seen_b + seen_c)
+    assert set(values) == set(range(6000))
+    assert [value for value, count in values.items() if count != 1] == []
+    assert committed(broker.bootstrap, group, topic) == {p: 1000 for p in range(PARTITIONS)}
 
-    produce(broker.bootstrap, topic, 3000, 60)
-    stop = threading.Event()
-    seen_c = []
-    thread = threading.Thread(target=kafka_python_member, args=(broker.bootstrap, group, topic, seen_c, stop))
-    thread.start()
-    deadline = time.monotonic() + 30
-    while len(seen_c) < 60 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    produce(broker.bootstrap, topic, 6000, 60)
+    seen_d, stop_d, thread_d = start_kafka_python_member(broker.bootstrap, group, topic)
+    wait_for(lambda: len(seen_d) >= 60, 30)
     time.sleep(0.5)
-    stop.set()
-    thread.join(30)
-    assert sorted(v for (_, _, v) in seen_c) == list(range(3000, 3060))
+    stop_d.set()
+    thread_d.join(30)
+    assert sorted(v for (_, _, v) in seen_d) == list(range(6000, 6060))
 
 
 @pytest.mark.timeout(90)
