@@ -331,3 +331,34 @@ pub async fn ensure_offsets_topic(
     }
     controller.image().topic_by_name(OFFSETS_TOPIC).is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::coordinator_config;
+    use crate::config::BrokerConfig;
+
+    #[test]
+    fn group_and_offsets_settings_reach_the_coordinator() {
+        let map: BTreeMap<String, String> = [
+            ("offsets.topic.num.partitions", "7"),
+            ("offsets.retention.minutes", "3"),
+            ("group.initial.rebalance.delay.ms", "250"),
+            ("group.min.session.timeout.ms", "1000"),
+            ("group.max.session.timeout.ms", "20000"),
+            ("group.max.size", "4"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+        let (config, _warnings) = BrokerConfig::from_map(&map).expect("valid config");
+        let coordinator = coordinator_config(&config);
+        assert_eq!(coordinator.offsets_topic_partitions, 7);
+        assert_eq!(coordinator.offsets.retention_ms, 180_000);
+        assert_eq!(coordinator.group.initial_rebalance_delay_ms, 250);
+        assert_eq!(coordinator.group.min_session_timeout_ms, 1_000);
+        assert_eq!(coordinator.group.max_session_timeout_ms, 20_000);
+        assert_eq!(coordinator.group.max_size, 4);
+    }
+}
