@@ -3,9 +3,10 @@
 //!
 //! It owns the network server, one handler per Kafka API behind a dispatch
 //! table, and the broker configuration ([`config`]). It deliberately owns no
-//! protocol, storage, replication, controller or group logic (the group coordinator's
-//! storage and partition loading are wired in [`groups`]): those live in
-//! the crates below it, and this crate only wires them together.
+//! protocol, storage, replication, controller or group logic: those live in
+//! the crates below it, and this crate only wires them together ([`groups`]
+//! gives the group coordinator its `__consumer_offsets` storage and loads
+//! the partitions this broker leads).
 
 pub mod broker;
 pub mod config;
