@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::config::BrokerConfig;
+use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher};
 use crate::meta_properties;
 use crate::network::{NetworkConfig, Server, ServerHandle};
@@ -159,15 +160,23 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
     let controller_client: Arc<dyn ControllerClient> =
         Arc::clone(&controller) as Arc<dyn ControllerClient>;
     let producer_ids = ProducerIdManager::open(&config.log_dirs[0])?;
+    let groups = Arc::new(GroupService::new(&config, Arc::clone(&replicas)));
+    if ensure_offsets_topic(controller_client.as_ref(), &config).await {
+        let image = controller_client.image();
+        replicas.apply_image(&image);
+        groups.claim(&image);
+    }
     let context = Arc::new(BrokerContext {
         config: config.clone(),
         cluster_id: cluster_id.clone(),
         controller: controller_client,
         replicas,
         producer_ids,
+        groups: Arc::clone(&groups),
     });
     let tasks = vec![
         tokio::spawn(follow_metadata(Arc::clone(&context))),
+        groups.coordinator.spawn_timer(COORDINATOR_TICK),
         tokio::spawn(heartbeat_loop(
             Arc::clone(&controller),
             config.node_id,
@@ -198,6 +207,11 @@ impl RunningBroker {
     /// The addresses the broker listens on.
     pub fn local_addresses(&self) -> &[SocketAddr] {
         self.server.local_addresses()
+    }
+
+    /// The controller this broker uses (for administration and tests).
+    pub fn controller(&self) -> Arc<dyn ControllerClient> {
+        Arc::clone(&self.context.controller)
     }
 
     /// The cluster id.
@@ -337,13 +351,22 @@ async fn register(
     Ok(registration.broker_epoch)
 }
 
-/// Applies every new metadata image to the hosted partitions.
+/// Applies the current and every new metadata image to the hosted
+/// partitions, then to the group coordinator (which loads the
+/// `__consumer_offsets` partitions led here and forgets deleted topics).
 async fn follow_metadata(context: Arc<BrokerContext>) {
     let mut images = context.controller.subscribe();
-    while images.changed().await.is_ok() {
+    loop {
         let image = Arc::clone(&images.borrow_and_update());
-        let replicas = Arc::clone(&context.replicas);
-        let _ = tokio::task::spawn_blocking(move || replicas.apply_image(&image)).await;
+        let shared = Arc::clone(&context);
+        let _ = tokio::task::spawn_blocking(move || {
+            shared.replicas.apply_image(&image);
+            shared.groups.apply_image(&image);
+        })
+        .await;
+        if images.changed().await.is_err() {
+            return;
+        }
     }
 }
 

@@ -158,6 +158,14 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         self.lock().core.replay_records(partition, records, now_ms)
     }
 
+    /// Takes ownership of `partition` without reading it yet: its groups get
+    /// COORDINATOR_LOAD_IN_PROGRESS until [`load_partition`](Self::load_partition)
+    /// finishes. Lets a broker claim its partitions before it starts serving
+    /// and load them afterwards.
+    pub fn begin_loading(&self, partition: i32) {
+        self.lock().core.begin_loading(partition);
+    }
+
     /// Gives up `partition`.
     pub fn unload_partition(&self, partition: i32) {
         let mut inner = self.lock();

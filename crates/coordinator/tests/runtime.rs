@@ -242,3 +242,25 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
     let offsets = coordinator.fetch_offsets("simple", None).expect("served");
     assert_eq!(offsets[0].offset, 5, "the failed commit is not visible");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, InMemoryOffsetsLog::new());
+    // Not owned yet: NOT_COORDINATOR.
+    assert!(matches!(
+        coordinator.fetch_offsets(GROUP, None),
+        Err(GroupError::NotCoordinator { partition: 0 })
+    ));
+    coordinator.begin_loading(0);
+    assert_eq!(
+        coordinator.fetch_offsets(GROUP, None),
+        Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
+    );
+    coordinator.load_partition(0).expect("loads");
+    assert_eq!(coordinator.fetch_offsets(GROUP, None), Ok(Vec::new()));
+}

@@ -2,6 +2,7 @@
 //! place where the broker chooses codes.
 
 use strom_controller::error::{ControllerError, RuntimeError};
+use strom_coordinator::GroupError;
 use strom_protocol::error_code::ErrorCode;
 use strom_replication::ReplicationError;
 use strom_storage::error::{AppendError, BatchError, LogError, ReadError};
@@ -113,5 +114,37 @@ pub fn producer_id_error_code(error: &ProducerIdError) -> ErrorCode {
             ErrorCode::KafkaStorageError
         }
         ProducerIdError::Exhausted => ErrorCode::UnknownServerError,
+    }
+}
+
+/// The code for a group coordinator refusal (each [`GroupError`] variant
+/// documents the Kafka code it stands for).
+pub fn group_error_code(error: &GroupError) -> ErrorCode {
+    match error {
+        GroupError::UnknownMemberId => ErrorCode::UnknownMemberId,
+        GroupError::IllegalGeneration { .. } => ErrorCode::IllegalGeneration,
+        GroupError::RebalanceInProgress => ErrorCode::RebalanceInProgress,
+        GroupError::FencedInstanceId => ErrorCode::FencedInstanceId,
+        GroupError::MemberIdRequired { .. } => ErrorCode::MemberIdRequired,
+        GroupError::GroupMaxSizeReached { .. } => ErrorCode::GroupMaxSizeReached,
+        GroupError::InconsistentGroupProtocol => ErrorCode::InconsistentGroupProtocol,
+        GroupError::InvalidSessionTimeout { .. } => ErrorCode::InvalidSessionTimeout,
+        GroupError::InvalidGroupId => ErrorCode::InvalidGroupId,
+        GroupError::CoordinatorLoadInProgress { .. } => ErrorCode::CoordinatorLoadInProgress,
+        GroupError::NotCoordinator { .. } => ErrorCode::NotCoordinator,
+        GroupError::CoordinatorNotAvailable => ErrorCode::CoordinatorNotAvailable,
+        GroupError::GroupIdNotFound => ErrorCode::GroupIdNotFound,
+        GroupError::NonEmptyGroup => ErrorCode::NonEmptyGroup,
+        GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
+        GroupError::OffsetMetadataTooLarge { .. } => ErrorCode::OffsetMetadataTooLarge,
+        GroupError::LogAppendFailed { .. } => ErrorCode::CoordinatorNotAvailable,
+    }
+}
+
+/// The code of a per-item group result (`NONE` for success).
+pub fn group_result_code(result: &Result<(), GroupError>) -> i16 {
+    match result {
+        Ok(()) => ErrorCode::None.code(),
+        Err(error) => group_error_code(error).code(),
     }
 }

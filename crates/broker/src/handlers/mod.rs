@@ -12,6 +12,7 @@ use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::messages::Request;
 
 use crate::config::BrokerConfig;
+use crate::groups::GroupService;
 use crate::network::{Reply, RequestContext, RequestHandler};
 use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::ReplicaManager;
@@ -22,20 +23,31 @@ mod authorized_operations;
 mod config_docs;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
+mod describe_groups;
 mod errors;
 mod fetch;
+mod find_coordinator;
+mod heartbeat;
 mod incremental_alter_configs;
 mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
+mod sync_group;
 
 /// The APIs this broker serves, in the order of Kafka's API keys.
 pub const HANDLED_APIS: &[ApiKey] = &[
@@ -56,6 +68,17 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::DescribeCluster,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::SyncGroup,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
 ];
 
 /// What every handler may use.
@@ -70,6 +93,8 @@ pub struct BrokerContext {
     pub replicas: Arc<ReplicaManager>,
     /// The durable producer id counter (InitProducerId).
     pub producer_ids: ProducerIdManager,
+    /// The group coordinator and its `__consumer_offsets` partitions.
+    pub groups: Arc<GroupService>,
 }
 
 impl BrokerContext {
@@ -139,9 +164,28 @@ impl RequestHandler for Dispatcher {
             Request::SaslAuthenticate(request) => {
                 sasl_authenticate::handle(&request_context, request)
             }
-            other => {
-                tracing::warn!(api_key = ?other.api_key(), peer = %request_context.peer, "request for an API this broker does not serve");
-                Reply::Close
+            Request::FindCoordinator(request) => {
+                find_coordinator::handle(broker, &request_context, request).await
+            }
+            Request::JoinGroup(request) => join_group::handle(broker, &request_context, request),
+            Request::SyncGroup(request) => sync_group::handle(broker, &request_context, request),
+            Request::Heartbeat(request) => heartbeat::handle(broker, &request_context, request),
+            Request::LeaveGroup(request) => leave_group::handle(broker, &request_context, request),
+            Request::OffsetCommit(request) => {
+                offset_commit::handle(broker, &request_context, request)
+            }
+            Request::OffsetFetch(request) => {
+                offset_fetch::handle(broker, &request_context, request)
+            }
+            Request::ListGroups(request) => list_groups::handle(broker, &request_context, request),
+            Request::DescribeGroups(request) => {
+                describe_groups::handle(broker, &request_context, request)
+            }
+            Request::DeleteGroups(request) => {
+                delete_groups::handle(broker, &request_context, request)
+            }
+            Request::OffsetDelete(request) => {
+                offset_delete::handle(broker, &request_context, request)
             }
         }
     }
