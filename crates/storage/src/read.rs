@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use strom_protocol::records::RecordBatch;
+
 use crate::error::{IoContext, ReadError};
 use crate::log::Log;
 use crate::segment::{BatchLocation, Segment};
@@ -144,9 +146,10 @@ impl Log {
     }
 
     /// `ListOffsets`: `EARLIEST_TIMESTAMP`, `LATEST_TIMESTAMP`,
-    /// `MAX_TIMESTAMP`, or the first batch whose max timestamp is at least
-    /// `timestamp` (batch granularity: the offset is that batch's base
-    /// offset). `None` when no batch is that late.
+    /// `MAX_TIMESTAMP`, or the first record whose timestamp is at least
+    /// `timestamp`, with that record's own offset and timestamp (as Kafka's
+    /// `findOffsetByTimestamp`: the batch is found by its max timestamp, then
+    /// its records are scanned). `None` when no record is that late.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<TimestampAndOffset> {
         match timestamp {
             EARLIEST_TIMESTAMP => Some(TimestampAndOffset {
@@ -180,15 +183,62 @@ impl Log {
         while let Ok(Some(location)) = segment.batch_at(position) {
             let header = location.header;
             if header.max_timestamp >= timestamp && header.last_offset() >= self.log_start_offset {
-                return Some(TimestampAndOffset {
-                    timestamp: header.max_timestamp,
-                    offset: header.base_offset.max(self.log_start_offset),
-                });
+                if let Some(found) =
+                    first_record_at_or_after(segment, &location, timestamp, self.log_start_offset)
+                {
+                    return Some(found);
+                }
             }
             position += header.size_in_bytes() as u64;
         }
         None
     }
+}
+
+/// Kafka's record-granular answer inside one batch: the first record (at or
+/// after `log_start_offset`) whose timestamp is at least `timestamp`. A batch
+/// that cannot be read back or decoded (it was validated on append, so only
+/// a damaged file does this) answers with its base offset and max timestamp,
+/// which never skips a matching record.
+fn first_record_at_or_after(
+    segment: &Segment,
+    location: &BatchLocation,
+    timestamp: i64,
+    log_start_offset: i64,
+) -> Option<TimestampAndOffset> {
+    let header = &location.header;
+    let batch_level = TimestampAndOffset {
+        timestamp: header.max_timestamp,
+        offset: header.base_offset.max(log_start_offset),
+    };
+    let mut buffer = BytesMut::zeroed(header.size_in_bytes());
+    if segment
+        .file()
+        .read_exact_at(&mut buffer, location.position)
+        .is_err()
+    {
+        return Some(batch_level);
+    }
+    let Ok(batch) = RecordBatch::parse(buffer.freeze()) else {
+        return Some(batch_level);
+    };
+    let Ok(records) = batch.records() else {
+        return Some(batch_level);
+    };
+    for record in records {
+        let Ok(record) = record else {
+            return Some(batch_level);
+        };
+        let offset = record.offset(batch.base_offset());
+        let record_timestamp = batch.record_timestamp(&record);
+        if record_timestamp >= timestamp && offset >= log_start_offset {
+            return Some(TimestampAndOffset {
+                timestamp: record_timestamp,
+                offset,
+            });
+        }
+    }
+    None
 }
 
 /// Whole batches from `first` on, within `max_bytes` and below `max_offset`.

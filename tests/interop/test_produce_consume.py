@@ -1,0 +1,135 @@
+"""Round trips through a Strom broker with two independent clients: each
+consumes what the other produced, checked record by record."""
+import time
+
+import pytest
+
+from datapath import (
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    consume_confluent,
+    consume_kafka_python,
+    confluent_producer,
+    create_topic,
+    produce_confluent,
+    produce_kafka_python,
+)
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def sample_messages(count: int, base_timestamp_ms: int):
+    """Keys (some null), values (some null, some empty), headers, and
+    explicit timestamps one second apart."""
+    messages = []
+    for index in range(count):
+        key = None if index % 5 == 0 else f"key-{index}".encode()
+        if index % 7 == 3 and key is not None:
+            value = None
+        elif index % 7 == 5:
+            value = b""
+        else:
+            value = (f"value-{index}-" * (1 + index % 13)).encode()
+        headers = []
+        if index % 3 == 0:
+            headers = [("trace", f"t{index}".encode()), ("empty", b""), ("trace", b"dup")]
+        messages.append((key, value, headers, base_timestamp_ms + index * 1000))
+    return messages
+
+
+def assert_same(messages, reads, offsets):
+    assert len(reads) == len(messages), f"read {len(reads)} of {len(messages)}"
+    for (key, value, headers, timestamp_ms), offset, read in zip(messages, offsets, reads):
+        assert read.offset == offset
+        assert read.key == key, f"offset {offset}"
+        assert read.value == value, f"offset {offset}"
+        assert read.headers == list(headers), f"offset {offset}"
+        assert read.timestamp_type == CREATE_TIME, f"offset {offset}"
+        assert read.timestamp_ms == timestamp_ms, f"offset {offset}"
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("codec", CODECS)
+def test_each_client_reads_what_the_other_wrote(broker, codec):
+    base_timestamp_ms = int(time.time() * 1000) - 3_600_000
+    messages = sample_messages(300, base_timestamp_ms)
+
+    create_topic(broker.bootstrap, "from-librdkafka")
+    producer = confluent_producer(broker.bootstrap, **{"compression.type": codec})
+    offsets = produce_confluent(producer, "from-librdkafka", messages)
+    assert offsets == list(range(len(messages)))
+    reads = consume_kafka_python(broker.bootstrap, "from-librdkafka", len(messages))
+    assert_same(messages, reads, offsets)
+
+    create_topic(broker.bootstrap, "from-kafka-python")
+    compression = None if codec == "none" else codec
+    offsets = produce_kafka_python(
+        broker.bootstrap, "from-kafka-python", messages, compression_type=compression
+    )
+    assert offsets == list(range(len(messages)))
+    reads = consume_confluent(broker.bootstrap, "from-kafka-python", len(messages))
+    assert_same(messages, reads, offsets)
+
+
+@pytest.mark.timeout(90)
+def test_a_900_kib_record_round_trips_with_both_clients(broker):
+    create_topic(broker.bootstrap, "large")
+    big = bytes(range(256)) * (900 * 1024 // 256)
+    assert len(big) == 900 * 1024
+    timestamp_ms = int(time.time() * 1000)
+    messages = [(b"big-1", big, [], timestamp_ms), (b"small", b"x", [], timestamp_ms)]
+    producer = confluent_producer(broker.bootstrap, **{"message.max.bytes": 2_000_000})
+    offsets = produce_confluent(producer, "large", messages)
+    offsets += produce_kafka_python(
+        broker.bootstrap, "large", [(b"big-2", big[::-1], [], timestamp_ms)],
+        max_request_size=2_000_000,
+    )
+    expected = messages + [(b"big-2", big[::-1], [], timestamp_ms)]
+    assert offsets == [0, 1, 2]
+    assert_same(expected, consume_confluent(broker.bootstrap, "large", 3), offsets)
+    assert_same(expected, consume_kafka_python(broker.bootstrap, "large", 3), offsets)
+
+
+@pytest.mark.timeout(120)
+def test_100000_records_come_back_in_order(broker):
+    create_topic(broker.bootstrap, "many")
+    count = 100_000
+    producer = confluent_producer(
+        broker.bootstrap, **{"linger.ms": 20, "compression.type": "lz4", "batch.num.messages": 5000}
+    )
+    for index in range(count):
+        while True:
+            try:
+                producer.produce("many", f"{index:06d}".encode(), partition=0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if index % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    reads = consume_confluent(broker.bootstrap, "many", count, timeout_s=60)
+    assert len(reads) == count
+    for index, read in enumerate(reads):
+        assert read.offset == index
+        assert read.value == f"{index:06d}".encode()
+
+
+@pytest.mark.timeout(60)
+def test_log_append_time_topic_stamps_broker_time(broker):
+    create_topic(broker.bootstrap, "append-time", config={"message.timestamp.type": "LogAppendTime"})
+    client_timestamp_ms = 1_000_000_000_000  # 2001, far from now
+    messages = [(f"k{i}".encode(), f"v{i}".encode(), [], client_timestamp_ms) for i in range(20)]
+    before_ms = int(time.time() * 1000)
+    produce_confluent(confluent_producer(broker.bootstrap), "append-time", messages[:10])
+    produce_kafka_python(broker.bootstrap, "append-time", messages[10:])
+    after_ms = int(time.time() * 1000)
+    for reads in (
+        consume_confluent(broker.bootstrap, "append-time", 20),
+        consume_kafka_python(broker.bootstrap, "append-time", 20),
+    ):
+        assert [read.offset for read in reads] == list(range(20))
+        for read, (key, value, _, _) in zip(reads, messages):
+            assert (read.key, read.value) == (key, value)
+            assert read.timestamp_type == LOG_APPEND_TIME
+            # 1 s slack for clock granularity between the test and the broker
+            assert before_ms - 1000 <= read.timestamp_ms <= after_ms + 1000
