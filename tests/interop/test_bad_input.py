@@ -217,3 +217,94 @@ def test_a_long_poll_woken_by_a_produce_on_another_connection(guarded):
         (fetched,) = wire.decode_fetch_v4(body)
         assert fetched[2:4] == (NONE, 6) and fetched[4] and b"wake" in fetched[4]
         assert waited_s < 2.5, f"fetch answered after {waited_s:.2f}s"
+
+
+MESSAGE_TOO_LARGE = 10
+OFFSET_OUT_OF_RANGE = 1
+
+
+@pytest.mark.timeout(30)
+def test_a_batch_over_max_message_bytes_is_too_large_and_not_stored(guarded):
+    create_topic(guarded.bootstrap, "small-records", config={"max.message.bytes": "1000"})
+    batch = wire.record_batch([(b"big", b"x" * 2000)])
+    with wire.Connection(guarded.port) as connection:
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body("small-records", 0, batch))
+        )
+        assert result[:3] == ("small-records", 0, MESSAGE_TOO_LARGE)
+        (latest,) = wire.decode_list_offsets_v1(
+            connection.call(wire.API_LIST_OFFSETS, 1, wire.list_offsets_v1_body("small-records", 0, LATEST))
+        )
+        assert latest[2:] == (NONE, -1, 0)
+    assert_still_serving_and_unchanged(guarded)
+
+
+@pytest.mark.timeout(30)
+def test_a_fetch_past_the_log_end_is_out_of_range(guarded):
+    with wire.Connection(guarded.port) as connection:
+        (fetched,) = wire.decode_fetch_v4(
+            connection.call(wire.API_FETCH, 4, wire.fetch_v4_body(TOPIC, 0, 6))
+        )
+        assert fetched[2] == OFFSET_OUT_OF_RANGE
+        assert fetched[3] == 5  # the high watermark still comes back
+        assert not fetched[4]
+    assert_still_serving_and_unchanged(guarded)
+
+
+@pytest.mark.timeout(30)
+def test_a_client_that_leaves_during_a_long_poll_does_no_harm(guarded):
+    for _ in range(5):
+        connection = wire.Connection(guarded.port)
+        connection.send(wire.API_FETCH, 4, 1, wire.fetch_v4_body(TOPIC, 0, 5, max_wait_ms=10_000))
+        connection.close()
+    # Wake the abandoned fetches with a produce, then check nothing broke.
+    with wire.Connection(guarded.port) as connection:
+        batch = wire.record_batch([(b"after", b"abandoned")])
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body(TOPIC, 0, batch))
+        )
+        assert result[2:4] == (NONE, 5)
+        assert list_offset(connection, LATEST) == 6
+
+
+@pytest.mark.timeout(30)
+def test_an_acks_0_produce_gets_no_answer_and_keeps_the_order(guarded):
+    batch = wire.record_batch([(b"fire", b"forget")])
+    with wire.Connection(guarded.port) as connection:
+        connection.send_raw(
+            wire.request_frame(wire.API_PRODUCE, 3, 1, wire.produce_v3_body(TOPIC, 0, batch, acks=0))
+            + wire.request_frame(wire.API_LIST_OFFSETS, 1, 2, wire.list_offsets_v1_body(TOPIC, 0, LATEST))
+        )
+        correlation_id, body = connection.receive()
+        assert correlation_id == 2
+        (result,) = wire.decode_list_offsets_v1(body)
+        assert result[2:] == (NONE, -1, 6)
+
+
+@pytest.mark.timeout(60)
+def test_hundreds_of_pipelined_requests_are_all_answered_in_order(guarded):
+    count = 600  # several times the broker's per-connection in-flight limit
+    frames = []
+    for correlation_id in range(count):
+        if correlation_id % 3 == 0:
+            body = wire.produce_v3_body(TOPIC, 0, wire.record_batch([(None, b"p")]))
+            frames.append(wire.request_frame(wire.API_PRODUCE, 3, correlation_id, body))
+        elif correlation_id % 3 == 1:
+            frames.append(wire.request_frame(wire.API_VERSIONS, 0, correlation_id, b""))
+        else:
+            body = wire.list_offsets_v1_body(TOPIC, 0, LATEST)
+            frames.append(wire.request_frame(wire.API_LIST_OFFSETS, 1, correlation_id, body))
+    with wire.Connection(guarded.port) as connection:
+        connection.send_raw(b"".join(frames))
+        produced = 0
+        for correlation_id in range(count):
+            received_id, body = connection.receive()
+            assert received_id == correlation_id
+            if correlation_id % 3 == 0:
+                (result,) = wire.decode_produce_v3(body)
+                assert result[2:4] == (NONE, 5 + produced)
+                produced += 1
+            elif correlation_id % 3 == 2:
+                (result,) = wire.decode_list_offsets_v1(body)
+                # Every produce before this request is visible to it.
+                assert result[2:] == (NONE, -1, 5 + produced)

@@ -194,3 +194,38 @@ def test_an_idempotent_producer_writes_each_record_once_in_order(proxied_broker)
     assert proxy.dropped > 0
     values = stored_values(broker.bootstrap)
     assert values == [f"{index:05d}".encode() for index in range(COUNT)]
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.xfail(
+    strict=True,
+    reason="InitProducerId is not served by this broker yet (another helper adds "
+    "handlers/init_producer_id.rs); kafka-python's idempotent producer cannot start",
+)
+def test_an_idempotent_kafka_python_producer_writes_each_record_once_in_order(proxied_broker):
+    from kafka import KafkaProducer
+
+    broker, proxy = proxied_broker
+    create_topic(f"127.0.0.1:{proxy.port}", "exactly-once-ish")
+    producer = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{proxy.port}",
+        enable_idempotence=True,
+        acks="all",
+        linger_ms=2,
+        retries=1000,
+        retry_backoff_ms=50,
+        max_in_flight_requests_per_connection=5,
+    )
+    try:
+        futures = [
+            producer.send("exactly-once-ish", f"{index:05d}".encode(), partition=0)
+            for index in range(COUNT)
+        ]
+        producer.flush(timeout=90)
+        for future in futures:
+            future.get(timeout=30)
+    finally:
+        producer.close(timeout=10)
+    assert proxy.dropped > 0
+    values = stored_values(broker.bootstrap)
+    assert values == [f"{index:05d}".encode() for index in range(COUNT)]

@@ -88,6 +88,16 @@ def test_a_900_kib_record_round_trips_with_both_clients(broker):
     assert offsets == [0, 1, 2]
     assert_same(expected, consume_confluent(broker.bootstrap, "large", 3), offsets)
     assert_same(expected, consume_kafka_python(broker.bootstrap, "large", 3), offsets)
+    # KIP-74: a batch larger than the fetch limits still comes back whole.
+    small_fetches = consume_confluent(
+        broker.bootstrap, "large", 3,
+        **{"max.partition.fetch.bytes": 65536, "fetch.max.bytes": 100_000, "message.max.bytes": 100_000},
+    )
+    assert_same(expected, small_fetches, offsets)
+    small_fetches = consume_kafka_python(
+        broker.bootstrap, "large", 3, max_partition_fetch_bytes=65536, fetch_max_bytes=100_000
+    )
+    assert_same(expected, small_fetches, offsets)
 
 
 @pytest.mark.timeout(120)
@@ -107,11 +117,12 @@ def test_100000_records_come_back_in_order(broker):
         if index % 1000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
-    reads = consume_confluent(broker.bootstrap, "many", count, timeout_s=60)
-    assert len(reads) == count
-    for index, read in enumerate(reads):
-        assert read.offset == index
-        assert read.value == f"{index:06d}".encode()
+    for consume in (consume_confluent, consume_kafka_python):
+        reads = consume(broker.bootstrap, "many", count, timeout_s=60)
+        assert len(reads) == count, consume.__name__
+        for index, read in enumerate(reads):
+            assert read.offset == index, consume.__name__
+            assert read.value == f"{index:06d}".encode(), consume.__name__
 
 
 @pytest.mark.timeout(60)
@@ -133,3 +144,33 @@ def test_log_append_time_topic_stamps_broker_time(broker):
             assert read.timestamp_type == LOG_APPEND_TIME
             # 1 s slack for clock granularity between the test and the broker
             assert before_ms - 1000 <= read.timestamp_ms <= after_ms + 1000
+
+
+@pytest.mark.timeout(30)
+def test_produce_answers_carry_the_log_append_time_only_for_such_topics(broker):
+    import rawwire as wire
+
+    create_topic(broker.bootstrap, "stamped", config={"message.timestamp.type": "LogAppendTime"})
+    create_topic(broker.bootstrap, "unstamped")
+    client_timestamp_ms = 1_000_000_000_000
+    with wire.Connection(broker.port) as connection:
+        for topic in ("stamped", "unstamped"):
+            before_ms = int(time.time() * 1000)
+            batch = wire.record_batch([(b"k", b"v"), (b"k", b"w")], base_timestamp_ms=client_timestamp_ms)
+            (result,) = wire.decode_produce_v3(
+                connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body(topic, 0, batch))
+            )
+            after_ms = int(time.time() * 1000)
+            _, _, error_code, base_offset, log_append_time_ms = result
+            assert (error_code, base_offset) == (0, 0)
+            if topic == "stamped":
+                assert before_ms - 1000 <= log_append_time_ms <= after_ms + 1000
+            else:
+                assert log_append_time_ms == -1
+    reads = consume_confluent(broker.bootstrap, "unstamped", 2)
+    assert [(read.timestamp_type, read.timestamp_ms) for read in reads] == [
+        (CREATE_TIME, client_timestamp_ms)
+    ] * 2
+    reads = consume_kafka_python(broker.bootstrap, "stamped", 2)
+    assert [read.timestamp_type for read in reads] == [LOG_APPEND_TIME] * 2
+    assert reads[0].timestamp_ms == reads[1].timestamp_ms != client_timestamp_ms
