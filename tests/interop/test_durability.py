@@ -1,5 +1,6 @@
 """Durability: acknowledged records survive kill -9 (with an fsync per
 append), and a SIGTERM restart keeps everything and shuts down cleanly."""
+import struct
 import time
 from pathlib import Path
 
@@ -108,3 +109,27 @@ def test_sigterm_restart_keeps_everything_and_shuts_down_cleanly(broker_factory)
     # The log keeps appending where it left off.
     offsets = produce_confluent(confluent_producer(broker.bootstrap), "kept", messages[:5])
     assert offsets == [500, 501, 502, 503, 504]
+
+
+@pytest.mark.timeout(90)
+def test_a_torn_tail_after_kill_9_is_cut_off_and_appends_continue(broker_factory):
+    broker = broker_factory(**FSYNC_EVERY_APPEND)
+    create_topic(broker.bootstrap, "torn")
+    messages = [(None, f"v{i}".encode(), [], None) for i in range(300)]
+    offsets = produce_confluent(confluent_producer(broker.bootstrap), "torn", messages)
+    assert offsets == list(range(300))
+    broker.kill()
+    # A crash in the middle of writing a batch: half a batch header at the
+    # end of the active segment.
+    (segment,) = sorted((Path(broker.data_dir) / "torn-0").glob("*.log"))
+    size_before = segment.stat().st_size
+    with open(segment, "ab") as log:
+        log.write(struct.pack(">qi", 300, 4000) + b"\xde\xad\xbe\xef" * 5)
+    broker.start()
+    assert watermarks(broker.bootstrap, "torn") == (0, 300)
+    assert segment.stat().st_size == size_before
+    more = produce_confluent(confluent_producer(broker.bootstrap), "torn", messages[:20])
+    assert more == list(range(300, 320))
+    reads = consume_kafka_python(broker.bootstrap, "torn", 320)
+    assert [read.value for read in reads] == [m[1] for m in messages] + [m[1] for m in messages[:20]]
+    assert [read.offset for read in reads] == list(range(320))
