@@ -292,14 +292,14 @@ class Connection:
         return response
 
     def closed_by_peer(self, timeout_s: float = 5.0) -> bool:
-        """True when the broker closes the connection (EOF or reset) in time."""
+        """True when the broker closes the connection (EOF or reset) in time
+        without answering anything first."""
         self.sock.settimeout(timeout_s)
         try:
-            while True:
-                data = self.sock.recv(65536)
-                if not data:
-                    return True
+            data = self.sock.recv(65536)
         except (ConnectionResetError, BrokenPipeError):
             return True
         except socket.timeout:
             return False
+        assert not data, f"the broker answered before closing: {data[:64]!r}"
+        return True

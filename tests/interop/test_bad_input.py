@@ -308,3 +308,38 @@ def test_hundreds_of_pipelined_requests_are_all_answered_in_order(guarded):
                 (result,) = wire.decode_list_offsets_v1(body)
                 # Every produce before this request is visible to it.
                 assert result[2:] == (NONE, -1, 5 + produced)
+
+
+def batch_of_exact_size(size: int) -> bytes:
+    value_bytes = size - 100
+    while True:
+        batch = wire.record_batch([(None, b"z" * value_bytes)])
+        if len(batch) == size:
+            return batch
+        value_bytes += size - len(batch)
+
+
+def produce_one(port: int, topic: str, batch: bytes):
+    with wire.Connection(port, timeout_s=30) as connection:
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body(topic, 0, batch))
+        )
+        return result[2:4]
+
+
+@pytest.mark.timeout(60)
+def test_the_default_max_message_bytes_boundary_is_exact(broker):
+    create_topic(broker.bootstrap, "boundary")
+    limit = 1_048_588
+    assert produce_one(broker.port, "boundary", batch_of_exact_size(limit + 1)) == (MESSAGE_TOO_LARGE, -1)
+    assert produce_one(broker.port, "boundary", batch_of_exact_size(limit)) == (NONE, 0)
+
+
+@pytest.mark.timeout(60)
+def test_the_broker_message_max_bytes_is_the_topic_default(broker_factory):
+    broker = broker_factory(**{"message.max.bytes": 5000})
+    create_topic(broker.bootstrap, "capped")
+    create_topic(broker.bootstrap, "overridden", config={"max.message.bytes": "6000"})
+    batch = batch_of_exact_size(5500)
+    assert produce_one(broker.port, "capped", batch) == (MESSAGE_TOO_LARGE, -1)
+    assert produce_one(broker.port, "overridden", batch) == (NONE, 0)

@@ -41,6 +41,9 @@ def test_offsets_by_time_and_watermarks_with_librdkafka(broker):
             base + (COUNT - 1) * 1000: COUNT - 1,
             base + COUNT * 1000: -1,  # after everything: no offset (end)
         }
+        # The special timestamps: -2 is the earliest offset, -1 the latest.
+        queries[-2] = 0
+        queries[-1] = COUNT
         for query, expected in queries.items():
             (found,) = consumer.offsets_for_times([TopicPartition("timed", 0, query)], timeout=10)
             assert found.error is None
