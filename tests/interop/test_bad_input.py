@@ -343,3 +343,40 @@ def test_the_broker_message_max_bytes_is_the_topic_default(broker_factory):
     batch = batch_of_exact_size(5500)
     assert produce_one(broker.port, "capped", batch) == (MESSAGE_TOO_LARGE, -1)
     assert produce_one(broker.port, "overridden", batch) == (NONE, 0)
+
+
+INVALID_RECORD = 87
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+
+
+def malformed_batches():
+    good = wire.record_batch([(b"k", b"v"), (b"k2", b"v2")])
+    miscounted = bytearray(good)
+    struct.pack_into(">i", miscounted, 57, 3)  # declares 3 records, holds 2
+    struct.pack_into(">I", miscounted, 17, wire.crc32c(bytes(miscounted[21:])))
+    old_magic = bytearray(good)
+    old_magic[16] = 1
+    overlong = bytearray(good)
+    struct.pack_into(">i", overlong, 8, len(good))  # length past the end
+    return {
+        "trailing-bytes": (good + b"\x00\x01\x02", CORRUPT_MESSAGE),
+        "truncated": (good[:-3], CORRUPT_MESSAGE),
+        "record-count-mismatch": (bytes(miscounted), CORRUPT_MESSAGE),
+        "length-past-the-end": (bytes(overlong), CORRUPT_MESSAGE),
+        "magic-1": (bytes(old_magic), UNSUPPORTED_FOR_MESSAGE_FORMAT),
+        "two-batches": (good + good, INVALID_RECORD),
+        "empty": (b"", INVALID_RECORD),
+    }
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("case", list(malformed_batches()))
+def test_malformed_batches_get_kafkas_code_and_are_not_stored(guarded, case):
+    batch, expected = malformed_batches()[case]
+    with wire.Connection(guarded.port) as connection:
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body(TOPIC, 0, batch))
+        )
+        assert result[2:4] == (expected, -1)
+        assert list_offset(connection, LATEST) == 5
+    assert_still_serving_and_unchanged(guarded)
