@@ -174,3 +174,37 @@ def test_produce_answers_carry_the_log_append_time_only_for_such_topics(broker):
     reads = consume_kafka_python(broker.bootstrap, "stamped", 2)
     assert [read.timestamp_type for read in reads] == [LOG_APPEND_TIME] * 2
     assert reads[0].timestamp_ms == reads[1].timestamp_ms != client_timestamp_ms
+
+
+# kafka-python pinned to older broker eras speaks older request versions
+# (Produce v3+, Fetch v4+, ListOffsets v1+): every version the broker serves
+# must encode its answers.
+KAFKA_ERAS = [(0, 11), (1, 0), (2, 0), (2, 1), (2, 5), (3, 0), (4, 0)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("era", KAFKA_ERAS, ids=lambda era: "kafka-%d.%d" % era)
+def test_kafka_python_pinned_to_older_protocol_versions(broker, era):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+
+    create_topic(broker.bootstrap, "eras")
+    base_timestamp_ms = int(time.time() * 1000) - 60_000
+    messages = [
+        (f"k{i}".encode(), f"v{i}".encode(), [("h", str(i).encode())], base_timestamp_ms + i)
+        for i in range(5)
+    ]
+    offsets = produce_kafka_python(
+        broker.bootstrap, "eras", messages, api_version=era, compression_type="gzip"
+    )
+    assert offsets == list(range(5))
+    assert_same(messages, consume_kafka_python(broker.bootstrap, "eras", 5, api_version=era), offsets)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, api_version=era)
+    try:
+        partition = KpTopicPartition("eras", 0)
+        assert consumer.beginning_offsets([partition]) == {partition: 0}
+        assert consumer.end_offsets([partition]) == {partition: 5}
+        found = consumer.offsets_for_times({partition: base_timestamp_ms + 2})[partition]
+        assert (found.offset, found.timestamp) == (2, base_timestamp_ms + 2)
+    finally:
+        consumer.close()
