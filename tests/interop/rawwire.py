@@ -84,8 +84,10 @@ def record(offset_delta: int, key, value, timestamp_delta: int = 0, headers=()) 
     return zigzag_varint(len(body)) + bytes(body)
 
 
-def record_batch(records, base_timestamp_ms: int = None, corrupt_crc: bool = False) -> bytes:
-    """An uncompressed, non-transactional batch of (key, value) pairs."""
+def record_batch(records, base_timestamp_ms: int = None, corrupt_crc: bool = False,
+                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+    """An uncompressed, non-transactional batch of (key, value) pairs
+    (idempotent when a producer id, epoch and base sequence are given)."""
     if base_timestamp_ms is None:
         base_timestamp_ms = int(time.time() * 1000)
     encoded = b"".join(record(index, key, value) for index, (key, value) in enumerate(records))
@@ -96,9 +98,9 @@ def record_batch(records, base_timestamp_ms: int = None, corrupt_crc: bool = Fal
             len(records) - 1,  # last offset delta
             base_timestamp_ms,
             base_timestamp_ms,  # max timestamp
-            -1,  # producer id
-            -1,  # producer epoch
-            -1,  # base sequence
+            producer_id,
+            producer_epoch,
+            base_sequence,
             len(records),
         )
         + encoded

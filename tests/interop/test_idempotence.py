@@ -152,19 +152,19 @@ def produce_through(proxy_port: int, producer_config: dict) -> list:
     return errors
 
 
-def stored_values(bootstrap: str) -> list:
+def stored_values(bootstrap: str, topic: str = "exactly-once-ish") -> list:
     """Every stored value, up to the high watermark, in offset order."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(plain_consumer_config(bootstrap))
     try:
         low, high = consumer.get_watermark_offsets(
-            TopicPartition("exactly-once-ish", 0), timeout=10, cached=False
+            TopicPartition(topic, 0), timeout=10, cached=False
         )
     finally:
         consumer.close()
     assert low == 0
-    reads = consume_confluent(bootstrap, "exactly-once-ish", high, timeout_s=30)
+    reads = consume_confluent(bootstrap, topic, high, timeout_s=30)
     assert [read.offset for read in reads] == list(range(high))
     return [read.value for read in reads]
 
@@ -229,3 +229,40 @@ def test_an_idempotent_kafka_python_producer_writes_each_record_once_in_order(pr
     assert proxy.dropped > 0
     values = stored_values(broker.bootstrap)
     assert values == [f"{index:05d}".encode() for index in range(COUNT)]
+
+
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+
+
+@pytest.mark.timeout(60)
+def test_the_broker_drops_a_resent_idempotent_batch_even_after_kill_9(broker_factory):
+    """The broker side of idempotence, without InitProducerId: batches carry
+    a producer id, epoch and sequence by hand; a resent batch is answered
+    with its first offsets and stored once, across an unclean restart too."""
+    import rawwire as wire
+
+    broker = broker_factory(**{"log.flush.interval.messages": 1})
+    create_topic(broker.bootstrap, "sequenced")
+
+    def send(connection, base_sequence, count, tag):
+        batch = wire.record_batch(
+            [(None, f"{tag}-{base_sequence + i}".encode()) for i in range(count)],
+            producer_id=4242, producer_epoch=0, base_sequence=base_sequence,
+        )
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body("sequenced", 0, batch))
+        )
+        return result[2:4]
+
+    with wire.Connection(broker.port) as connection:
+        assert send(connection, 0, 3, "a") == (0, 0)
+        assert send(connection, 3, 2, "a") == (0, 3)
+        assert send(connection, 3, 2, "a") == (0, 3)  # a retry: same answer
+        assert send(connection, 0, 3, "a") == (0, 0)  # an older retry too
+        assert send(connection, 9, 1, "a")[0] == OUT_OF_ORDER_SEQUENCE_NUMBER
+    broker.restart(hard=True)
+    with wire.Connection(broker.port) as connection:
+        assert send(connection, 3, 2, "a") == (0, 3)  # remembered after the crash
+        assert send(connection, 5, 1, "a") == (0, 5)
+    values = stored_values(broker.bootstrap, "sequenced")
+    assert values == [f"a-{i}".encode() for i in range(6)]

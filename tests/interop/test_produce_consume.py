@@ -208,3 +208,61 @@ def test_kafka_python_pinned_to_older_protocol_versions(broker, era):
         assert (found.offset, found.timestamp) == (2, base_timestamp_ms + 2)
     finally:
         consumer.close()
+
+
+@pytest.mark.timeout(90)
+def test_one_consumer_reads_several_partitions_under_small_fetch_limits(broker):
+    """The response-wide fetch.max.bytes budget is shared across partitions,
+    and every partition is read to its end, in order."""
+    create_topic(broker.bootstrap, "spread", partitions=3)
+    per_partition = 2000
+    producer = confluent_producer(broker.bootstrap, **{"linger.ms": 10})
+    for partition in range(3):
+        messages = [(None, f"p{partition}-{i:05d}".encode(), [], None) for i in range(per_partition)]
+        assert produce_confluent(producer, "spread", messages, partition=partition) == list(range(per_partition))
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from datapath import plain_consumer_config
+
+    consumer = Consumer({
+        **plain_consumer_config(broker.bootstrap),
+        "fetch.max.bytes": 20_000,
+        "max.partition.fetch.bytes": 8_000,
+        "message.max.bytes": 20_000,
+    })
+    seen = {partition: [] for partition in range(3)}
+    try:
+        consumer.assign([TopicPartition("spread", partition, 0) for partition in range(3)])
+        deadline = time.monotonic() + 60
+        while sum(map(len, seen.values())) < 3 * per_partition and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                seen[message.partition()].append((message.offset(), message.value()))
+    finally:
+        consumer.close()
+    for partition, reads in seen.items():
+        assert reads == [(i, f"p{partition}-{i:05d}".encode()) for i in range(per_partition)]
+
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KpTopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        group_id=None,
+        fetch_max_bytes=20_000,
+        max_partition_fetch_bytes=8_000,
+    )
+    seen = {partition: [] for partition in range(3)}
+    try:
+        partitions = [KpTopicPartition("spread", partition) for partition in range(3)]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning()
+        deadline = time.monotonic() + 60
+        while sum(map(len, seen.values())) < 3 * per_partition and time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=500).items():
+                seen[tp.partition].extend((record.offset, record.value) for record in records)
+    finally:
+        consumer.close()
+    for partition, reads in seen.items():
+        assert reads == [(i, f"p{partition}-{i:05d}".encode()) for i in range(per_partition)]
