@@ -57,12 +57,15 @@ pub fn assign_replicas_from(
     start_index: usize,
     replica_shift: usize,
 ) -> Result<Vec<Vec<BrokerId>>, AssignmentError> {
-    let replicas_per_partition = check_counts(brokers.len(), partitions, replication_factor)?;
     let mut sorted = brokers.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
     let broker_count = sorted.len();
-    let mut shift = replica_shift;
+    let replicas_per_partition = check_counts(broker_count, partitions, replication_factor)?;
+    // Only `start % n` and `shift % (n - 1)` matter; reducing them first
+    // keeps the arithmetic below far from overflow.
+    let start_index = start_index % broker_count;
+    let mut shift = replica_shift % broker_count.saturating_sub(1).max(1);
     let first_partition_id = usize::try_from(first_partition_index.max(0)).unwrap_or(0);
     let partition_count = usize::try_from(partitions).unwrap_or(0);
     let mut assignment = Vec::new();
@@ -236,6 +239,17 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_broker_ids_count_once() {
+        assert_eq!(
+            assign_replicas_from(&[1, 1], 1, 2, 0, 0, 0),
+            Err(AssignmentError::ReplicationFactorTooLarge {
+                replication_factor: 2,
+                available_brokers: 1
+            })
+        );
+    }
+
+    #[test]
     fn non_positive_counts_are_errors() {
         let mut random = SeededRandom::new(1);
         assert_eq!(
@@ -294,6 +308,22 @@ mod tests {
                 let hosted = assignment.iter().filter(|replicas| replicas.contains(broker)).count();
                 prop_assert_eq!(hosted, rounds * factor);
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_inputs_never_panic(
+            brokers in proptest::collection::vec(-3i32..6, 0..6),
+            partitions in -2i32..20,
+            replication_factor in -2i32..8,
+            first_partition_index in -5i32..1000,
+            start_index in any::<usize>(),
+            replica_shift in any::<usize>(),
+        ) {
+            let _ = assign_replicas_from(
+                &brokers, partitions, replication_factor, first_partition_index, start_index, replica_shift,
+            );
         }
     }
 

@@ -4,8 +4,8 @@
 //!
 //! This is the one place the controller validates configuration keys and
 //! values; `strom-storage`'s typed `LogConfig` parses the same keys and
-//! must agree with the ranges here. Values are stored as strings, exactly
-//! as the client sent them, and re-parsed by their consumers.
+//! must agree with the ranges here. Values are stored as strings, trimmed
+//! (lists: entries trimmed, joined by `,`), and parsed by their consumers.
 //!
 //! Unknown topic keys are rejected (`INVALID_CONFIG`), as Kafka does for
 //! CreateTopics and AlterConfigs. Broker resources accept the broker-level
@@ -225,12 +225,9 @@ pub const TOPIC_CONFIGS: &[ConfigDefinition] = &[
         "false",
         ConfigKind::Boolean,
     ),
-    definition(
-        "retention.bytes",
-        "log.retention.bytes",
-        "-1",
-        long(i64::MIN),
-    ),
+    // Kafka accepts any negative value here; -1 is the one that means "no
+    // limit", and strom-storage's LogConfig accepts only that one.
+    definition("retention.bytes", "log.retention.bytes", "-1", long(-1)),
     definition("retention.ms", "log.retention.ms", "604800000", long(-1)),
     // 14 bytes: the smallest legacy record (Kafka's RECORD_OVERHEAD_V0).
     definition("segment.bytes", "log.segment.bytes", "1073741824", int(14)),
@@ -264,19 +261,20 @@ pub fn topic_config_by_broker_name(broker_name: &str) -> Option<&'static ConfigD
         .find(|definition| definition.broker_name == broker_name)
 }
 
-/// Validates a topic-level key and value.
-pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigProblem> {
-    topic_config(name)
-        .ok_or(ConfigProblem::UnknownKey)?
-        .validate(value)
+/// Validates a topic-level key and value; returns the value to store
+/// (normalized, see [`ConfigDefinition::normalize`]).
+pub fn validate_topic_config(name: &str, value: &str) -> Result<String, ConfigProblem> {
+    let definition = topic_config(name).ok_or(ConfigProblem::UnknownKey)?;
+    definition.validate(value)?;
+    Ok(definition.normalize(value))
 }
 
 /// Validates a dynamic broker-level key (a broker synonym of a topic key)
-/// and value.
-pub fn validate_broker_config(name: &str, value: &str) -> Result<(), ConfigProblem> {
-    topic_config_by_broker_name(name)
-        .ok_or(ConfigProblem::UnknownKey)?
-        .validate(value)
+/// and value; returns the value to store.
+pub fn validate_broker_config(name: &str, value: &str) -> Result<String, ConfigProblem> {
+    let definition = topic_config_by_broker_name(name).ok_or(ConfigProblem::UnknownKey)?;
+    definition.validate(value)?;
+    Ok(definition.normalize(value))
 }
 
 impl ConfigDefinition {
@@ -287,6 +285,18 @@ impl ConfigDefinition {
             self.kind,
             ConfigKind::ListOf(_) | ConfigKind::ThrottledReplicas
         )
+    }
+
+    /// The value as the controller stores it: trimmed, and for lists the
+    /// entries trimmed and joined by `,` without empty entries (Kafka trims
+    /// config values when it parses them; storing them trimmed lets every
+    /// reader parse them without trimming).
+    pub fn normalize(&self, value: &str) -> String {
+        if self.is_list() {
+            split_list(value).join(",")
+        } else {
+            value.trim().to_owned()
+        }
     }
 
     /// Checks `value` against the type and range.
@@ -382,6 +392,73 @@ fn validate_throttled_replicas(value: &str) -> Result<(), ConfigProblem> {
     }
 }
 
+/// Where an effective config value comes from, highest precedence first.
+/// The names follow Kafka's `DescribeConfigs` config sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConfigSource {
+    /// Set on the topic (`DYNAMIC_TOPIC_CONFIG`).
+    DynamicTopic,
+    /// Set dynamically on this broker (`DYNAMIC_BROKER_CONFIG`).
+    DynamicBroker,
+    /// Set dynamically as the cluster-wide default
+    /// (`DYNAMIC_DEFAULT_BROKER_CONFIG`).
+    DynamicDefaultBroker,
+    /// From the broker's `server.properties` (`STATIC_BROKER_CONFIG`).
+    StaticBroker,
+    /// Kafka's built-in default (`DEFAULT_CONFIG`).
+    Default,
+}
+
+/// A topic config's effective value and where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedConfig {
+    /// The definition.
+    pub definition: &'static ConfigDefinition,
+    /// The effective value.
+    pub value: String,
+    /// Where the value comes from.
+    pub source: ConfigSource,
+}
+
+/// The effective value of every topic config for `topic` as seen by
+/// `broker_id`: the topic's own value, else the broker's dynamic value,
+/// else the cluster-wide dynamic default, else `static_broker_value` (the
+/// broker's `server.properties`, looked up by broker-level name), else
+/// Kafka's default. This is what DescribeConfigs reports and what a
+/// partition's log configuration should be built from.
+pub fn resolve_topic_configs(
+    image: &crate::image::MetadataImage,
+    topic: &str,
+    broker_id: crate::image::BrokerId,
+    static_broker_value: impl Fn(&str) -> Option<String>,
+) -> Vec<ResolvedConfig> {
+    use crate::image::ConfigResource;
+    let topic_configs = image.configs(&ConfigResource::Topic(topic.to_owned()));
+    let broker_configs = image.configs(&ConfigResource::Broker(Some(broker_id)));
+    let cluster_configs = image.configs(&ConfigResource::Broker(None));
+    TOPIC_CONFIGS
+        .iter()
+        .map(|definition| {
+            let (value, source) = if let Some(value) = topic_configs.get(definition.name) {
+                (value.clone(), ConfigSource::DynamicTopic)
+            } else if let Some(value) = broker_configs.get(definition.broker_name) {
+                (value.clone(), ConfigSource::DynamicBroker)
+            } else if let Some(value) = cluster_configs.get(definition.broker_name) {
+                (value.clone(), ConfigSource::DynamicDefaultBroker)
+            } else if let Some(value) = static_broker_value(definition.broker_name) {
+                (value, ConfigSource::StaticBroker)
+            } else {
+                (definition.default.to_owned(), ConfigSource::Default)
+            };
+            ResolvedConfig {
+                definition,
+                value,
+                source,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,7 +496,7 @@ mod tests {
 
     #[test]
     fn integers_are_checked_for_type_and_range() {
-        assert_eq!(validate_topic_config("retention.ms", "-1"), Ok(()));
+        assert!(validate_topic_config("retention.ms", "-1").is_ok());
         assert_eq!(
             validate_topic_config("retention.ms", "-2"),
             Err(ConfigProblem::BelowMinimum {
@@ -452,15 +529,12 @@ mod tests {
                 maximum: "9".into()
             })
         );
-        assert_eq!(validate_topic_config("retention.bytes", "-5"), Ok(()));
+        assert!(validate_topic_config("retention.bytes", "-1").is_ok());
     }
 
     #[test]
     fn doubles_booleans_and_words_are_checked() {
-        assert_eq!(
-            validate_topic_config("min.cleanable.dirty.ratio", "0.9"),
-            Ok(())
-        );
+        assert!(validate_topic_config("min.cleanable.dirty.ratio", "0.9").is_ok());
         assert_eq!(
             validate_topic_config("min.cleanable.dirty.ratio", "1.5"),
             Err(ConfigProblem::AboveMaximum {
@@ -471,42 +545,27 @@ mod tests {
             validate_topic_config("min.cleanable.dirty.ratio", "NaN"),
             Err(ConfigProblem::NotANumber)
         );
-        assert_eq!(validate_topic_config("preallocate", "TRUE"), Ok(()));
+        assert!(validate_topic_config("preallocate", "TRUE").is_ok());
         assert_eq!(
             validate_topic_config("preallocate", "yes"),
             Err(ConfigProblem::NotABoolean)
         );
-        assert_eq!(
-            validate_topic_config("message.timestamp.type", "LogAppendTime"),
-            Ok(())
-        );
+        assert!(validate_topic_config("message.timestamp.type", "LogAppendTime").is_ok());
         assert!(matches!(
             validate_topic_config("message.timestamp.type", "logappendtime"),
             Err(ConfigProblem::NotAllowed { .. })
         ));
-        assert_eq!(validate_topic_config("compression.type", "zstd"), Ok(()));
+        assert!(validate_topic_config("compression.type", "zstd").is_ok());
     }
 
     #[test]
     fn lists_are_checked_entry_by_entry() {
-        assert_eq!(
-            validate_topic_config("cleanup.policy", "compact,delete"),
-            Ok(())
-        );
-        assert_eq!(
-            validate_topic_config("cleanup.policy", " compact , delete "),
-            Ok(())
-        );
+        assert!(validate_topic_config("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate_topic_config("cleanup.policy", " compact , delete ").is_ok());
         assert!(validate_topic_config("cleanup.policy", "compact,shred").is_err());
         assert!(validate_topic_config("cleanup.policy", "").is_err());
-        assert_eq!(
-            validate_topic_config("leader.replication.throttled.replicas", "0:1,1:2"),
-            Ok(())
-        );
-        assert_eq!(
-            validate_topic_config("leader.replication.throttled.replicas", "*"),
-            Ok(())
-        );
+        assert!(validate_topic_config("leader.replication.throttled.replicas", "0:1,1:2").is_ok());
+        assert!(validate_topic_config("leader.replication.throttled.replicas", "*").is_ok());
         assert!(validate_topic_config("leader.replication.throttled.replicas", "0-1").is_err());
         assert!(topic_config("cleanup.policy").unwrap().is_list());
         assert!(!topic_config("retention.ms").unwrap().is_list());
@@ -514,13 +573,104 @@ mod tests {
 
     #[test]
     fn broker_synonyms_validate_like_their_topic_key() {
-        assert_eq!(validate_broker_config("log.retention.ms", "1000"), Ok(()));
+        assert!(validate_broker_config("log.retention.ms", "1000").is_ok());
         assert!(validate_broker_config("log.retention.ms", "x").is_err());
         assert_eq!(
             topic_config_by_broker_name("message.max.bytes")
                 .unwrap()
                 .name,
             "max.message.bytes"
+        );
+    }
+
+    #[test]
+    fn resolution_follows_kafkas_precedence() {
+        use crate::image::{ConfigResource, MetadataImage};
+        use crate::records::{
+            uuid_to_bytes, ConfigRecord, ConfigResourceType, MetadataRecord, Record, TopicRecord,
+        };
+        let config = |resource_type: ConfigResourceType, resource: &str, key: &str, value: &str| {
+            MetadataRecord::new(Record::Config(ConfigRecord {
+                resource_type: resource_type as i32,
+                resource_name: resource.into(),
+                name: key.into(),
+                value: Some(value.into()),
+            }))
+        };
+        let records = [
+            MetadataRecord::new(Record::Topic(TopicRecord {
+                name: "t".into(),
+                topic_id: uuid_to_bytes(uuid::Uuid::from_u128(5)),
+            })),
+            config(ConfigResourceType::Topic, "t", "retention.ms", "1"),
+            config(ConfigResourceType::Broker, "1", "log.retention.ms", "2"),
+            config(ConfigResourceType::Broker, "1", "log.segment.bytes", "2000"),
+            config(ConfigResourceType::Broker, "", "log.segment.bytes", "3000"),
+            config(
+                ConfigResourceType::Broker,
+                "",
+                "log.cleanup.policy",
+                "compact",
+            ),
+        ];
+        let image = MetadataImage::from_snapshot_records(0, &records).unwrap();
+        assert_eq!(image.configs(&ConfigResource::Broker(None)).len(), 2);
+        let static_value = |name: &str| (name == "log.roll.ms").then(|| "77".to_owned());
+        let resolved = resolve_topic_configs(&image, "t", 1, static_value);
+        let find = |name: &str| {
+            let entry = resolved
+                .iter()
+                .find(|entry| entry.definition.name == name)
+                .unwrap();
+            (entry.value.as_str(), entry.source)
+        };
+        assert_eq!(find("retention.ms"), ("1", ConfigSource::DynamicTopic));
+        assert_eq!(find("segment.bytes"), ("2000", ConfigSource::DynamicBroker));
+        assert_eq!(
+            find("cleanup.policy"),
+            ("compact", ConfigSource::DynamicDefaultBroker)
+        );
+        assert_eq!(find("segment.ms"), ("77", ConfigSource::StaticBroker));
+        assert_eq!(
+            find("max.message.bytes"),
+            ("1048588", ConfigSource::Default)
+        );
+        assert_eq!(resolved.len(), TOPIC_CONFIGS.len());
+        // Another broker does not see broker 1's dynamic values.
+        let other = resolve_topic_configs(&image, "t", 2, |_| None);
+        let segment = other
+            .iter()
+            .find(|entry| entry.definition.name == "segment.bytes")
+            .unwrap();
+        assert_eq!(
+            (segment.value.as_str(), segment.source),
+            ("3000", ConfigSource::DynamicDefaultBroker)
+        );
+    }
+
+    #[test]
+    fn stored_values_are_normalized() {
+        assert_eq!(
+            validate_topic_config("retention.ms", " 1000 ").unwrap(),
+            "1000"
+        );
+        assert_eq!(
+            validate_topic_config("cleanup.policy", " compact , delete,").unwrap(),
+            "compact,delete"
+        );
+        assert_eq!(
+            validate_topic_config("compression.type", "zstd ").unwrap(),
+            "zstd"
+        );
+        assert_eq!(
+            validate_broker_config("log.retention.ms", " 5").unwrap(),
+            "5"
+        );
+        assert_eq!(
+            validate_topic_config("retention.bytes", "-2"),
+            Err(ConfigProblem::BelowMinimum {
+                minimum: "-1".into()
+            })
         );
     }
 

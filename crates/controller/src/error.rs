@@ -191,7 +191,7 @@ pub enum ApplyError {
         resource_type: i32,
     },
     /// A broker config resource name must be empty or a broker id.
-    #[error("broker config resource name {name:?} is not a broker id")]
+    #[error("broker config resource name '{name}' is not a broker id")]
     InvalidBrokerResourceName {
         /// The name.
         name: String,
@@ -430,7 +430,7 @@ pub enum TopicNameProblem {
         existing: String,
     },
     /// The name has a character outside `[a-zA-Z0-9._-]`.
-    #[error("the character {character:?} is not one of [a-zA-Z0-9._-]")]
+    #[error("the character '{}' (U+{:04X}) is not one of [a-zA-Z0-9._-]", character.escape_default(), u32::from(*character))]
     IllegalCharacter {
         /// The first illegal character.
         character: char,
@@ -487,7 +487,7 @@ pub enum ConfigProblem {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ControllerError {
     /// `INVALID_TOPIC_EXCEPTION`.
-    #[error("invalid topic name {name:?}")]
+    #[error("invalid topic name '{}'", name.escape_default())]
     InvalidTopicName {
         /// The name.
         name: String,
@@ -553,7 +553,7 @@ pub enum ControllerError {
         problem: AssignmentError,
     },
     /// `INVALID_CONFIG`.
-    #[error("invalid value {value:?} for configuration {key}")]
+    #[error("invalid value {} for configuration {key}", value.as_deref().map_or_else(|| "null".to_owned(), |value| format!("'{value}'")))]
     InvalidConfig {
         /// The key.
         key: String,
@@ -603,6 +603,46 @@ pub enum ControllerError {
         /// The topic name.
         topic: String,
     },
+    /// `NOT_LEADER_OR_FOLLOWER`: an ISR change from a broker that does not
+    /// lead the partition.
+    #[error("broker {broker_id} does not lead partition {partition_index} of topic {topic}")]
+    NotLeader {
+        /// The topic name.
+        topic: String,
+        /// The partition index.
+        partition_index: i32,
+        /// The requesting broker.
+        broker_id: i32,
+    },
+    /// `FENCED_LEADER_EPOCH`: the request names an old leader epoch.
+    #[error("leader epoch {request_epoch} is not the current {current_epoch}")]
+    FencedLeaderEpoch {
+        /// The partition's leader epoch.
+        current_epoch: i32,
+        /// The epoch in the request.
+        request_epoch: i32,
+    },
+    /// `INVALID_UPDATE_VERSION`: the request names an old partition epoch.
+    #[error("partition epoch {request_epoch} is not the current {current_epoch}")]
+    InvalidUpdateVersion {
+        /// The partition's epoch.
+        current_epoch: i32,
+        /// The epoch in the request.
+        request_epoch: i32,
+    },
+    /// `INELIGIBLE_REPLICA`: a proposed ISR member is fenced or unknown.
+    #[error("broker {broker_id} cannot join the ISR: it is fenced or not registered")]
+    IneligibleReplica {
+        /// The broker.
+        broker_id: i32,
+    },
+    /// `INVALID_REQUEST`: the proposed ISR is inconsistent.
+    #[error("invalid ISR proposed")]
+    InvalidIsr {
+        /// What is wrong.
+        #[source]
+        problem: PartitionProblem,
+    },
     /// `ELECTION_NOT_NEEDED`.
     #[error("partition {partition_index} of topic {topic} already has the wanted leader")]
     ElectionNotNeeded {
@@ -648,4 +688,49 @@ pub enum RuntimeError {
     /// write failed, the on-disk state is unknown until recovery).
     #[error("the controller stopped after an earlier failure")]
     Failed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_quote_values_without_debug_formatting() {
+        let error = ControllerError::InvalidConfig {
+            key: "retention.ms".into(),
+            value: Some("soon".into()),
+            reason: ConfigProblem::NotAnInteger,
+        };
+        assert_eq!(
+            error.to_string(),
+            "invalid value 'soon' for configuration retention.ms"
+        );
+        let error = ControllerError::InvalidConfig {
+            key: "retention.ms".into(),
+            value: None,
+            reason: ConfigProblem::MissingValue,
+        };
+        assert_eq!(
+            error.to_string(),
+            "invalid value null for configuration retention.ms"
+        );
+        let error = TopicNameProblem::IllegalCharacter { character: '/' };
+        assert_eq!(
+            error.to_string(),
+            "the character '/' (U+002F) is not one of [a-zA-Z0-9._-]"
+        );
+        let error = ControllerError::InvalidTopicName {
+            name: "a\nb".into(),
+            problem: TopicNameProblem::IllegalCharacter { character: '\n' },
+        };
+        assert_eq!(error.to_string(), "invalid topic name 'a\\nb'");
+    }
+
+    #[test]
+    fn config_problem_lists_allowed_values() {
+        let problem = ConfigProblem::NotAllowed {
+            allowed: &["delete", "compact"],
+        };
+        assert_eq!(problem.to_string(), "not one of: delete, compact");
+    }
 }

@@ -23,8 +23,8 @@
 //!   its snapshots, with recovery.
 //! - [`controller`]: the sans-IO [`Controller`] that turns commands
 //!   (create/delete topics, create partitions, alter configs, register
-//!   broker, heartbeat, elect leaders, session expiry) into records and
-//!   per-item results.
+//!   broker, heartbeat, elect leaders, AlterPartition, session expiry) into
+//!   records and per-item results.
 //! - [`runtime`]: the [`ControllerClient`] trait brokers call and
 //!   [`LocalController`], the embedded single-node implementation that
 //!   appends to the log and publishes each new image on a `watch` channel.
@@ -33,6 +33,74 @@
 //! the network, or Kafka error codes: every per-item error is a typed
 //! [`ControllerError`](error::ControllerError) whose docs name the Kafka
 //! code the broker should answer with.
+//!
+//! # Example: the embedded controller
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use strom_controller::controller::{
+//!     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
+//! };
+//! use strom_controller::environment::{SeededRandom, SystemClock};
+//! use strom_controller::image::Endpoint;
+//! use strom_controller::{ControllerClient, LocalController, LocalControllerConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let directory = tempfile::tempdir()?;
+//! # let metadata_dir = directory.path().join("__cluster_metadata");
+//! let controller = LocalController::start(
+//!     LocalControllerConfig::new(metadata_dir),
+//!     Arc::new(SystemClock),
+//!     Box::new(SeededRandom::from_entropy()),
+//! )
+//! .await?;
+//! let mut images = controller.subscribe();
+//!
+//! // The broker registers (fenced), then its first heartbeat unfences it.
+//! let registration = controller
+//!     .register_broker(BrokerRegistrationRequest {
+//!         broker_id: 1,
+//!         incarnation_id: uuid::Uuid::new_v4(),
+//!         endpoints: vec![Endpoint {
+//!             name: "PLAINTEXT".into(),
+//!             host: "127.0.0.1".into(),
+//!             port: 9092,
+//!             security_protocol: "PLAINTEXT".into(),
+//!         }],
+//!         rack: None,
+//!     })
+//!     .await??;
+//! controller
+//!     .broker_heartbeat(BrokerHeartbeatRequest {
+//!         broker_id: 1,
+//!         broker_epoch: registration.broker_epoch,
+//!         want_fence: false,
+//!         want_shutdown: false,
+//!     })
+//!     .await??;
+//!
+//! let outcomes = controller
+//!     .create_topics(CreateTopicsRequest {
+//!         topics: vec![NewTopic {
+//!             name: "orders".into(),
+//!             partitions: Some(3),
+//!             ..NewTopic::default()
+//!         }],
+//!         validate_only: false,
+//!     })
+//!     .await?;
+//! let created = outcomes[0].result.clone()?;
+//!
+//! // Every committed change arrives as a new image.
+//! let image = images.borrow_and_update().clone();
+//! let topic = image.topic_by_name("orders").expect("created");
+//! assert_eq!(topic.id, created.topic_id);
+//! assert_eq!(topic.partitions[0].leader, Some(1));
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Design decisions
 //!

@@ -17,6 +17,9 @@
 //!
 //! # Recovery
 //!
+//! Replay reads the log file whole; its size is bounded by the snapshot
+//! interval, since every snapshot empties it.
+//!
 //! [`MetadataLog::open`] loads the snapshot (if any), then replays the log,
 //! skipping batches the snapshot already covers. A damaged *last* frame
 //! (a header cut short, a payload running past the end of the file, a CRC

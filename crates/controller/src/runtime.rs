@@ -25,10 +25,11 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::controller::{
-    AlterConfigsRequest, BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
-    BrokerRegistrationRequest, Controller, ControllerConfig, ControllerResult,
-    CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, ElectLeadersRequest,
-    ElectionOutcome, IncrementalAlterConfigsRequest, ResourceOutcome, TopicOutcome, TopicReference,
+    AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest, BrokerHeartbeatReply,
+    BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest, Controller,
+    ControllerConfig, ControllerResult, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
+    DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
+    ResourceOutcome, TopicOutcome, TopicReference,
 };
 use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
@@ -91,6 +92,12 @@ pub trait ControllerClient: Send + Sync {
         &self,
         request: ElectLeadersRequest,
     ) -> Result<Vec<ElectionOutcome>, RuntimeError>;
+
+    /// AlterPartition: an ISR change proposed by a partition's leader.
+    async fn alter_partition(
+        &self,
+        request: AlterPartitionRequest,
+    ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError>;
 }
 
 /// Settings of the embedded controller.
@@ -376,6 +383,14 @@ impl ControllerClient for LocalController {
         request: ElectLeadersRequest,
     ) -> Result<Vec<ElectionOutcome>, RuntimeError> {
         self.execute(move |controller, image, _| controller.elect_leaders(image, &request))
+            .await
+    }
+
+    async fn alter_partition(
+        &self,
+        request: AlterPartitionRequest,
+    ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError> {
+        self.execute(move |controller, image, _| controller.alter_partition(image, &request))
             .await
     }
 }

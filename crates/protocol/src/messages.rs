@@ -511,6 +511,30 @@ mod tests {
     }
 
     #[test]
+    fn a_too_new_api_versions_request_gets_a_v0_answer() {
+        // ApiVersions v9, correlation id 77, header v2, a body Strom cannot read.
+        let frame = Bytes::from_static(&[0, 18, 0, 9, 0, 0, 0, 77, 0, 1, b'c', 0, 0xde, 0xad]);
+        assert!(matches!(
+            decode_request(frame.clone()),
+            Err(MessageError::UnsupportedVersion {
+                api_key: 18,
+                version: 9,
+                min: 0,
+                max: 4
+            })
+        ));
+        let prefix = peek_request_prefix(&frame).unwrap();
+        let answer = Response::from(crate::api::api_versions_response(
+            crate::error_code::ErrorCode::UnsupportedVersion,
+        ));
+        let mut wire = BytesMut::new();
+        encode_response(prefix.correlation_id, 0, &answer, &mut wire).unwrap();
+        assert_eq!(&wire[..6], &[0, 0, 0, 77, 0, 35][..]);
+        let (_, decoded) = decode_response(wire.freeze(), 18, 0).unwrap();
+        assert_eq!(decoded, answer);
+    }
+
+    #[test]
     fn trailing_bytes_are_rejected_by_body_decode_and_ignored_in_frames() {
         let body = Request::from(HeartbeatRequest::default());
         let header = request_header(&body, 4, 1, None);

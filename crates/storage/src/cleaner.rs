@@ -5,7 +5,7 @@
 //! finally renames the `.swap` files to their live names. A crash before the
 //! `.swap` rename leaves the originals untouched (`.cleaned` files are
 //! discarded on open); a crash after it is completed on open by
-//! [`complete_interrupted_swaps`].
+//! `complete_interrupted_swaps` when the log is opened.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

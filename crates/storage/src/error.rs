@@ -320,10 +320,36 @@ pub enum ManagerError {
     /// A log operation failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// A compaction pass failed.
+    #[error(transparent)]
+    Clean(#[from] CleanError),
     /// The topic name cannot be used as a directory name.
     #[error("invalid topic name {topic:?}")]
     InvalidTopicName {
         /// The rejected name.
         topic: String,
     },
+}
+
+/// A compaction pass failed; the log is unchanged or recoverable on reopen.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    /// A file operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// An index of the cleaned output could not be written.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A stored batch could not be decoded or rebuilt.
+    #[error("cannot compact batch at offset {base_offset}")]
+    Record {
+        /// Base offset of the batch.
+        base_offset: i64,
+        /// Why.
+        #[source]
+        source: strom_protocol::records::RecordError,
+    },
+    /// A rebuilt batch failed its own check (a bug in the rebuild).
+    #[error(transparent)]
+    Batch(#[from] BatchError),
 }

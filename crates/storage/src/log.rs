@@ -2,15 +2,17 @@
 //! assignment, roll, flush and truncation.
 //!
 //! Reads live in [`crate::read`], opening and recovery in
-//! [`crate::recovery`], retention in [`crate::retention`]. A `Log` is used
+//! [`crate::recovery`], retention in `retention.rs`. A `Log` is used
 //! through `&mut self` for changes and `&self` for reads; the log manager
 //! wraps each in a lock.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::backend::FileBackend;
 use crate::batch::{self, BatchHeader};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
@@ -65,12 +67,17 @@ pub struct Log {
     pub(crate) unflushed_messages: u64,
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<PendingDelete>,
+    pub(crate) first_dirty_offset: i64,
+    pub(crate) backend: Arc<dyn FileBackend>,
 }
 
 /// Checks every batch of an append and returns each header with its position.
+/// `from_client` adds the leader's check that record offsets are
+/// consecutive (compacted batches from a leader may have gaps).
 pub(crate) fn analyze(
     records: &[u8],
     config: &LogConfig,
+    from_client: bool,
 ) -> Result<Vec<(BatchHeader, usize)>, AppendError> {
     if records.len() > config.segment_bytes as usize {
         return Err(AppendError::AppendTooLarge {
@@ -92,7 +99,7 @@ pub(crate) fn analyze(
         }
         let bytes = rest.get(..size).ok_or(BatchError::Truncated { position })?;
         batch::check_crc(bytes, &header, position)?;
-        if header.record_count != header.last_offset_delta + 1 && !header.is_control() {
+        if from_client && header.record_count != header.last_offset_delta + 1 {
             return Err(AppendError::Corrupt(BatchError::InvalidOffsetDelta {
                 position,
                 last_offset_delta: header.last_offset_delta,
@@ -183,6 +190,7 @@ impl Log {
         SegmentSettings {
             index_bytes: self.config.segment_index_bytes,
             index_interval_bytes: self.config.index_interval_bytes,
+            backend: Arc::clone(&self.backend),
         }
     }
 
@@ -209,7 +217,7 @@ impl Log {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
-        let mut batches = analyze(&records, &self.config)?;
+        let mut batches = analyze(&records, &self.config, true)?;
         if let Some(duplicate) = self.check_producers(&batches)? {
             return Ok(duplicate);
         }
@@ -244,7 +252,7 @@ impl Log {
         records: Bytes,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
-        let batches = analyze(&records, &self.config)?;
+        let batches = analyze(&records, &self.config, false)?;
         let mut expected = self.log_end_offset;
         for (header, _) in &batches {
             if header.base_offset < expected {
@@ -454,7 +462,7 @@ impl Log {
                     // Files were recreated empty by Segment::create.
                     continue;
                 }
-                doomed.extend(old.rename_with_suffix(DELETED_SUFFIX)?);
+                doomed.extend(old.set_suffix(DELETED_SUFFIX)?);
             }
         }
         self.schedule_delete(doomed, now_ms);
@@ -487,14 +495,14 @@ impl Log {
         let mut doomed = Vec::new();
         for base in bases {
             if let Some(mut segment) = self.segments.remove(base) {
-                doomed.extend(segment.rename_with_suffix(DELETED_SUFFIX)?);
+                doomed.extend(segment.set_suffix(DELETED_SUFFIX)?);
             }
         }
         self.schedule_delete(doomed, now_ms);
         Ok(())
     }
 
-    fn schedule_delete(&mut self, paths: Vec<PathBuf>, now_ms: i64) {
+    pub(crate) fn schedule_delete(&mut self, paths: Vec<PathBuf>, now_ms: i64) {
         if !paths.is_empty() {
             self.pending_deletes.push(PendingDelete {
                 delete_at_ms: now_ms + self.config.file_delete_delay_ms,

@@ -22,6 +22,7 @@ use crate::checkpoint::{
     REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::clock::Clock;
+use crate::compaction::CleanOptions;
 use crate::config::LogConfig;
 use crate::error::{IoContext, ManagerError};
 use crate::log::Log;
@@ -32,6 +33,8 @@ use crate::topic_partition::{is_valid_topic_name, TopicPartition};
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// Lock file held while the manager owns a directory.
 pub const LOCK_FILE: &str = ".lock";
+/// The compaction progress checkpoint in each log directory (Kafka's name).
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// Suffix of partition directories waiting for deletion.
 pub const DELETE_DIR_SUFFIX: &str = "-delete";
 
@@ -52,6 +55,12 @@ pub struct LogManagerConfig {
     pub high_watermark_checkpoint_interval_ms: i64,
     /// `file.delete.delay.ms` for deleted partition directories.
     pub directory_delete_delay_ms: i64,
+    /// `log.cleaner.backoff.ms`: time between compaction passes.
+    pub cleaner_backoff_ms: i64,
+    /// `log.cleaner.enable`.
+    pub cleaner_enable: bool,
+    /// `num.recovery.threads.per.data.dir`: threads opening logs per directory.
+    pub recovery_threads_per_data_dir: usize,
 }
 
 impl LogManagerConfig {
@@ -65,6 +74,9 @@ impl LogManagerConfig {
             log_start_offset_checkpoint_interval_ms: 60_000,
             high_watermark_checkpoint_interval_ms: 5_000,
             directory_delete_delay_ms: 60_000,
+            cleaner_backoff_ms: 15_000,
+            cleaner_enable: true,
+            recovery_threads_per_data_dir: 1,
         }
     }
 }
@@ -84,6 +96,7 @@ struct Schedule {
     next_recovery_checkpoint_ms: i64,
     next_start_checkpoint_ms: i64,
     next_high_watermark_checkpoint_ms: i64,
+    next_cleaning_ms: i64,
     pending_directory_deletes: Vec<(i64, PathBuf)>,
 }
 
@@ -122,6 +135,7 @@ struct DirectoryCheckpoints {
     recovery_points: BTreeMap<TopicPartition, i64>,
     log_starts: BTreeMap<TopicPartition, i64>,
     high_watermarks: BTreeMap<TopicPartition, i64>,
+    cleaner_offsets: BTreeMap<TopicPartition, i64>,
 }
 
 fn read_checkpoints(dir: &Path) -> Result<DirectoryCheckpoints, ManagerError> {
@@ -138,22 +152,76 @@ fn read_checkpoints(dir: &Path) -> Result<DirectoryCheckpoints, ManagerError> {
         recovery_points: read(RECOVERY_POINT_CHECKPOINT),
         log_starts: read(LOG_START_OFFSET_CHECKPOINT),
         high_watermarks: read(REPLICATION_OFFSET_CHECKPOINT),
+        cleaner_offsets: read(CLEANER_OFFSET_CHECKPOINT),
     })
 }
 
 type LoadedLogs = Vec<(TopicPartition, Log)>;
 
-/// Opens every partition log of one directory.
+/// How to open the logs of one directory.
+struct DirectoryLoad<'a> {
+    configs: &'a BTreeMap<String, LogConfig>,
+    default_config: &'a LogConfig,
+    checkpoints: DirectoryCheckpoints,
+    had_clean_shutdown: bool,
+    now_ms: i64,
+}
+
+impl DirectoryLoad<'_> {
+    /// Opens one partition log with its checkpointed offsets.
+    fn open(&self, partition: &TopicPartition, path: &Path) -> Result<Log, ManagerError> {
+        let checkpoints = &self.checkpoints;
+        let config = self
+            .configs
+            .get(&partition.topic)
+            .unwrap_or(self.default_config)
+            .clone();
+        let options = LogOpenOptions {
+            log_start_offset: checkpoints.log_starts.get(partition).copied().unwrap_or(0),
+            recovery_point: checkpoints
+                .recovery_points
+                .get(partition)
+                .copied()
+                .unwrap_or(0),
+            had_clean_shutdown: self.had_clean_shutdown,
+            now_ms: self.now_ms,
+        };
+        let (mut log, report) =
+            Log::open(path, config, options).map_err(|source| ManagerError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if report.bytes_truncated > 0 {
+            tracing::warn!(partition = %partition, bytes = report.bytes_truncated, "recovery truncated the log");
+        }
+        if let Some(high_watermark) = checkpoints.high_watermarks.get(partition) {
+            log.update_high_watermark(*high_watermark);
+        }
+        if let Some(first_dirty) = checkpoints.cleaner_offsets.get(partition) {
+            log.set_first_dirty_offset(*first_dirty);
+        }
+        Ok(log)
+    }
+}
+
+/// Opens every partition log of one directory with `threads` threads
+/// (`num.recovery.threads.per.data.dir`).
 fn load_directory(
     dir: &Path,
     configs: &BTreeMap<String, LogConfig>,
     default_config: &LogConfig,
+    threads: usize,
     now_ms: i64,
 ) -> Result<(LoadedLogs, Vec<PathBuf>), ManagerError> {
     let clean_marker = dir.join(CLEAN_SHUTDOWN_FILE);
-    let had_clean_shutdown = clean_marker.exists();
-    let checkpoints = read_checkpoints(dir)?;
-    let mut logs = Vec::new();
+    let load = DirectoryLoad {
+        configs,
+        default_config,
+        checkpoints: read_checkpoints(dir)?,
+        had_clean_shutdown: clean_marker.exists(),
+        now_ms,
+    };
+    let mut partitions = Vec::new();
     let mut doomed = Vec::new();
     for entry in std::fs::read_dir(dir).at(dir)? {
         let entry = entry.at(dir)?;
@@ -164,39 +232,39 @@ fn load_directory(
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(DELETE_DIR_SUFFIX) {
             doomed.push(path);
-            continue;
+        } else if let Some(partition) = TopicPartition::from_directory_name(&name) {
+            partitions.push((partition, path));
         }
-        let Some(partition) = TopicPartition::from_directory_name(&name) else {
-            continue;
-        };
-        let config = configs
-            .get(&partition.topic)
-            .unwrap_or(default_config)
-            .clone();
-        let options = LogOpenOptions {
-            log_start_offset: checkpoints.log_starts.get(&partition).copied().unwrap_or(0),
-            recovery_point: checkpoints
-                .recovery_points
-                .get(&partition)
-                .copied()
-                .unwrap_or(0),
-            had_clean_shutdown,
-            now_ms,
-        };
-        let (mut log, report) =
-            Log::open(&path, config, options).map_err(|source| ManagerError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        if report.bytes_truncated > 0 {
-            tracing::warn!(partition = %partition, bytes = report.bytes_truncated, "recovery truncated the log");
-        }
-        if let Some(high_watermark) = checkpoints.high_watermarks.get(&partition) {
-            log.update_high_watermark(*high_watermark);
-        }
-        logs.push((partition, log));
     }
-    if had_clean_shutdown {
+    let chunk = partitions.len().div_ceil(threads.max(1)).max(1);
+    let results: Vec<Result<LoadedLogs, ManagerError>> = std::thread::scope(|scope| {
+        let load = &load;
+        let workers: Vec<_> = partitions
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|(partition, path)| {
+                            Ok((partition.clone(), load.open(partition, path)?))
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut logs = Vec::with_capacity(partitions.len());
+    for result in results {
+        logs.extend(result?);
+    }
+    if load.had_clean_shutdown {
         std::fs::remove_file(&clean_marker).at(&clean_marker)?;
     }
     Ok((logs, doomed))
@@ -225,8 +293,9 @@ impl LogManager {
                     .map(|directory| {
                         let configs = &topic_configs;
                         let defaults = &config.default_config;
+                        let threads = config.recovery_threads_per_data_dir;
                         scope.spawn(move || {
-                            load_directory(&directory.path, configs, defaults, now_ms)
+                            load_directory(&directory.path, configs, defaults, threads, now_ms)
                         })
                     })
                     .collect();
@@ -408,6 +477,10 @@ impl LogManager {
                 now_ms + self.config.high_watermark_checkpoint_interval_ms;
             self.checkpoint(REPLICATION_OFFSET_CHECKPOINT, |log| log.high_watermark())?;
         }
+        if self.config.cleaner_enable && now_ms >= schedule.next_cleaning_ms {
+            schedule.next_cleaning_ms = now_ms + self.config.cleaner_backoff_ms;
+            self.clean_logs(&handles, now_ms)?;
+        }
         let (due, waiting): (Vec<_>, Vec<_>) =
             std::mem::take(&mut schedule.pending_directory_deletes)
                 .into_iter()
@@ -415,6 +488,22 @@ impl LogManager {
         schedule.pending_directory_deletes = waiting;
         for (_, path) in due {
             std::fs::remove_dir_all(&path).at(&path)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one compaction pass on every compacted log that is dirty enough,
+    /// then checkpoints the first dirty offsets.
+    fn clean_logs(&self, handles: &[LogHandle], now_ms: i64) -> Result<(), ManagerError> {
+        let mut cleaned_any = false;
+        for log in handles {
+            let mut log = write_log(log);
+            if log.config().cleanup_policy.compact {
+                cleaned_any |= log.clean(now_ms, &CleanOptions::default())?.is_some();
+            }
+        }
+        if cleaned_any {
+            self.checkpoint(CLEANER_OFFSET_CHECKPOINT, |log| log.first_dirty_offset())?;
         }
         Ok(())
     }

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-
 use strom_protocol::records::RecordBatch;
 
 use crate::error::{IoContext, ReadError};
@@ -146,10 +145,10 @@ impl Log {
     }
 
     /// `ListOffsets`: `EARLIEST_TIMESTAMP`, `LATEST_TIMESTAMP`,
-    /// `MAX_TIMESTAMP`, or the first record whose timestamp is at least
-    /// `timestamp`, with that record's own offset and timestamp (as Kafka's
-    /// `findOffsetByTimestamp`: the batch is found by its max timestamp, then
-    /// its records are scanned). `None` when no record is that late.
+    /// `MAX_TIMESTAMP` (the first record carrying the largest timestamp), or
+    /// the first record whose timestamp is at least `timestamp`. Batches are
+    /// located by the indexes and only the one batch that holds the answer is
+    /// decoded. `None` when no record is that late.
     pub fn offset_for_timestamp(&self, timestamp: i64) -> Option<TimestampAndOffset> {
         match timestamp {
             EARLIEST_TIMESTAMP => Some(TimestampAndOffset {
@@ -160,15 +159,7 @@ impl Log {
                 timestamp: -1,
                 offset: self.log_end_offset,
             }),
-            MAX_TIMESTAMP => self
-                .segments
-                .values()
-                .filter(|segment| !segment.is_empty())
-                .max_by_key(|segment| segment.max_timestamp())
-                .map(|segment| TimestampAndOffset {
-                    timestamp: segment.max_timestamp(),
-                    offset: segment.offset_of_max_timestamp(),
-                }),
+            MAX_TIMESTAMP => self.find_max_timestamp(),
             _ => self.find_by_timestamp(timestamp),
         }
     }
@@ -183,55 +174,67 @@ impl Log {
         while let Ok(Some(location)) = segment.batch_at(position) {
             let header = location.header;
             if header.max_timestamp >= timestamp && header.last_offset() >= self.log_start_offset {
-                if let Some(found) =
-                    first_record_at_or_after(segment, &location, timestamp, self.log_start_offset)
-                {
-                    return Some(found);
-                }
+                let found =
+                    first_record_at_or_after(segment, &location, timestamp, self.log_start_offset);
+                return Some(found.unwrap_or(TimestampAndOffset {
+                    timestamp: header.max_timestamp,
+                    offset: header.base_offset.max(self.log_start_offset),
+                }));
             }
             position += header.size_in_bytes() as u64;
         }
         None
     }
+
+    /// The record with the largest timestamp (KIP-734): its segment and
+    /// batch are known from the segment's running maximum; the record is
+    /// found by decoding that one batch.
+    fn find_max_timestamp(&self) -> Option<TimestampAndOffset> {
+        let segment = self
+            .segments
+            .values()
+            .filter(|segment| !segment.is_empty())
+            .max_by_key(|segment| segment.max_timestamp())?;
+        let batch_level = TimestampAndOffset {
+            timestamp: segment.max_timestamp(),
+            offset: segment.offset_of_max_timestamp(),
+        };
+        let Ok(Some(location)) = segment.find_batch(segment.offset_of_max_timestamp()) else {
+            return Some(batch_level);
+        };
+        Some(
+            first_record_at_or_after(
+                segment,
+                &location,
+                segment.max_timestamp(),
+                self.log_start_offset,
+            )
+            .unwrap_or(batch_level),
+        )
+    }
 }
 
-/// Kafka's record-granular answer inside one batch: the first record (at or
-/// after `log_start_offset`) whose timestamp is at least `timestamp`. A batch
-/// that cannot be read back or decoded (it was validated on append, so only
-/// a damaged file does this) answers with its base offset and max timestamp,
-/// which never skips a matching record.
+/// Decodes the batch at `location` and returns its first record (at or
+/// after `log_start_offset`) whose timestamp is at least `timestamp`.
 fn first_record_at_or_after(
     segment: &Segment,
     location: &BatchLocation,
     timestamp: i64,
     log_start_offset: i64,
 ) -> Option<TimestampAndOffset> {
-    let header = &location.header;
-    let batch_level = TimestampAndOffset {
-        timestamp: header.max_timestamp,
-        offset: header.base_offset.max(log_start_offset),
-    };
-    let mut buffer = BytesMut::zeroed(header.size_in_bytes());
-    if segment
+    let mut buffer = BytesMut::zeroed(location.header.size_in_bytes());
+    segment
         .file()
         .read_exact_at(&mut buffer, location.position)
-        .is_err()
-    {
-        return Some(batch_level);
-    }
-    let Ok(batch) = RecordBatch::parse(buffer.freeze()) else {
-        return Some(batch_level);
-    };
-    let Ok(records) = batch.records() else {
-        return Some(batch_level);
-    };
+        .ok()?;
+    let batch = RecordBatch::parse(buffer.freeze()).ok()?;
+    let base_offset = batch.base_offset();
+    let records = batch.records().ok()?;
     for record in records {
-        let Ok(record) = record else {
-            return Some(batch_level);
-        };
-        let offset = record.offset(batch.base_offset());
+        let record = record.ok()?;
+        let offset = record.offset(base_offset);
         let record_timestamp = batch.record_timestamp(&record);
-        if record_timestamp >= timestamp && offset >= log_start_offset {
+        if offset >= log_start_offset && record_timestamp >= timestamp {
             return Some(TimestampAndOffset {
                 timestamp: record_timestamp,
                 offset,

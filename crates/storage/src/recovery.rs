@@ -15,6 +15,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::backend::{FileBackend, OsBackend};
 
 use crate::config::LogConfig;
 use crate::epoch_cache::LeaderEpochCache;
@@ -88,6 +91,16 @@ impl Log {
         config: LogConfig,
         options: LogOpenOptions,
     ) -> Result<(Log, RecoveryReport), RecoveryError> {
+        Log::open_with_backend(dir, config, options, Arc::new(OsBackend))
+    }
+
+    /// [`Log::open`] with segment data going through `backend` (fault injection).
+    pub fn open_with_backend(
+        dir: &Path,
+        config: LogConfig,
+        options: LogOpenOptions,
+        backend: Arc<dyn FileBackend>,
+    ) -> Result<(Log, RecoveryReport), RecoveryError> {
         let topic_partition = dir
             .file_name()
             .and_then(|name| name.to_str())
@@ -111,6 +124,8 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: options.now_ms,
             pending_deletes: Vec::new(),
+            first_dirty_offset: 0,
+            backend,
         };
         let report = log.load_segments(&bases, &options)?;
         log.finish_open(options.now_ms)?;
@@ -140,7 +155,7 @@ impl Log {
                 continue;
             }
             let (mut segment, needs_rebuild) =
-                Segment::open(&self.dir, base, settings, options.now_ms)?;
+                Segment::open(&self.dir, base, settings.clone(), options.now_ms)?;
             let unflushed = !options.had_clean_shutdown && base >= recover_from;
             if needs_rebuild || unflushed {
                 let removed = segment.recover(expected_offset)?;

@@ -118,6 +118,11 @@ impl Log {
         self.recovery_point = self.recovery_point.max(new_start.min(self.log_end_offset));
         self.epoch_cache.truncate_from_start(new_start)?;
         self.producer_state.evict_before(new_start);
+        for (offset, path) in crate::producer_state::list_snapshots(&self.dir)? {
+            if offset < new_start {
+                std::fs::remove_file(&path).ok();
+            }
+        }
         Ok(())
     }
 }

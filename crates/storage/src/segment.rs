@@ -11,6 +11,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::backend::FileBackend;
 use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
 use crate::error::{BatchError, IndexError, IoContext, IoError};
 use crate::index::{OffsetIndex, TimeIndex};
@@ -49,13 +50,15 @@ pub struct BatchLocation {
     pub header: BatchHeader,
 }
 
-/// Segment-level indexing settings.
-#[derive(Debug, Clone, Copy)]
+/// Segment-level settings: indexing and the file backend.
+#[derive(Debug, Clone)]
 pub struct SegmentSettings {
     /// `segment.index.bytes`.
     pub index_bytes: u32,
     /// `index.interval.bytes`.
     pub index_interval_bytes: u32,
+    /// Where data writes, syncs and truncations go.
+    pub backend: Arc<dyn FileBackend>,
 }
 
 /// A segment of a partition log.
@@ -75,12 +78,12 @@ pub struct Segment {
     created_ms: i64,
 }
 
-fn index_paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
+fn index_paths(dir: &Path, base_offset: i64, suffix: &str) -> (PathBuf, PathBuf, PathBuf) {
     let stem = file_stem(base_offset);
     (
-        dir.join(format!("{stem}{LOG_SUFFIX}")),
-        dir.join(format!("{stem}{INDEX_SUFFIX}")),
-        dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
+        dir.join(format!("{stem}{LOG_SUFFIX}{suffix}")),
+        dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}")),
+        dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}")),
     )
 }
 
@@ -92,7 +95,19 @@ impl Segment {
         settings: SegmentSettings,
         now_ms: i64,
     ) -> Result<Segment, IndexError> {
-        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset);
+        Segment::create_with_suffix(dir, base_offset, settings, now_ms, "")
+    }
+
+    /// Creates a new, empty segment whose file names end in `suffix`
+    /// (e.g. `.cleaned` for compaction output).
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        settings: SegmentSettings,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, IndexError> {
+        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset, suffix);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -138,7 +153,7 @@ impl Segment {
         settings: SegmentSettings,
         now_ms: i64,
     ) -> Result<(Segment, bool), IndexError> {
-        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset);
+        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset, "");
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -326,8 +341,9 @@ impl Segment {
         bytes: &[u8],
         batches: &[(BatchHeader, usize)],
     ) -> Result<(), IoError> {
-        self.file
-            .write_all_at(bytes, self.size_bytes)
+        self.settings
+            .backend
+            .write_all_at(&self.log_path, &self.file, bytes, self.size_bytes)
             .at(&self.log_path)?;
         self.index_batches(self.size_bytes, batches);
         self.size_bytes += bytes.len() as u64;
@@ -336,7 +352,10 @@ impl Segment {
 
     /// Fsyncs the `.log` file and flushes both index maps.
     pub fn flush(&self) -> Result<(), IndexError> {
-        self.file.sync_data().at(&self.log_path)?;
+        self.settings
+            .backend
+            .sync_data(&self.log_path, &self.file)
+            .at(&self.log_path)?;
         self.offset_index.flush()?;
         self.time_index.flush()?;
         Ok(())
@@ -345,6 +364,13 @@ impl Segment {
     /// Seals the segment when a new one is rolled: records the final time
     /// index entry and trims both indexes to their entries.
     pub fn seal(&mut self) -> Result<(), IndexError> {
+        // A failed (torn) append may have left bytes past the valid size.
+        if self.file.metadata().at(&self.log_path)?.len() > self.size_bytes {
+            self.settings
+                .backend
+                .set_len(&self.log_path, &self.file, self.size_bytes)
+                .at(&self.log_path)?;
+        }
         if self.max_timestamp >= 0 {
             self.time_index
                 .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
@@ -395,7 +421,10 @@ impl Segment {
         }
         let removed = file_bytes - position;
         if removed > 0 {
-            self.file.set_len(position).at(&self.log_path)?;
+            self.settings
+                .backend
+                .set_len(&self.log_path, &self.file, position)
+                .at(&self.log_path)?;
         }
         self.size_bytes = position;
         Ok(removed)
@@ -446,7 +475,10 @@ impl Segment {
             Err(_) => self.size_bytes,
         };
         let removed = self.size_bytes - position;
-        self.file.set_len(position).at(&self.log_path)?;
+        self.settings
+            .backend
+            .set_len(&self.log_path, &self.file, position)
+            .at(&self.log_path)?;
         self.size_bytes = position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
@@ -458,16 +490,24 @@ impl Segment {
         Ok(removed)
     }
 
-    /// Renames the three files with `suffix` appended (e.g. `.deleted`) and
-    /// returns their new paths.
-    pub fn rename_with_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>, IndexError> {
-        let log_target = PathBuf::from(format!("{}{suffix}", self.log_path.display()));
+    /// Renames the three files to `<base>.<kind><suffix>` (an empty suffix
+    /// gives the live names) and returns the new paths. Index files move
+    /// first and the `.log` last, so a crash in between is recognised by the
+    /// `.log` name alone.
+    pub fn set_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>, IndexError> {
+        let dir = self
+            .log_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let stem = file_stem(self.base_offset);
+        let index_target = dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}"));
+        self.offset_index.rename(&index_target)?;
+        let time_target = dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}"));
+        self.time_index.rename(&time_target)?;
+        let log_target = dir.join(format!("{stem}{LOG_SUFFIX}{suffix}"));
         std::fs::rename(&self.log_path, &log_target).at(&self.log_path)?;
         self.log_path = log_target.clone();
-        let index_target = PathBuf::from(format!("{}{suffix}", self.offset_index.path().display()));
-        self.offset_index.rename(&index_target)?;
-        let time_target = PathBuf::from(format!("{}{suffix}", self.time_index.path().display()));
-        self.time_index.rename(&time_target)?;
         Ok(vec![log_target, index_target, time_target])
     }
 }

@@ -1,11 +1,20 @@
-//! Record batch construction for tests and benchmarks.
+//! Test support: record batch construction and a fault-injecting file backend.
 //!
-//! Builds uncompressed v2 batches byte by byte, independently of the log
-//! code, so tests can feed the log real batches. Not meant for production
-//! producers (use `strom-protocol`'s builder there).
+//! [`simple_batch`] and [`keyed_batch`] build uncompressed v2 batches byte by
+//! byte, independently of the log code, so tests and benchmarks can feed the
+//! log real batches (producers use `strom-protocol`'s builder).
+//! [`FaultInjector`] is the [`FileBackend`] used by the fault tests.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::backend::FileBackend;
 use crate::batch::{compute_crc, BATCH_HEADER_BYTES, LOG_OVERHEAD_BYTES};
 
 /// What to put in a test batch.
@@ -122,4 +131,125 @@ fn put_varlong(out: &mut BytesMut, value: i64) {
         zigzag >>= 7;
     }
     out.put_u8(zigzag as u8);
+}
+
+/// A [`FileBackend`] that remembers how much of
+/// each file was made durable and can tear writes and simulate crashes.
+///
+/// A file first seen by the backend counts as durable up to its length at
+/// that moment; `sync_data` makes its current length durable; a truncation
+/// lowers the durable length.
+#[derive(Debug, Default)]
+pub struct FaultInjector {
+    state: Mutex<FaultState>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TrackedFile {
+    inode: u64,
+    synced_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct FaultState {
+    files: HashMap<PathBuf, TrackedFile>,
+    tear_next_write_at: Option<usize>,
+    fail_writes: bool,
+}
+
+impl FaultState {
+    fn track(&mut self, path: &Path, file: &File) -> io::Result<&mut TrackedFile> {
+        let metadata = file.metadata()?;
+        let tracked = self.files.entry(path.to_path_buf()).or_insert(TrackedFile {
+            inode: metadata.ino(),
+            synced_bytes: metadata.len(),
+        });
+        if tracked.inode != metadata.ino() {
+            *tracked = TrackedFile {
+                inode: metadata.ino(),
+                synced_bytes: metadata.len(),
+            };
+        }
+        Ok(tracked)
+    }
+}
+
+impl FaultInjector {
+    /// A backend with no fault armed.
+    pub fn new() -> Self {
+        FaultInjector::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, FaultState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The next write stores only its first `keep_bytes` bytes and fails.
+    pub fn tear_next_write(&self, keep_bytes: usize) {
+        self.state().tear_next_write_at = Some(keep_bytes);
+    }
+
+    /// Makes every write fail (or succeed again).
+    pub fn fail_writes(&self, fail: bool) {
+        self.state().fail_writes = fail;
+    }
+
+    /// Simulates a power loss: every file written through the backend is
+    /// cut back to its durable length; a file that had unflushed bytes also
+    /// gets `garbage_bytes` of zeros appended, as a file system may leave
+    /// when a size update outran the data.
+    pub fn crash(&self, garbage_bytes: u64) -> io::Result<()> {
+        let mut state = self.state();
+        for (path, tracked) in state.files.drain() {
+            let file = match OpenOptions::new().write(true).open(&path) {
+                Ok(file) => file,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(error),
+            };
+            let metadata = file.metadata()?;
+            if metadata.ino() != tracked.inode || metadata.len() <= tracked.synced_bytes {
+                continue;
+            }
+            file.set_len(tracked.synced_bytes)?;
+            file.set_len(tracked.synced_bytes + garbage_bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl FileBackend for FaultInjector {
+    fn write_all_at(
+        &self,
+        path: &Path,
+        file: &File,
+        bytes: &[u8],
+        position: u64,
+    ) -> io::Result<()> {
+        let mut state = self.state();
+        state.track(path, file)?;
+        if state.fail_writes {
+            return Err(io::Error::other("injected write failure"));
+        }
+        if let Some(keep) = state.tear_next_write_at.take() {
+            file.write_all_at(&bytes[..keep.min(bytes.len())], position)?;
+            return Err(io::Error::other("injected torn write"));
+        }
+        file.write_all_at(bytes, position)
+    }
+
+    fn sync_data(&self, path: &Path, file: &File) -> io::Result<()> {
+        file.sync_data()?;
+        let length = file.metadata()?.len();
+        self.state().track(path, file)?.synced_bytes = length;
+        Ok(())
+    }
+
+    fn set_len(&self, path: &Path, file: &File, length: u64) -> io::Result<()> {
+        let mut state = self.state();
+        let tracked = state.track(path, file)?;
+        tracked.synced_bytes = tracked.synced_bytes.min(length);
+        file.set_len(length)
+    }
 }

@@ -1,5 +1,6 @@
-//! Fault injection at the file level: torn writes, lost unflushed bytes,
-//! flipped bytes, missing or damaged indexes. After each fault the log must
+//! Fault injection: through the file-backend seam (`FaultInjector`: torn
+//! writes, failed writes, crashes that lose unflushed bytes) and by editing
+//! files directly (flipped bytes, missing or damaged indexes). After each fault the log must
 //! reopen, keep every flushed record before the damage, and never return a
 //! corrupt batch (`read_all` checks every CRC).
 
@@ -7,8 +8,13 @@ mod common;
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use common::{batch, open, partition_dir, read_all, small_config};
+use strom_storage::backend::FileBackend;
+use strom_storage::error::AppendError;
+use strom_storage::testing::FaultInjector;
+use strom_storage::{Log, LogOpenOptions};
 
 fn segment_files(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -183,4 +189,111 @@ fn leftover_deleted_and_tmp_files_are_removed_on_open() {
         .iter()
         .all(|name| !name.ends_with(".deleted") && !name.ends_with(".tmp")));
     assert!(!names.contains(&"00000000000000000077.index".to_owned()));
+}
+
+fn open_with(dir: &Path, injector: &Arc<FaultInjector>, clean: bool, recovery_point: i64) -> Log {
+    Log::open_with_backend(
+        dir,
+        small_config(),
+        LogOpenOptions {
+            log_start_offset: 0,
+            recovery_point,
+            had_clean_shutdown: clean,
+            now_ms: 0,
+        },
+        Arc::clone(injector) as Arc<dyn FileBackend>,
+    )
+    .expect("open")
+    .0
+}
+
+#[test]
+fn a_crash_loses_unflushed_appends_and_keeps_every_flushed_one() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let injector = Arc::new(FaultInjector::new());
+    let mut log = open_with(&dir, &injector, true, 0);
+    for step in 0..50 {
+        log.append_as_leader(batch(2, step), 0, 0).expect("append");
+        if step % 10 == 9 {
+            log.flush(0).expect("flush");
+        }
+    }
+    for step in 0..5 {
+        log.append_as_leader(batch(2, step), 0, 0)
+            .expect("unflushed append");
+    }
+    let recovery_point = log.recovery_point();
+    // Flushed up to 100; a roll during the unflushed appends may flush more.
+    assert!((100..110).contains(&recovery_point));
+    drop(log);
+    injector.crash(200).expect("crash");
+
+    let mut log = open_with(&dir, &injector, false, recovery_point);
+    assert_eq!(
+        log.log_end_offset(),
+        recovery_point,
+        "flushed records kept, lost ones gone"
+    );
+    assert_eq!(read_all(&log, 0).len() as i64, recovery_point / 2);
+    let next = log
+        .append_as_leader(batch(1, 0), 0, 0)
+        .expect("append after crash");
+    assert_eq!(next.first_offset, recovery_point);
+}
+
+#[test]
+fn a_torn_append_fails_without_moving_the_log_end() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let injector = Arc::new(FaultInjector::new());
+    let mut log = open_with(&dir, &injector, true, 0);
+    for step in 0..5 {
+        log.append_as_leader(batch(2, step), 0, 0).expect("append");
+    }
+    injector.tear_next_write(40);
+    assert!(matches!(
+        log.append_as_leader(batch(2, 9), 0, 0),
+        Err(AppendError::Io(_))
+    ));
+    assert_eq!(log.log_end_offset(), 10);
+    injector.fail_writes(true);
+    assert!(log.append_as_leader(batch(2, 9), 0, 0).is_err());
+    injector.fail_writes(false);
+    assert_eq!(read_all(&log, 0).len(), 5, "the torn bytes are never read");
+    let info = log
+        .append_as_leader(batch(1, 9), 0, 0)
+        .expect("append after the failure");
+    assert_eq!(info.first_offset, 10);
+    assert_eq!(read_all(&log, 0).len(), 6);
+
+    // Torn again, then a crash: the reopened log ends at the last whole batch.
+    log.flush(0).expect("flush");
+    injector.tear_next_write(70);
+    assert!(log.append_as_leader(batch(3, 9), 0, 0).is_err());
+    let recovery_point = log.recovery_point();
+    drop(log);
+    injector.crash(0).expect("crash");
+    let log = open_with(&dir, &injector, false, recovery_point);
+    assert_eq!(log.log_end_offset(), 11);
+    assert_eq!(read_all(&log, 0).len(), 6);
+}
+
+#[test]
+fn a_clean_close_after_a_torn_append_drops_the_torn_bytes() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let injector = Arc::new(FaultInjector::new());
+    let mut log = open_with(&dir, &injector, true, 0);
+    log.append_as_leader(batch(2, 0), 0, 0).expect("append");
+    injector.tear_next_write(50);
+    assert!(log.append_as_leader(batch(2, 0), 0, 0).is_err());
+    log.close(0).expect("close");
+    let log = open_with(&dir, &injector, true, 2);
+    assert_eq!(log.log_end_offset(), 2);
+    let active = segment_files(&dir, "log").pop().expect("segment");
+    assert_eq!(
+        std::fs::metadata(active).expect("meta").len(),
+        log.size_bytes()
+    );
 }

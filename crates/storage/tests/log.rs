@@ -201,6 +201,9 @@ fn offsets_for_timestamps() {
     assert_eq!(found.offset, 100);
     let between = log.offset_for_timestamp(1505).expect("by time");
     assert_eq!(between.offset, 102);
+    // Record granularity: the second record of the batch at offset 100.
+    let inside = log.offset_for_timestamp(1501).expect("by time");
+    assert_eq!((inside.timestamp, inside.offset), (1501, 101));
     assert!(log.offset_for_timestamp(5000).is_none());
 }
 

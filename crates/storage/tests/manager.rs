@@ -16,6 +16,7 @@ use strom_storage::{LogManager, LogManagerConfig, TopicPartition};
 fn manager_config(dirs: &[std::path::PathBuf]) -> LogManagerConfig {
     let mut config = LogManagerConfig::new(dirs.to_vec(), small_config());
     config.directory_delete_delay_ms = 0;
+    config.recovery_threads_per_data_dir = 2;
     config
 }
 

@@ -7,10 +7,15 @@ mod common;
 use std::path::Path;
 
 use bytes::Bytes;
-use common::{open, partition_dir, small_config};
+use std::sync::Arc;
+
+use common::{partition_dir, small_config};
 use proptest::prelude::*;
+use strom_storage::backend::FileBackend;
 use strom_storage::batch::{self, validate_batch_at};
+use strom_storage::testing::FaultInjector;
 use strom_storage::testing::{simple_batch, BatchSpec};
+use strom_storage::LogOpenOptions;
 use strom_storage::{Log, LogConfig};
 
 #[derive(Debug, Clone)]
@@ -22,6 +27,7 @@ enum Operation {
     Retention { retention_bytes: u64 },
     Flush,
     Restart { clean: bool },
+    Crash { garbage_bytes: u64 },
 }
 
 fn operation() -> impl Strategy<Value = Operation> {
@@ -33,6 +39,7 @@ fn operation() -> impl Strategy<Value = Operation> {
         1 => (2000u64..20_000).prop_map(|retention_bytes| Operation::Retention { retention_bytes }),
         1 => Just(Operation::Flush),
         1 => any::<bool>().prop_map(|clean| Operation::Restart { clean }),
+        1 => (0u64..200).prop_map(|garbage_bytes| Operation::Crash { garbage_bytes }),
     ]
 }
 
@@ -62,7 +69,29 @@ fn next_offset(bytes: &[u8]) -> i64 {
         .next_offset()
 }
 
-fn reopen(dir: &Path, config: &LogConfig, log: Log, clean: bool) -> Log {
+fn open_log(
+    dir: &Path,
+    config: &LogConfig,
+    injector: &Arc<FaultInjector>,
+    options: LogOpenOptions,
+) -> Log {
+    Log::open_with_backend(
+        dir,
+        config.clone(),
+        options,
+        Arc::clone(injector) as Arc<dyn FileBackend>,
+    )
+    .expect("open")
+    .0
+}
+
+fn reopen(
+    dir: &Path,
+    config: &LogConfig,
+    injector: &Arc<FaultInjector>,
+    log: Log,
+    clean: bool,
+) -> Log {
     let recovery_point = log.recovery_point();
     let start = log.log_start_offset();
     if clean {
@@ -70,18 +99,17 @@ fn reopen(dir: &Path, config: &LogConfig, log: Log, clean: bool) -> Log {
     } else {
         drop(log);
     }
-    let (log, _) = Log::open(
+    open_log(
         dir,
-        config.clone(),
-        strom_storage::LogOpenOptions {
+        config,
+        injector,
+        LogOpenOptions {
             log_start_offset: start,
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
         },
     )
-    .expect("reopen");
-    log
 }
 
 fn check_read(log: &Log, model: &Model, offset: i64, max_bytes: u64) {
@@ -123,7 +151,18 @@ fn run(operations: Vec<Operation>) {
     let dir = partition_dir(root.path());
     let mut config = small_config();
     config.segment_bytes = 2048;
-    let mut log = open(&dir, &config, true, 0);
+    let injector = Arc::new(FaultInjector::new());
+    let mut log = open_log(
+        &dir,
+        &config,
+        &injector,
+        LogOpenOptions {
+            log_start_offset: 0,
+            recovery_point: 0,
+            had_clean_shutdown: true,
+            now_ms: 0,
+        },
+    );
     let mut model = Model::default();
     for operation in operations {
         match operation {
@@ -182,7 +221,28 @@ fn run(operations: Vec<Operation>) {
                 log.set_config(restored);
             }
             Operation::Flush => log.flush(0).expect("flush"),
-            Operation::Restart { clean } => log = reopen(&dir, &config, log, clean),
+            Operation::Restart { clean } => log = reopen(&dir, &config, &injector, log, clean),
+            Operation::Crash { garbage_bytes } => {
+                let recovery_point = log.recovery_point();
+                let start = log.log_start_offset();
+                drop(log);
+                injector.crash(garbage_bytes).expect("crash");
+                log = open_log(
+                    &dir,
+                    &config,
+                    &injector,
+                    LogOpenOptions {
+                        log_start_offset: start,
+                        recovery_point,
+                        had_clean_shutdown: false,
+                        now_ms: 0,
+                    },
+                );
+                let end = log.log_end_offset();
+                assert!(end >= recovery_point, "flushed records survive a crash");
+                assert!(end <= model.log_end(start), "a crash never invents records");
+                model.batches.retain(|batch| next_offset(batch) <= end);
+            }
         }
         assert_eq!(log.log_end_offset(), model.log_end(log.log_start_offset()));
     }

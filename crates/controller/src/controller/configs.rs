@@ -156,10 +156,13 @@ fn plan_replacement(
         let value = entry.value.as_deref();
         let present =
             value.ok_or_else(|| invalid(&entry.key, None, ConfigProblem::MissingValue))?;
-        definition_for(resource, &entry.key)
-            .and_then(|definition| definition.validate(present))
+        let normalized = definition_for(resource, &entry.key)
+            .and_then(|definition| {
+                definition.validate(present)?;
+                Ok(definition.normalize(present))
+            })
             .map_err(|reason| invalid(&entry.key, value, reason))?;
-        if wanted.insert(entry.key.as_str(), present).is_some() {
+        if wanted.insert(entry.key.as_str(), normalized).is_some() {
             return Err(invalid(&entry.key, value, ConfigProblem::DuplicateKey));
         }
     }
@@ -170,7 +173,7 @@ fn plan_replacement(
         .map(|key| config_record(resource, key, None));
     let updates = wanted
         .iter()
-        .filter(|(key, value)| current.get(**key).map(String::as_str) != Some(**value))
+        .filter(|(key, value)| current.get(**key) != Some(*value))
         .map(|(key, value)| config_record(resource, key, Some(value)));
     Ok(deletions.chain(updates).collect())
 }
@@ -203,11 +206,15 @@ fn plan_alterations(
                 Some(combine_lists(base, value, append))
             }
         };
-        if let Some(value) = &new_value {
-            definition
-                .validate(value)
-                .map_err(|reason| invalid(key, Some(value), reason))?;
-        }
+        let new_value = match new_value {
+            Some(value) => {
+                definition
+                    .validate(&value)
+                    .map_err(|reason| invalid(key, Some(&value), reason))?;
+                Some(definition.normalize(&value))
+            }
+            None => None,
+        };
         if current.get(key) != new_value.as_ref() {
             records.push(config_record(resource, key, new_value.as_deref()));
         }

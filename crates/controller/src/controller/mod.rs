@@ -16,6 +16,7 @@
 
 mod brokers;
 mod configs;
+mod partitions;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -28,6 +29,7 @@ pub use configs::{
     AlterConfigOperation, AlterConfigsRequest, ConfigAlteration, IncrementalAlterConfigsRequest,
     ResourceConfigs, ResourceOutcome,
 };
+pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
 pub use topics::{
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, DeletedTopic,
     NewTopic, PartitionsIncrease, TopicOutcome, TopicReference,

@@ -11,6 +11,7 @@ use crate::image::{ConfigResource, Endpoint, PartitionImage};
 
 mod brokers_tests;
 mod configs_tests;
+mod partitions_tests;
 mod simulation_tests;
 mod topics_tests;
 

@@ -480,8 +480,8 @@ fn checked_topic_configs(
             .value
             .as_ref()
             .ok_or_else(|| invalid(ConfigProblem::MissingValue))?;
-        validate_topic_config(&entry.key, value).map_err(invalid)?;
-        if configs.insert(entry.key.clone(), value.clone()).is_some() {
+        let normalized = validate_topic_config(&entry.key, value).map_err(invalid)?;
+        if configs.insert(entry.key.clone(), normalized).is_some() {
             return Err(invalid(ConfigProblem::DuplicateKey));
         }
     }

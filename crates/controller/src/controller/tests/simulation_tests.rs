@@ -44,6 +44,9 @@ enum Step {
     ShrinkIsrToLeader {
         name: u8,
     },
+    ExpandIsr {
+        name: u8,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -73,6 +76,7 @@ fn step() -> impl Strategy<Value = Step> {
         any::<bool>().prop_map(|preferred| Step::Elect { preferred }),
         (0..5u8).prop_map(|name| Step::AllowUnclean { name }),
         (0..5u8).prop_map(|name| Step::ShrinkIsrToLeader { name }),
+        (0..5u8).prop_map(|name| Step::ExpandIsr { name }),
     ]
 }
 
@@ -202,27 +206,47 @@ impl Recorder {
                     .unwrap();
                 self.commit(result);
             }
-            Step::ShrinkIsrToLeader { name: index } => {
-                // What a leader's AlterPartition would do when followers lag.
-                let Some(topic) = image.topic_by_name(&name(*index)) else {
-                    return;
-                };
-                let records: Vec<MetadataRecord> = topic
-                    .partitions
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(partition_index, partition)| {
-                        let leader = partition.leader?;
-                        (partition.isr.len() > 1).then(|| {
-                            partition_change(topic, partition_index, Some(vec![leader]), None)
-                        })
-                    })
-                    .collect();
-                self.commit(ControllerResult {
-                    records,
-                    response: (),
-                });
-            }
+            Step::ShrinkIsrToLeader { name: index } => self.propose_isr(*index, false),
+            Step::ExpandIsr { name: index } => self.propose_isr(*index, true),
+        }
+    }
+}
+
+impl Recorder {
+    /// What a leader's AlterPartition does: shrink the ISR to the leader
+    /// alone when followers lag, or expand it to every live replica.
+    fn propose_isr(&mut self, index: u8, expand: bool) {
+        let image = self.harness.image.clone();
+        let Some(topic) = image.topic_by_name(&name(index)) else {
+            return;
+        };
+        for (partition_index, partition) in topic.partitions.iter().enumerate() {
+            let Some(leader) = partition.leader else {
+                continue;
+            };
+            let new_isr = if expand {
+                let live = |id: &BrokerId| image.broker(*id).is_some_and(|broker| !broker.fenced);
+                partition.replicas.iter().copied().filter(live).collect()
+            } else {
+                vec![leader]
+            };
+            let request = AlterPartitionRequest {
+                broker_id: leader,
+                broker_epoch: image.broker(leader).map_or(0, |broker| broker.epoch),
+                topic_id: topic.id,
+                partition_index: partition_index as i32,
+                leader_epoch: partition.leader_epoch,
+                partition_epoch: partition.partition_epoch,
+                new_isr,
+            };
+            let current = self.harness.image.clone();
+            let result = self
+                .harness
+                .controller
+                .alter_partition(&current, &request)
+                .unwrap();
+            let reply = self.commit(result);
+            assert!(reply.is_ok(), "{reply:?}");
         }
     }
 }

@@ -221,6 +221,18 @@ fn configs_are_validated_and_stored() {
         harness.image.config(&resource, "cleanup.policy"),
         Some("compact")
     );
+    let mut spaced = topic("spaced", 1, 1);
+    spaced.configs = vec![
+        ConfigEntry::new("cleanup.policy", " compact , delete "),
+        ConfigEntry::new("retention.ms", " 5 "),
+    ];
+    harness.create_one(spaced).unwrap();
+    let spaced = ConfigResource::Topic("spaced".into());
+    assert_eq!(
+        harness.image.config(&spaced, "cleanup.policy"),
+        Some("compact,delete")
+    );
+    assert_eq!(harness.image.config(&spaced, "retention.ms"), Some("5"));
     assert_eq!(
         harness.image.config(&resource, "retention.ms"),
         Some("1000")
