@@ -182,11 +182,6 @@ def test_the_proxy_makes_a_plain_producer_write_duplicates(proxied_broker):
 
 
 @pytest.mark.timeout(150)
-@pytest.mark.xfail(
-    strict=True,
-    reason="InitProducerId is not served by this broker yet (another helper adds "
-    "handlers/init_producer_id.rs); librdkafka's idempotent producer cannot start",
-)
 def test_an_idempotent_producer_writes_each_record_once_in_order(proxied_broker):
     broker, proxy = proxied_broker
     create_topic(f"127.0.0.1:{proxy.port}", "exactly-once-ish")
@@ -197,11 +192,6 @@ def test_an_idempotent_producer_writes_each_record_once_in_order(proxied_broker)
 
 
 @pytest.mark.timeout(150)
-@pytest.mark.xfail(
-    strict=True,
-    reason="InitProducerId is not served by this broker yet (another helper adds "
-    "handlers/init_producer_id.rs); kafka-python's idempotent producer cannot start",
-)
 def test_an_idempotent_kafka_python_producer_writes_each_record_once_in_order(proxied_broker):
     from kafka import KafkaProducer
 
@@ -212,6 +202,7 @@ def test_an_idempotent_kafka_python_producer_writes_each_record_once_in_order(pr
         enable_idempotence=True,
         acks="all",
         linger_ms=2,
+        batch_size=1024,  # many small requests, so the proxy cuts several
         retries=1000,
         retry_backoff_ms=50,
         max_in_flight_requests_per_connection=5,
