@@ -380,3 +380,27 @@ def test_malformed_batches_get_kafkas_code_and_are_not_stored(guarded, case):
         assert result[2:4] == (expected, -1)
         assert list_offset(connection, LATEST) == 5
     assert_still_serving_and_unchanged(guarded)
+
+
+NOT_ENOUGH_REPLICAS = 19
+
+
+@pytest.mark.timeout(30)
+def test_acks_all_below_min_insync_replicas_is_refused_and_not_stored(guarded):
+    create_topic(guarded.bootstrap, "strict", config={"min.insync.replicas": "2"})
+    batch = wire.record_batch([(b"k", b"v")])
+    with wire.Connection(guarded.port) as connection:
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body("strict", 0, batch, acks=-1))
+        )
+        assert result[2:4] == (NOT_ENOUGH_REPLICAS, -1)
+        # acks=1 does not wait for the ISR, so it is accepted.
+        (result,) = wire.decode_produce_v3(
+            connection.call(wire.API_PRODUCE, 3, wire.produce_v3_body("strict", 0, batch, acks=1))
+        )
+        assert result[2:4] == (NONE, 0)
+        (latest,) = wire.decode_list_offsets_v1(
+            connection.call(wire.API_LIST_OFFSETS, 1, wire.list_offsets_v1_body("strict", 0, LATEST))
+        )
+        assert latest[2:] == (NONE, -1, 1)
+    assert_still_serving_and_unchanged(guarded)
