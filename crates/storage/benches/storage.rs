@@ -73,8 +73,10 @@ fn append_versus_write(criterion: &mut Criterion) {
                             log = open(&dir);
                             written = 0;
                         }
+                        // A fresh, unshared buffer per append, as a request frame is.
+                        let input = Bytes::from(batch.to_vec());
                         let start = Instant::now();
-                        log.append_as_leader(batch.clone(), 0, 0).expect("append");
+                        log.append_as_leader(input, 0, 0).expect("append");
                         elapsed += start.elapsed();
                         written += batch.len() as u64;
                     }

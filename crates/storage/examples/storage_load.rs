@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p strom-storage --example storage_load -- recovery 1024
 //! cargo run --release -p strom-storage --example storage_load -- partitions 10000
+//! cargo run --release -p strom-storage --example storage_load -- append 256
 //! ```
 
 use std::collections::BTreeMap;
@@ -89,7 +90,12 @@ fn partitions(root: &Path, count: i32) {
         resident as f64 / f64::from(count),
         files as f64 / f64::from(count)
     );
+    let start = Instant::now();
     manager.shutdown(0).expect("shutdown");
+    println!(
+        "clean shutdown of {count} partitions: {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
     let resident_before = resident_kib();
     let start = Instant::now();
     let manager = LogManager::open(config, BTreeMap::new(), 0).expect("reopen");
@@ -100,6 +106,43 @@ fn partitions(root: &Path, count: i32) {
         manager.partitions().len(),
         loaded.as_secs_f64(),
         resident as f64 / f64::from(count)
+    );
+}
+
+/// Appends and plain writes of the same batches, interleaved so that load
+/// from other processes hits both alike.
+fn append_versus_write(root: &Path, batch_bytes: usize, total_mebibytes: u64) {
+    use std::io::Write;
+    let config = LogConfig {
+        max_message_bytes: 8 * 1024 * 1024,
+        retention_ms: None,
+        ..LogConfig::default()
+    };
+    let (mut log, _) = Log::open(&root.join("append-0"), config, options(true)).expect("open");
+    let mut file = std::fs::File::create(root.join("plain.bin")).expect("create");
+    let batch = simple_batch(&BatchSpec {
+        records: (batch_bytes / 1024).max(1) as u32,
+        value_bytes: 1024 - 16,
+        ..BatchSpec::default()
+    });
+    let rounds = (total_mebibytes * 1024 * 1024 / batch.len() as u64).max(1);
+    let (mut append_time, mut write_time) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+    for _ in 0..rounds {
+        let input = bytes::Bytes::from(batch.to_vec());
+        let start = Instant::now();
+        log.append_as_leader(input, 0, 0).expect("append");
+        append_time += start.elapsed();
+        let start = Instant::now();
+        file.write_all(&batch).expect("write");
+        write_time += start.elapsed();
+    }
+    let mebibytes = (rounds * batch.len() as u64) as f64 / (1024.0 * 1024.0);
+    println!(
+        "batch {} B x {rounds}: append {:.0} MiB/s, plain write {:.0} MiB/s, ratio {:.0}%",
+        batch.len(),
+        mebibytes / append_time.as_secs_f64(),
+        mebibytes / write_time.as_secs_f64(),
+        100.0 * write_time.as_secs_f64() / append_time.as_secs_f64()
     );
 }
 
@@ -116,6 +159,15 @@ fn main() {
                 .unwrap_or(1024);
             recovery(root.path(), mebibytes);
         }
+        Some("append") => {
+            let total = arguments
+                .get(1)
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(256);
+            for batch_bytes in [1024, 16 * 1024, 1024 * 1024] {
+                append_versus_write(root.path(), batch_bytes, total);
+            }
+        }
         Some("partitions") => {
             let count = arguments
                 .get(1)
@@ -123,6 +175,6 @@ fn main() {
                 .unwrap_or(10_000);
             partitions(root.path(), count);
         }
-        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count>)"),
+        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB>)"),
     }
 }

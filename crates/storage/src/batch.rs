@@ -1,9 +1,10 @@
-//! Fixed-position fields of the record batch v2 header, as the log needs them.
+//! The record batch v2 header as the log uses it, on top of
+//! `strom_protocol::records` (which owns the format: decoding, in-place
+//! edits, CRC rules).
 //!
 //! The log never decodes records on the append path: it checks each batch's
 //! header and CRC, then rewrites base offset, partition leader epoch and (for
-//! `LogAppendTime`) the max timestamp in place. This module reads and writes
-//! those header fields at their fixed byte positions.
+//! `LogAppendTime`) the max timestamp in place. The layout, for reference:
 //!
 //! ```text
 //! 0  baseOffset i64        27 baseTimestamp i64     53 baseSequence i32
@@ -15,6 +16,8 @@
 //! 23 lastOffsetDelta i32
 //! ```
 
+use strom_protocol::records::{self, BatchHeaderMut, RecordError, TimestampType};
+
 use crate::error::BatchError;
 
 /// Size of the v2 batch header in bytes.
@@ -23,8 +26,6 @@ pub const BATCH_HEADER_BYTES: usize = 61;
 pub const LOG_OVERHEAD_BYTES: usize = 12;
 /// Byte position where the CRC-covered content starts (the attributes).
 const CRC_START: usize = 21;
-/// Attribute bit 3: the timestamp type is LogAppendTime.
-const TIMESTAMP_TYPE_BIT: i16 = 0x08;
 /// Attribute bit 4: the batch is part of a transaction.
 const TRANSACTIONAL_BIT: i16 = 0x10;
 /// Attribute bit 5: the batch is a control batch.
@@ -61,52 +62,34 @@ pub struct BatchHeader {
     pub record_count: i32,
 }
 
-fn read_i64(bytes: &[u8], at: usize) -> i64 {
-    let mut raw = [0u8; 8];
-    raw.copy_from_slice(&bytes[at..at + 8]);
-    i64::from_be_bytes(raw)
-}
-
-fn read_i32(bytes: &[u8], at: usize) -> i32 {
-    let mut raw = [0u8; 4];
-    raw.copy_from_slice(&bytes[at..at + 4]);
-    i32::from_be_bytes(raw)
-}
-
-fn read_i16(bytes: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([bytes[at], bytes[at + 1]])
-}
-
 impl BatchHeader {
     /// Reads the header at the start of `bytes`, checking only that a whole
     /// header is present and that the length and magic are plausible.
     ///
     /// `position` is used in errors only.
     pub fn parse(bytes: &[u8], position: usize) -> Result<BatchHeader, BatchError> {
-        if bytes.len() < BATCH_HEADER_BYTES {
-            return Err(BatchError::Truncated { position });
-        }
+        let decoded = records::BatchHeader::decode(bytes).map_err(|error| match error {
+            RecordError::LegacyMagic { magic } | RecordError::UnsupportedMagic { magic } => {
+                BatchError::UnsupportedMagic { position, magic }
+            }
+            RecordError::Truncated { .. } => BatchError::Truncated { position },
+            _ => BatchError::InvalidHeader { position },
+        })?;
         let header = BatchHeader {
-            base_offset: read_i64(bytes, 0),
-            batch_length: read_i32(bytes, 8),
-            partition_leader_epoch: read_i32(bytes, 12),
-            magic: bytes[16] as i8,
-            crc: read_i32(bytes, 17) as u32,
-            attributes: read_i16(bytes, 21),
-            last_offset_delta: read_i32(bytes, 23),
-            base_timestamp: read_i64(bytes, 27),
-            max_timestamp: read_i64(bytes, 35),
-            producer_id: read_i64(bytes, 43),
-            producer_epoch: read_i16(bytes, 51),
-            base_sequence: read_i32(bytes, 53),
-            record_count: read_i32(bytes, 57),
+            base_offset: decoded.base_offset,
+            batch_length: decoded.batch_length,
+            partition_leader_epoch: decoded.partition_leader_epoch,
+            magic: decoded.magic,
+            crc: decoded.crc,
+            attributes: decoded.attributes.bits(),
+            last_offset_delta: decoded.last_offset_delta,
+            base_timestamp: decoded.base_timestamp,
+            max_timestamp: decoded.max_timestamp,
+            producer_id: decoded.producer_id,
+            producer_epoch: decoded.producer_epoch,
+            base_sequence: decoded.base_sequence,
+            record_count: decoded.record_count,
         };
-        if header.magic != 2 {
-            return Err(BatchError::UnsupportedMagic {
-                position,
-                magic: header.magic,
-            });
-        }
         if header.batch_length < (BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES) as i32 {
             return Err(BatchError::InvalidLength {
                 position,
@@ -198,25 +181,24 @@ pub fn validate_batch_at(bytes: &[u8], position: usize) -> Result<BatchHeader, B
     Ok(header)
 }
 
-/// Rewrites the base offset of the batch at the start of `batch`
-/// (not covered by the CRC).
-pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
-    batch[0..8].copy_from_slice(&base_offset.to_be_bytes());
-}
-
-/// Rewrites the partition leader epoch (not covered by the CRC).
-pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
-    batch[12..16].copy_from_slice(&epoch.to_be_bytes());
-}
-
-/// Marks the batch as `LogAppendTime` with `timestamp` as its max timestamp
-/// and recomputes the CRC (attributes and max timestamp are covered by it).
-pub fn set_log_append_time(batch: &mut [u8], timestamp: i64) {
-    let attributes = read_i16(batch, 21) | TIMESTAMP_TYPE_BIT;
-    batch[21..23].copy_from_slice(&attributes.to_be_bytes());
-    batch[35..43].copy_from_slice(&timestamp.to_be_bytes());
-    let crc = compute_crc(batch);
-    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+/// Rewrites, in place, the fields the leader owns: base offset, partition
+/// leader epoch and, for `LogAppendTime`, the timestamp type and max
+/// timestamp (the CRC is recomputed then). `batch` must start with a batch
+/// that [`validate_batch_at`] accepted.
+pub fn assign(
+    batch: &mut [u8],
+    base_offset: i64,
+    leader_epoch: i32,
+    log_append_time_ms: Option<i64>,
+    position: usize,
+) -> Result<(), BatchError> {
+    let mut header = BatchHeaderMut::new(batch).map_err(|_| BatchError::Truncated { position })?;
+    header.set_base_offset(base_offset);
+    header.set_partition_leader_epoch(leader_epoch);
+    if let Some(time) = log_append_time_ms {
+        header.set_max_timestamp(TimestampType::LogAppendTime, time);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -266,14 +248,16 @@ mod tests {
     #[test]
     fn log_append_time_keeps_the_crc_valid() {
         let mut bytes = simple_batch(&BatchSpec::default()).to_vec();
-        set_base_offset(&mut bytes, 42);
-        set_partition_leader_epoch(&mut bytes, 3);
-        set_log_append_time(&mut bytes, 123_456);
+        assign(&mut bytes, 42, 3, Some(123_456), 0).expect("assign");
         let header = validate_batch_at(&bytes, 0).expect("still valid");
         assert_eq!(header.base_offset, 42);
         assert_eq!(header.partition_leader_epoch, 3);
         assert_eq!(header.max_timestamp, 123_456);
-        assert_ne!(header.attributes & TIMESTAMP_TYPE_BIT, 0);
+        assert_ne!(header.attributes & 0x08, 0, "LogAppendTime bit");
+        let mut create_time = simple_batch(&BatchSpec::default()).to_vec();
+        assign(&mut create_time, 7, 1, None, 0).expect("assign");
+        let header = validate_batch_at(&create_time, 0).expect("valid");
+        assert_eq!((header.base_offset, header.attributes & 0x08), (7, 0));
     }
 
     #[test]

@@ -242,8 +242,8 @@ impl Log {
                         base_offset: header.base_offset,
                         source,
                     })?;
-                    if let Some(key) = record.key() {
-                        map.insert(key.clone(), record.offset(header.base_offset));
+                    if let Some(key) = record.key_bytes() {
+                        map.insert(key, record.offset(header.base_offset));
                     }
                 }
                 Ok(())
@@ -376,21 +376,15 @@ fn filter_batch(
         builder = builder.with_log_append_time(header.max_timestamp);
     }
     for record in &retained {
-        let headers: Vec<(Bytes, Option<Bytes>)> = record
-            .headers()
-            .iter()
-            .map(|item| (item.key, item.value))
-            .collect();
-        let header_inputs: Vec<(&[u8], Option<&[u8]>)> = headers
-            .iter()
-            .map(|(key, value)| (key.as_ref(), value.as_deref()))
-            .collect();
+        let headers = record.headers();
+        let header_inputs: Vec<(&[u8], Option<&[u8]>)> =
+            headers.iter().map(|item| (item.key, item.value)).collect();
         builder
             .append_with_offset(
                 record.offset(header.base_offset),
                 batch.record_timestamp(record),
-                record.key().map(|key| key.as_ref()),
-                record.value().map(|value| value.as_ref()),
+                record.key(),
+                record.value(),
                 &header_inputs,
             )
             .map_err(record_error)?;

@@ -127,6 +127,12 @@ pub enum BatchError {
         /// The CRC computed over the content.
         computed: u32,
     },
+    /// A header field is invalid (unknown compression codec, negative record count).
+    #[error("batch at byte {position} has an invalid header")]
+    InvalidHeader {
+        /// Byte position of the batch in the append.
+        position: usize,
+    },
     /// The last offset delta is negative or the record count disagrees with it.
     #[error("batch at byte {position} has an invalid offset delta {last_offset_delta}")]
     InvalidOffsetDelta {

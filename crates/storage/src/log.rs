@@ -224,16 +224,24 @@ impl Log {
         let log_append_time_ms = (self.config.message_timestamp_type
             == MessageTimestampType::LogAppendTime)
             .then_some(now_ms);
-        let mut owned = BytesMut::from(records.as_ref());
+        // Edit in place when the caller's buffer is not shared (a request
+        // frame usually is not); copy once otherwise.
+        let mut owned = records
+            .try_into_mut()
+            .unwrap_or_else(|shared| BytesMut::from(shared.as_ref()));
         let mut next_offset = self.log_end_offset;
         for (header, position) in &mut batches {
             let bytes = &mut owned[*position..*position + header.size_in_bytes()];
-            batch::set_base_offset(bytes, next_offset);
-            batch::set_partition_leader_epoch(bytes, leader_epoch);
+            batch::assign(
+                bytes,
+                next_offset,
+                leader_epoch,
+                log_append_time_ms,
+                *position,
+            )?;
             header.base_offset = next_offset;
             header.partition_leader_epoch = leader_epoch;
             if let Some(time) = log_append_time_ms {
-                batch::set_log_append_time(bytes, time);
                 header.max_timestamp = time;
             }
             next_offset = header.next_offset();
@@ -543,12 +551,30 @@ impl Log {
 
     /// Flushes and trims indexes for a clean shutdown.
     pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
-        self.flush(now_ms)?;
-        self.producer_state
-            .write_snapshot(&self.dir, self.log_end_offset)?;
-        for segment in self.segments.values_mut() {
+        // Sealed segments were trimmed and fsynced when they were rolled;
+        // only the active one (and anything after the recovery point) needs
+        // trimming and flushing here.
+        let recovery_segment = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(self.log_start_offset, |(base, _)| *base);
+        for segment in self
+            .segments
+            .range_mut(recovery_segment..)
+            .map(|(_, segment)| segment)
+        {
             segment.seal()?;
-            segment.flush()?;
+        }
+        self.flush(now_ms)?;
+        // A snapshot bounds the header scan at the next open; an empty log
+        // has nothing to scan, and an existing snapshot at the log end is current.
+        let latest_snapshot = list_snapshots(&self.dir)?.keys().next_back().copied();
+        if self.log_end_offset > self.log_start_offset
+            && latest_snapshot != Some(self.log_end_offset)
+        {
+            self.producer_state
+                .write_snapshot(&self.dir, self.log_end_offset)?;
         }
         self.delete_pending_files(i64::MAX)
     }

@@ -452,34 +452,44 @@ impl LogManager {
             .values()
             .map(|(_, log)| Arc::clone(log))
             .collect();
+        // One failing log must not stop the others' background work: every
+        // log is visited and the first error is returned at the end.
+        let mut first_error: Option<ManagerError> = None;
+        let mut note = |result: Result<(), ManagerError>| {
+            if let Err(error) = result {
+                tracing::error!(%error, "background work on a log failed");
+                first_error.get_or_insert(error);
+            }
+        };
         for log in &handles {
-            write_log(log).tick(now_ms)?;
+            note(write_log(log).tick(now_ms).map_err(ManagerError::from));
         }
         let mut schedule = self.schedule();
         if now_ms >= schedule.next_retention_ms {
             schedule.next_retention_ms = now_ms + self.config.retention_check_interval_ms;
             for log in &handles {
-                write_log(log).delete_old_segments(now_ms)?;
+                let deleted = write_log(log).delete_old_segments(now_ms);
+                note(deleted.map(|_| ()).map_err(ManagerError::from));
             }
         }
         if now_ms >= schedule.next_recovery_checkpoint_ms {
             schedule.next_recovery_checkpoint_ms =
                 now_ms + self.config.recovery_point_checkpoint_interval_ms;
-            self.checkpoint(RECOVERY_POINT_CHECKPOINT, |log| log.recovery_point())?;
+            note(self.checkpoint(RECOVERY_POINT_CHECKPOINT, |log| log.recovery_point()));
         }
         if now_ms >= schedule.next_start_checkpoint_ms {
             schedule.next_start_checkpoint_ms =
                 now_ms + self.config.log_start_offset_checkpoint_interval_ms;
-            self.checkpoint(LOG_START_OFFSET_CHECKPOINT, |log| log.log_start_offset())?;
+            note(self.checkpoint(LOG_START_OFFSET_CHECKPOINT, |log| log.log_start_offset()));
         }
         if now_ms >= schedule.next_high_watermark_checkpoint_ms {
             schedule.next_high_watermark_checkpoint_ms =
                 now_ms + self.config.high_watermark_checkpoint_interval_ms;
-            self.checkpoint(REPLICATION_OFFSET_CHECKPOINT, |log| log.high_watermark())?;
+            note(self.checkpoint(REPLICATION_OFFSET_CHECKPOINT, |log| log.high_watermark()));
         }
         if self.config.cleaner_enable && now_ms >= schedule.next_cleaning_ms {
             schedule.next_cleaning_ms = now_ms + self.config.cleaner_backoff_ms;
-            self.clean_logs(&handles, now_ms)?;
+            note(self.clean_logs(&handles, now_ms));
         }
         let (due, waiting): (Vec<_>, Vec<_>) =
             std::mem::take(&mut schedule.pending_directory_deletes)
@@ -487,20 +497,34 @@ impl LogManager {
                 .partition(|(delete_at_ms, _)| *delete_at_ms <= now_ms);
         schedule.pending_directory_deletes = waiting;
         for (_, path) in due {
-            std::fs::remove_dir_all(&path).at(&path)?;
+            note(
+                std::fs::remove_dir_all(&path)
+                    .at(&path)
+                    .map_err(ManagerError::from),
+            );
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Runs one compaction pass on every compacted log that is dirty enough,
     /// then checkpoints the first dirty offsets.
     fn clean_logs(&self, handles: &[LogHandle], now_ms: i64) -> Result<(), ManagerError> {
         let mut cleaned_any = false;
+        let mut first_error = None;
         for log in handles {
             let mut log = write_log(log);
             if log.config().cleanup_policy.compact {
-                cleaned_any |= log.clean(now_ms, &CleanOptions::default())?.is_some();
+                match log.clean(now_ms, &CleanOptions::default()) {
+                    Ok(stats) => cleaned_any |= stats.is_some(),
+                    Err(error) => {
+                        tracing::error!(%error, partition = %log.topic_partition(), "compaction failed");
+                        first_error.get_or_insert(error);
+                    }
+                }
             }
+        }
+        if let Some(error) = first_error {
+            return Err(error.into());
         }
         if cleaned_any {
             self.checkpoint(CLEANER_OFFSET_CHECKPOINT, |log| log.first_dirty_offset())?;

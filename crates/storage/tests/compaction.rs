@@ -85,10 +85,7 @@ fn records(log: &Log) -> BTreeMap<i64, (Bytes, Option<Bytes>)> {
                 assert!(record_offset > previous, "offsets strictly increase");
                 all.insert(
                     record_offset,
-                    (
-                        record.key().cloned().expect("keyed"),
-                        record.value().cloned(),
-                    ),
+                    (record.key_bytes().expect("keyed"), record.value_bytes()),
                 );
             }
             position += header.size_in_bytes();

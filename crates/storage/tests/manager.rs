@@ -145,3 +145,47 @@ fn invalid_topic_names_are_refused() {
         Err(ManagerError::InvalidTopicName { .. })
     ));
 }
+
+#[test]
+fn tick_compacts_compacted_topics_and_checkpoints_the_cleaner_offset() {
+    use strom_storage::config::CleanupPolicy;
+    use strom_storage::manager::CLEANER_OFFSET_CHECKPOINT;
+    use strom_storage::testing::{keyed_batch, BatchSpec, TestRecord};
+
+    let root = tempfile::tempdir().expect("tempdir");
+    let dirs = vec![root.path().join("logs")];
+    let mut compacted = small_config();
+    compacted.cleanup_policy = CleanupPolicy {
+        delete: false,
+        compact: true,
+    };
+    let mut topics = BTreeMap::new();
+    topics.insert("state".to_owned(), compacted);
+    let manager = LogManager::open(manager_config(&dirs), topics, 0).expect("open");
+    let partition = TopicPartition::new("state", 0);
+    let log = manager.get_or_create(&partition, 0).expect("create");
+    {
+        let mut log = log.write().expect("lock");
+        for round in 0..40 {
+            let record = TestRecord {
+                key: Some(vec![b'k', (round % 4) as u8]),
+                value: Some(vec![round as u8; 60]),
+            };
+            log.append_as_leader(keyed_batch(&BatchSpec::default(), &[record]), 0, 0)
+                .expect("append");
+        }
+        log.roll(0).expect("roll");
+        let end = log.log_end_offset();
+        log.update_high_watermark(end);
+    }
+    let size_before = log.read().expect("lock").size_bytes();
+    manager.tick(1_000).expect("tick");
+    assert!(
+        log.read().expect("lock").size_bytes() < size_before,
+        "compacted"
+    );
+    let checkpoint = OffsetCheckpointFile::new(dirs[0].join(CLEANER_OFFSET_CHECKPOINT))
+        .read()
+        .expect("cleaner checkpoint");
+    assert_eq!(checkpoint.get(&partition).copied(), Some(40));
+}

@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use common::{partition_dir, small_config};
 use proptest::prelude::*;
+use strom_protocol::records::BatchHeaderMut;
 use strom_storage::backend::FileBackend;
-use strom_storage::batch::{self, validate_batch_at};
+use strom_storage::batch::validate_batch_at;
 use strom_storage::testing::FaultInjector;
 use strom_storage::testing::{simple_batch, BatchSpec};
 use strom_storage::LogOpenOptions;
@@ -178,8 +179,9 @@ fn run(operations: Vec<Operation>) {
                 let info = log.append_as_leader(input.clone(), 1, 0).expect("append");
                 assert_eq!(info.first_offset, model.log_end(log.log_start_offset()));
                 let mut stored = input.to_vec();
-                batch::set_base_offset(&mut stored, info.first_offset);
-                batch::set_partition_leader_epoch(&mut stored, 1);
+                let mut header = BatchHeaderMut::new(&mut stored).expect("batch");
+                header.set_base_offset(info.first_offset);
+                header.set_partition_leader_epoch(1);
                 model.batches.push(stored.into());
             }
             Operation::Read {
