@@ -208,6 +208,27 @@ fn offsets_for_timestamps() {
 }
 
 #[test]
+fn offsets_for_timestamps_find_the_record_inside_a_batch() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    // One batch of ten records stamped 1000, 1001, ... 1009.
+    log.append_as_leader(batch(10, 1000), 0, 0).expect("append");
+    let found = |log: &strom_storage::log::Log, timestamp| {
+        log.offset_for_timestamp(timestamp)
+            .map(|found| (found.timestamp, found.offset))
+    };
+    assert_eq!(found(&log, 0), Some((1000, 0)));
+    assert_eq!(found(&log, 1003), Some((1003, 3)));
+    assert_eq!(found(&log, 1009), Some((1009, 9)));
+    assert_eq!(found(&log, 1010), None);
+    // Records before the log start offset are never answered.
+    log.update_high_watermark(10);
+    assert!(log.increment_log_start_offset(6).expect("delete records"));
+    assert_eq!(found(&log, 1002), Some((1006, 6)));
+}
+
+#[test]
 fn log_append_time_overwrites_max_timestamp() {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = partition_dir(root.path());

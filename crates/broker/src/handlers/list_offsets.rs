@@ -22,7 +22,7 @@ const LATEST_TIERED_TIMESTAMP: i64 = -5;
 /// Handles a ListOffsets request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: ListOffsetsRequest,
 ) -> Reply {
     let topics = request
@@ -34,24 +34,14 @@ pub fn handle(
                 .partitions
                 .into_iter()
                 .map(|partition| {
-                    let response = ListOffsetsPartitionResponse::default()
-                        .with_partition_index(partition.partition_index);
-                    match lookup(
+                    let found = lookup(
                         broker,
                         &name,
                         partition.partition_index,
                         partition.current_leader_epoch,
                         partition.timestamp,
-                    ) {
-                        Ok((timestamp, offset, leader_epoch)) => response
-                            .with_timestamp(timestamp)
-                            .with_offset(offset)
-                            .with_leader_epoch(leader_epoch),
-                        Err(code) => response
-                            .with_error_code(code.code())
-                            .with_timestamp(-1)
-                            .with_offset(-1),
-                    }
+                    );
+                    partition_response(context.api_version, partition.partition_index, found)
                 })
                 .collect();
             ListOffsetsTopicResponse::default()
@@ -62,6 +52,31 @@ pub fn handle(
     Reply::Response(Response::ListOffsets(
         ListOffsetsResponse::default().with_topics(topics),
     ))
+}
+
+/// One partition's answer at `api_version`. The leader epoch exists from v4
+/// on; earlier versions cannot carry it (the encoder refuses a non-default
+/// value), so it is left at its default there.
+fn partition_response(
+    api_version: i16,
+    partition_index: i32,
+    found: Result<(i64, i64, i32), ErrorCode>,
+) -> ListOffsetsPartitionResponse {
+    let response = ListOffsetsPartitionResponse::default().with_partition_index(partition_index);
+    match found {
+        Ok((timestamp, offset, leader_epoch)) => {
+            let response = response.with_timestamp(timestamp).with_offset(offset);
+            if api_version >= 4 {
+                response.with_leader_epoch(leader_epoch)
+            } else {
+                response
+            }
+        }
+        Err(code) => response
+            .with_error_code(code.code())
+            .with_timestamp(-1)
+            .with_offset(-1),
+    }
 }
 
 /// `(timestamp, offset, leader epoch)` for one partition.
@@ -100,4 +115,38 @@ fn lookup(
         }
     })?;
     Ok((found.0, found.1, leader_epoch))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use strom_protocol::kafka::messages::list_offsets_response::ListOffsetsTopicResponse;
+    use strom_protocol::messages::encode_response_frame;
+
+    use super::*;
+
+    #[test]
+    fn answers_encode_at_every_served_version() {
+        for api_version in 1..=10 {
+            for found in [
+                Ok((1_700_000_000_000, 42, 3)),
+                Err(ErrorCode::NotLeaderOrFollower),
+            ] {
+                let partition = partition_response(api_version, 0, found);
+                let expected_epoch = match found {
+                    Ok(_) if api_version >= 4 => 3,
+                    _ => -1,
+                };
+                assert_eq!(partition.leader_epoch, expected_epoch);
+                let topic = ListOffsetsTopicResponse::default().with_partitions(vec![partition]);
+                let response =
+                    Response::ListOffsets(ListOffsetsResponse::default().with_topics(vec![topic]));
+                let mut buffer = BytesMut::new();
+                assert!(
+                    encode_response_frame(7, api_version, &response, &mut buffer).is_ok(),
+                    "ListOffsets v{api_version} does not encode"
+                );
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ use strom_protocol::kafka::messages::produce_response::{
 use strom_protocol::kafka::messages::{ProduceRequest, ProduceResponse, TopicName};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_protocol::records::RecordBatches;
 use strom_replication::AckStatus;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
@@ -147,6 +148,13 @@ fn append_partition(
             Some("no record batches".to_owned()),
         );
     };
+    if carries_more_than_one_batch(&records) {
+        return failed(
+            index,
+            ErrorCode::InvalidRecord,
+            Some("a produce request carries exactly one record batch per partition".to_owned()),
+        );
+    }
     match replica.append(records, acks == -1, now_ms) {
         Ok(info) => {
             let required = info.last_offset + 1;
@@ -168,6 +176,14 @@ fn append_partition(
             failed(index, code, Some(error.to_string()))
         }
     }
+}
+
+/// Whether a partition's records hold a second batch. Kafka refuses those
+/// with INVALID_RECORD (Produce v3+ carries exactly one batch per partition):
+/// an idempotent producer's sequence check and duplicate detection work per
+/// batch. A malformed first batch counts as one; the log rejects it.
+fn carries_more_than_one_batch(records: &bytes::Bytes) -> bool {
+    RecordBatches::new(records.clone()).take(2).count() > 1
 }
 
 /// The error for a partition this broker does not lead.
@@ -218,4 +234,32 @@ fn build(topics: Vec<TopicOutcomes>) -> ProduceResponse {
         })
         .collect();
     ProduceResponse::default().with_responses(responses)
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+    use strom_storage::testing::{simple_batch, BatchSpec};
+
+    use super::carries_more_than_one_batch;
+
+    #[test]
+    fn one_batch_per_partition() {
+        let batch = simple_batch(&BatchSpec {
+            records: 3,
+            ..BatchSpec::default()
+        });
+        assert!(!carries_more_than_one_batch(&batch));
+        let mut two = BytesMut::from(&batch[..]);
+        two.extend_from_slice(&batch);
+        assert!(carries_more_than_one_batch(&two.freeze()));
+        // A batch followed by a cut-off one is one batch (the log refuses the
+        // tail as corrupt); so is garbage.
+        let mut cut = BytesMut::from(&batch[..]);
+        cut.extend_from_slice(&batch[..20]);
+        assert!(!carries_more_than_one_batch(&cut.freeze()));
+        assert!(!carries_more_than_one_batch(&Bytes::from_static(
+            b"garbage"
+        )));
+    }
 }
