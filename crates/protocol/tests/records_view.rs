@@ -195,5 +195,8 @@ fn set_producer_restamps_and_keeps_crc_valid() {
     assert_eq!(edited.producer_epoch(), 12);
     assert_eq!(edited.base_sequence(), 77);
     assert_eq!(edited.last_sequence(), 79);
-    assert_ne!(edited.crc(), RecordBatch::parse(original).expect("parse").crc());
+    assert_ne!(
+        edited.crc(),
+        RecordBatch::parse(original).expect("parse").crc()
+    );
 }
