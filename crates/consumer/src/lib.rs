@@ -1,0 +1,1 @@
+//! The Strom consumer (work in progress).
