@@ -23,6 +23,7 @@ use crate::config::BrokerConfig;
 use crate::handlers::{BrokerContext, Dispatcher};
 use crate::meta_properties;
 use crate::network::{NetworkConfig, Server, ServerHandle};
+use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::{topic_log_config, ReplicaManager};
 
 /// The directory (inside the first log directory) of the embedded
@@ -63,6 +64,9 @@ pub enum StartError {
     /// The configuration is unusable (for example a listener host).
     #[error(transparent)]
     Config(#[from] crate::error::ConfigError),
+    /// The producer id counter could not be loaded.
+    #[error(transparent)]
+    ProducerIds(#[from] crate::error::ProducerIdError),
     /// Binding a listener failed.
     #[error("cannot listen on {address}")]
     Bind {
@@ -154,11 +158,13 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
     replicas.apply_image(&image);
     let controller_client: Arc<dyn ControllerClient> =
         Arc::clone(&controller) as Arc<dyn ControllerClient>;
+    let producer_ids = ProducerIdManager::open(&config.log_dirs[0])?;
     let context = Arc::new(BrokerContext {
         config: config.clone(),
         cluster_id: cluster_id.clone(),
         controller: controller_client,
         replicas,
+        producer_ids,
     });
     let tasks = vec![
         tokio::spawn(follow_metadata(Arc::clone(&context))),

@@ -13,6 +13,7 @@ pub mod handlers;
 pub mod launch;
 pub mod meta_properties;
 pub mod network;
+pub mod producer_ids;
 pub mod properties;
 pub mod replica_manager;
 

@@ -1,7 +1,8 @@
 //! Time and randomness, injected so that controller logic is
 //! deterministic under test.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// A source of the current time in milliseconds.
 pub trait Clock: Send + Sync {
@@ -9,17 +10,26 @@ pub trait Clock: Send + Sync {
     fn now_ms(&self) -> u64;
 }
 
-/// The wall clock (milliseconds since the Unix epoch).
+/// The system clock: milliseconds since the Unix epoch as read at the first
+/// call, advanced from then on by the monotonic clock, so it never goes
+/// backwards when the wall clock is stepped (a step must not expire every
+/// broker session at once).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| {
-                u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-            })
+        static ANCHOR: OnceLock<(Instant, u64)> = OnceLock::new();
+        let (start, start_ms) = ANCHOR.get_or_init(|| {
+            let wall_ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |elapsed| {
+                    u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+                });
+            (Instant::now(), wall_ms)
+        });
+        let elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        start_ms.saturating_add(elapsed_ms)
     }
 }
 
@@ -152,7 +162,11 @@ mod tests {
     }
 
     #[test]
-    fn system_clock_is_after_2020() {
-        assert!(SystemClock.now_ms() > 1_577_836_800_000);
+    fn system_clock_is_after_2020_and_never_goes_back() {
+        let first = SystemClock.now_ms();
+        assert!(first > 1_577_836_800_000);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let second = SystemClock.now_ms();
+        assert!(second >= first + 5, "{first} then {second}");
     }
 }

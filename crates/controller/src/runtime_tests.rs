@@ -210,3 +210,43 @@ async fn works_through_the_trait_object() {
     assert!(outcomes[0].result.is_ok());
     assert!(client.image().topic_by_name("x").is_some());
 }
+
+#[tokio::test]
+async fn controlled_shutdown_then_restart_restores_leadership() {
+    let directory = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(0));
+    {
+        let controller = start(directory.path(), Arc::clone(&clock), 1_000).await;
+        bring_up_broker(&controller, 1).await;
+        controller.create_topics(new_topic("t", 2)).await.unwrap();
+        let epoch = controller.image().broker(1).unwrap().epoch;
+        let reply = controller
+            .broker_heartbeat(BrokerHeartbeatRequest {
+                broker_id: 1,
+                broker_epoch: epoch,
+                want_fence: false,
+                want_shutdown: true,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(reply.should_shut_down);
+        let image = controller.image();
+        let topic = image.topic_by_name("t").unwrap();
+        assert!(topic
+            .partitions
+            .iter()
+            .all(|partition| partition.leader.is_none()));
+        assert!(topic
+            .partitions
+            .iter()
+            .all(|partition| partition.isr == vec![1]));
+    }
+    let controller = start(directory.path(), clock, 1_000).await;
+    bring_up_broker(&controller, 2).await;
+    let image = controller.image();
+    for partition in &image.topic_by_name("t").unwrap().partitions {
+        assert_eq!(partition.leader, Some(1));
+        assert_eq!(partition.leader_epoch, 2);
+    }
+}

@@ -4,8 +4,9 @@
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_protocol::error_code::ErrorCode;
 use strom_replication::ReplicationError;
-use strom_storage::error::{AppendError, BatchError, ReadError};
+use strom_storage::error::{AppendError, BatchError, LogError, ReadError};
 
+use crate::error::ProducerIdError;
 use crate::replica_manager::AppendFailure;
 
 /// The code for a failed append.
@@ -74,8 +75,17 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
         }
         ControllerError::AssignmentWithCounts { .. } => ErrorCode::InvalidRequest,
         ControllerError::ElectionNotNeeded { .. } => ErrorCode::ElectionNotNeeded,
-        #[allow(unreachable_patterns)]
-        _ => ErrorCode::UnknownServerError,
+        ControllerError::NotLeader { .. } => ErrorCode::NotLeaderOrFollower,
+        ControllerError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+        ControllerError::InvalidUpdateVersion { .. } => ErrorCode::InvalidUpdateVersion,
+        ControllerError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
+        ControllerError::InvalidIsr { .. } => ErrorCode::InvalidRequest,
+        ControllerError::PreferredLeaderNotAvailable { .. } => {
+            ErrorCode::PreferredLeaderNotAvailable
+        }
+        ControllerError::EligibleLeadersNotAvailable { .. } => {
+            ErrorCode::EligibleLeadersNotAvailable
+        }
     }
 }
 
@@ -83,4 +93,25 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
 pub fn runtime_error_code(_error: &RuntimeError) -> ErrorCode {
     // The embedded controller failed to persist; clients may retry.
     ErrorCode::NotController
+}
+
+/// The code for a DeleteRecords that the log refused.
+pub fn delete_records_error_code(error: &LogError) -> ErrorCode {
+    match error {
+        LogError::LogStartBeyondLimit { .. } => ErrorCode::OffsetOutOfRange,
+        #[allow(unreachable_patterns)]
+        _ => ErrorCode::KafkaStorageError,
+    }
+}
+
+/// The code for a producer id that could not be allocated.
+pub fn producer_id_error_code(error: &ProducerIdError) -> ErrorCode {
+    match error {
+        // The counter file could not be written: a storage problem the
+        // client may retry.
+        ProducerIdError::Io { .. } | ProducerIdError::Corrupt { .. } => {
+            ErrorCode::KafkaStorageError
+        }
+        ProducerIdError::Exhausted => ErrorCode::UnknownServerError,
+    }
 }

@@ -14,7 +14,7 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 use uuid::Uuid;
 
-use super::BrokerContext;
+use super::{authorized_operations, BrokerContext};
 use crate::network::{Reply, RequestContext};
 
 /// Which topics a request names.
@@ -47,7 +47,21 @@ pub async fn handle(
             image = auto_create(broker, &image, topics).await;
         }
     }
-    Reply::Response(Response::Metadata(response(broker, &image, &wanted)))
+    let mut response = response(broker, &image, &wanted);
+    // KIP-430: no authorizer, so every supported operation is allowed.
+    if request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = authorized_operations::cluster();
+    }
+    if request.include_topic_authorized_operations {
+        for topic in response
+            .topics
+            .iter_mut()
+            .filter(|topic| topic.error_code == 0)
+        {
+            topic.topic_authorized_operations = authorized_operations::topic();
+        }
+    }
+    Reply::Response(Response::Metadata(response))
 }
 
 async fn auto_create(

@@ -13,15 +13,29 @@ use strom_protocol::messages::Request;
 
 use crate::config::BrokerConfig;
 use crate::network::{Reply, RequestContext, RequestHandler};
+use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::ReplicaManager;
 
+mod alter_configs;
 mod api_versions;
+mod authorized_operations;
+mod config_docs;
+mod create_partitions;
 mod create_topics;
+mod delete_records;
+mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
 mod errors;
 mod fetch;
+mod incremental_alter_configs;
+mod init_producer_id;
 mod list_offsets;
 mod metadata;
+mod offset_for_leader_epoch;
 mod produce;
+mod sasl_authenticate;
+mod sasl_handshake;
 
 /// The APIs this broker serves, in the order of Kafka's API keys.
 pub const HANDLED_APIS: &[ApiKey] = &[
@@ -29,8 +43,19 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::Fetch,
     ApiKey::ListOffsets,
     ApiKey::Metadata,
+    ApiKey::SaslHandshake,
     ApiKey::ApiVersions,
     ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DeleteRecords,
+    ApiKey::InitProducerId,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::SaslAuthenticate,
+    ApiKey::CreatePartitions,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeCluster,
 ];
 
 /// What every handler may use.
@@ -43,6 +68,8 @@ pub struct BrokerContext {
     pub controller: Arc<dyn ControllerClient>,
     /// The partitions hosted here.
     pub replicas: Arc<ReplicaManager>,
+    /// The durable producer id counter (InitProducerId).
+    pub producer_ids: ProducerIdManager,
 }
 
 impl BrokerContext {
@@ -80,6 +107,37 @@ impl RequestHandler for Dispatcher {
             }
             Request::CreateTopics(request) => {
                 create_topics::handle(broker, &request_context, request).await
+            }
+            Request::DeleteTopics(request) => {
+                delete_topics::handle(broker, &request_context, request).await
+            }
+            Request::CreatePartitions(request) => {
+                create_partitions::handle(broker, &request_context, request).await
+            }
+            Request::DescribeConfigs(request) => {
+                describe_configs::handle(broker, &request_context, request)
+            }
+            Request::AlterConfigs(request) => {
+                alter_configs::handle(broker, &request_context, request).await
+            }
+            Request::IncrementalAlterConfigs(request) => {
+                incremental_alter_configs::handle(broker, &request_context, request).await
+            }
+            Request::DescribeCluster(request) => {
+                describe_cluster::handle(broker, &request_context, request)
+            }
+            Request::DeleteRecords(request) => {
+                delete_records::handle(broker, &request_context, request)
+            }
+            Request::OffsetForLeaderEpoch(request) => {
+                offset_for_leader_epoch::handle(broker, &request_context, request)
+            }
+            Request::InitProducerId(request) => {
+                init_producer_id::handle(broker, &request_context, request)
+            }
+            Request::SaslHandshake(request) => sasl_handshake::handle(&request_context, request),
+            Request::SaslAuthenticate(request) => {
+                sasl_authenticate::handle(&request_context, request)
             }
             other => {
                 tracing::warn!(api_key = ?other.api_key(), peer = %request_context.peer, "request for an API this broker does not serve");
