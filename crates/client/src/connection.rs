@@ -364,7 +364,17 @@ async fn negotiate_api_versions(
         // A broker that rejects the version answers with a v0 body.
         let decoded = decode_response(frame.clone(), ApiKey::ApiVersions as i16, version)
             .or_else(|_| decode_response(frame, ApiKey::ApiVersions as i16, 0));
-        let (_, response) = decoded.map_err(|source| protocol(address, source))?;
+        let response = match decoded {
+            Ok((_, response)) => response,
+            // Some brokers (librdkafka's mock cluster) answer an unsupported
+            // ApiVersions version with a body neither version decodes:
+            // retry at v0, which every broker supports.
+            Err(_) if version > 0 => {
+                version = 0;
+                continue;
+            }
+            Err(source) => return Err(protocol(address, source)),
+        };
         let Response::ApiVersions(body) = response else {
             return Err(ClientError::UnexpectedResponse {
                 api_key: ApiKey::ApiVersions as i16,
