@@ -419,7 +419,8 @@ pub fn encode_response_frame(
 }
 
 /// Decodes a response frame body (header, then body) to a request of
-/// `api_key` sent at `api_version`.
+/// `api_key` sent at `api_version`. Bytes after the body are ignored, as
+/// Kafka's clients do (librdkafka's mock cluster, for one, sends some).
 pub fn decode_response(
     mut frame: Bytes,
     api_key: i16,
@@ -427,7 +428,13 @@ pub fn decode_response(
 ) -> Result<(ResponseHeader, Response), MessageError> {
     let key = check_version(api_key, api_version)?;
     let header = decode_response_header(&mut frame, response_header_version(key, api_version))?;
-    let body = Response::decode(api_key, api_version, &mut frame)?;
+    let body = Response::decode_unchecked(key, api_version, &mut frame).map_err(|source| {
+        MessageError::Decode {
+            api_key,
+            api_version,
+            source,
+        }
+    })?;
     Ok((header, body))
 }
 
@@ -558,6 +565,17 @@ mod tests {
                 remaining_bytes: 1
             })
         ));
+    }
+
+    #[test]
+    fn response_frames_with_trailing_bytes_decode() {
+        let answer = Response::from(HeartbeatResponse::default().with_error_code(27));
+        let mut wire = BytesMut::new();
+        encode_response(9, 4, &answer, &mut wire).unwrap();
+        wire.extend_from_slice(&[0x00]);
+        let (header, decoded) = decode_response(wire.freeze(), 12, 4).unwrap();
+        assert_eq!(header.correlation_id, 9);
+        assert_eq!(decoded, answer);
     }
 
     #[test]
