@@ -45,7 +45,7 @@ fn produce(bootstrap: &str, topic: &str, count: usize) -> BTreeSet<(i32, String)
 }
 
 fn config(bootstrap: &str, group: Option<&str>) -> ConsumerConfig {
-    let mut config = ConsumerConfig::new([bootstrap.to_owned()]);
+    let mut config = ConsumerConfig::new(bootstrap.split(',').map(str::to_owned));
     config.group_id = group.map(str::to_owned);
     config.auto_offset_reset = OffsetReset::Earliest;
     config.fetch_max_wait = Duration::from_millis(100);
