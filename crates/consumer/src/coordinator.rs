@@ -34,6 +34,19 @@ use crate::membership::{HeartbeatTimer, MemberEvent, MemberState};
 use crate::offsets::CommitIdentity;
 use crate::record::TopicPartition;
 
+/// The highest JoinGroup version sent. The group APIs are capped at their
+/// last non-flexible versions (the ones librdkafka uses): librdkafka's mock
+/// cluster advertises the flexible ones but drops the connection on them.
+/// These versions carry everything this consumer uses (`group.instance.id`,
+/// batch LeaveGroup) and every Kafka release since 2.4 serves them.
+pub const MAX_JOIN_GROUP_VERSION: i16 = 5;
+/// The highest SyncGroup version sent (see [`MAX_JOIN_GROUP_VERSION`]).
+pub const MAX_SYNC_GROUP_VERSION: i16 = 3;
+/// The highest Heartbeat version sent (see [`MAX_JOIN_GROUP_VERSION`]).
+pub const MAX_HEARTBEAT_VERSION: i16 = 3;
+/// The highest LeaveGroup version sent (see [`MAX_JOIN_GROUP_VERSION`]).
+pub const MAX_LEAVE_GROUP_VERSION: i16 = 2;
+
 /// The member's shared state (the consumer and the heartbeat task).
 #[derive(Debug)]
 struct Shared {
@@ -292,7 +305,9 @@ impl GroupCoordinator {
         topics: &[String],
         owned: &[TopicPartition],
     ) -> Result<JoinGroupResponse, ConsumerError> {
-        let version = connection.api_version(ApiKey::JoinGroup)?;
+        let version = connection
+            .api_version(ApiKey::JoinGroup)?
+            .min(MAX_JOIN_GROUP_VERSION);
         let timeout = self
             .config
             .client
@@ -305,6 +320,7 @@ impl GroupCoordinator {
                 (shared.member_id.clone(), shared.generation_id)
             };
             let request = self.join_request(version, &member_id, generation_id, topics, owned);
+            tracing::debug!(group = %self.group_id, version, %member_id, "JoinGroup");
             let response = self
                 .exchange(connection, request.into(), version, timeout)
                 .await?;
@@ -427,7 +443,9 @@ impl GroupCoordinator {
         strategy: AssignmentStrategy,
         assignments: Vec<SyncGroupRequestAssignment>,
     ) -> Result<Assignment, ConsumerError> {
-        let version = connection.api_version(ApiKey::SyncGroup)?;
+        let version = connection
+            .api_version(ApiKey::SyncGroup)?
+            .min(MAX_SYNC_GROUP_VERSION);
         let member_id = self.member_id();
         let mut request = SyncGroupRequest::default()
             .with_group_id(GroupId(str_bytes(&self.group_id)))
@@ -551,7 +569,9 @@ async fn send_leave(
     member_id: &str,
     timeout: Duration,
 ) -> Result<(), ConsumerError> {
-    let version = connection.api_version(ApiKey::LeaveGroup)?;
+    let version = connection
+        .api_version(ApiKey::LeaveGroup)?
+        .min(MAX_LEAVE_GROUP_VERSION);
     let mut request = LeaveGroupRequest::default().with_group_id(GroupId(str_bytes(group_id)));
     if version >= 3 {
         request.members = vec![MemberIdentity::default().with_member_id(str_bytes(member_id))];
@@ -723,7 +743,9 @@ async fn send_heartbeat(
     member_id: &str,
 ) -> Result<ErrorCode, ConsumerError> {
     let connection = cluster.broker_connection(coordinator).await?;
-    let version = connection.api_version(ApiKey::Heartbeat)?;
+    let version = connection
+        .api_version(ApiKey::Heartbeat)?
+        .min(MAX_HEARTBEAT_VERSION);
     let mut request = HeartbeatRequest::default()
         .with_group_id(GroupId(str_bytes(group_id)))
         .with_generation_id(generation_id)
