@@ -199,7 +199,10 @@ async fn a_group_of_two_shares_the_partitions_and_resumes_from_commits() {
         )]))
         .await
         .unwrap();
-    let committed = standalone.committed(&[tp0.clone()]).await.unwrap();
+    let committed = standalone
+        .committed(std::slice::from_ref(&tp0))
+        .await
+        .unwrap();
     let offset = committed[&tp0].clone().unwrap();
     assert_eq!((offset.offset, offset.metadata.as_str()), (42, "by hand"));
     assert_eq!(standalone.position(&tp0).await.unwrap(), 42);
