@@ -122,6 +122,9 @@ pub async fn run(shared: Arc<Shared>, cluster: Cluster, config: ProducerConfig) 
         if shared.idempotent && shared.idempotence().needs_reset {
             reset_producer_id(&shared, &cluster, &config).await;
         }
+        if let Err(error) = cluster.refresh_metadata_if_needed().await {
+            tracing::debug!(%error, "metadata refresh failed");
+        }
         let now = Instant::now();
         expire(&shared, now, config.delivery_timeout);
         let next_check =
