@@ -54,7 +54,7 @@ impl NewTopic {
     }
 }
 
-/// Which offset [`AdminClient::list_offsets`] looks up.
+/// Which offset [`AdminClient::list_offset`] looks up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetSpec {
     /// The log start offset.
@@ -78,7 +78,7 @@ impl OffsetSpec {
     }
 }
 
-/// An offset found by [`AdminClient::list_offsets`].
+/// An offset found by [`AdminClient::list_offset`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListedOffset {
     /// The offset (-1 if none matches).

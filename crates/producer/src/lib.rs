@@ -2,7 +2,7 @@
 //!
 //! `strom-producer` owns the producer: the [record accumulator](accumulator)
 //! (per-partition batches bounded by `batch.size`, `linger.ms` and
-//! `buffer.memory`), the [sender](sender) task that drains ready batches per
+//! `buffer.memory`), the [`sender`] task that drains ready batches per
 //! leader into Produce requests and retries retriable errors until
 //! `delivery.timeout.ms`, the [partitioners](partitioner) (murmur2 exactly
 //! like the Java client for keyed records, sticky for unkeyed), idempotence
