@@ -26,6 +26,7 @@
 //!   pass their own timeout to [`Connection::submit`].
 
 pub mod admin;
+pub mod admin_groups;
 pub mod cluster;
 pub mod config;
 pub mod connection;

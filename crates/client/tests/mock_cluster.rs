@@ -109,3 +109,29 @@ async fn slow_broker_times_out_and_the_pool_reconnects() {
     cluster.close();
     drop(mock);
 }
+
+#[tokio::test]
+async fn group_offsets_round_trip_through_the_coordinator() {
+    let mock = MockCluster::new(3).expect("mock cluster");
+    mock.create_topic("orders", 3, 1).expect("topic");
+    let cluster = Cluster::connect(config(&mock.bootstrap_servers()))
+        .await
+        .expect("connect");
+    let admin = AdminClient::new(cluster.clone(), Duration::from_secs(5));
+    let result = tokio::time::timeout(Duration::from_secs(10), async {
+        admin
+            .alter_group_offsets("billing", "orders", &[(0, 42), (2, 7)])
+            .await?;
+        admin
+            .list_group_offsets("billing", "orders", &[0, 1, 2])
+            .await
+    })
+    .await
+    .expect("bounded")
+    .expect("offsets");
+    assert_eq!(result.get(&0), Some(&42));
+    assert_eq!(result.get(&1), Some(&-1), "no committed offset");
+    assert_eq!(result.get(&2), Some(&7));
+    cluster.close();
+    drop(mock);
+}
