@@ -7,10 +7,12 @@ use strom_protocol::ErrorCode;
 /// Why a record was not acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProduceError {
-    /// The record is larger than `max.request.size` or the broker's limit.
+    /// The record is larger than `max.request.size` or the broker's limit
+    /// (MESSAGE_TOO_LARGE; batches are not split and retried).
     #[error("record of {size_bytes} bytes is too large")]
     RecordTooLarge {
-        /// The record's estimated size.
+        /// The record's estimated size, or its batch's size when the broker
+        /// rejected the batch (0 when unknown).
         size_bytes: usize,
     },
     /// The topic or partition does not exist.

@@ -54,6 +54,27 @@ impl DeliveryFuture {
     }
 }
 
+/// Owns the sender task; aborts it when the last producer handle is dropped
+/// without `close`.
+struct SenderTask(Mutex<Option<JoinHandle<()>>>);
+
+impl SenderTask {
+    fn take(&self) -> Option<JoinHandle<()>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl Drop for SenderTask {
+    fn drop(&mut self) {
+        if let Some(task) = self.take() {
+            task.abort();
+        }
+    }
+}
+
 /// An async Kafka producer. Cheap to clone; all clones share one sender.
 #[derive(Clone)]
 pub struct Producer {
@@ -62,7 +83,7 @@ pub struct Producer {
     shared: Arc<Shared>,
     partitioner: Arc<dyn Partitioner>,
     buffer: Arc<Semaphore>,
-    sender: Arc<Mutex<Option<JoinHandle<()>>>>,
+    sender: Arc<SenderTask>,
 }
 
 impl std::fmt::Debug for Producer {
@@ -124,7 +145,7 @@ impl Producer {
             shared,
             partitioner,
             buffer,
-            sender: Arc::new(Mutex::new(Some(task))),
+            sender: Arc::new(SenderTask(Mutex::new(Some(task)))),
         })
     }
 
@@ -264,12 +285,7 @@ impl Producer {
     pub async fn close(&self, timeout: Duration) {
         self.shared.closing.store(true, Ordering::Release);
         let _ = tokio::time::timeout(timeout, self.flush()).await;
-        let task = self
-            .sender
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(task) = task {
+        if let Some(task) = self.sender.take() {
             task.abort();
         }
         for batch in self.shared.accumulator().take_all() {

@@ -452,11 +452,17 @@ fn handle_partition(
         code => {
             let topic_partition = batch.topic_partition.clone();
             shared.accumulator().unmute(&topic_partition);
-            batch.fail(ProduceError::from_code(
+            let error = match ProduceError::from_code(
                 code,
                 &topic_partition.topic,
                 topic_partition.partition,
-            ));
+            ) {
+                ProduceError::RecordTooLarge { .. } => ProduceError::RecordTooLarge {
+                    size_bytes: batch.size_bytes(),
+                },
+                other => other,
+            };
+            batch.fail(error);
         }
     }
 }
