@@ -1,4 +1,5 @@
-//! The admin client: topics and offsets.
+//! The admin client: topics, cluster and offsets here; partitions, records,
+//! configs and groups in [`admin_groups`](crate::admin_groups).
 //!
 //! Requests go to the controller (topic creation and deletion) or to the
 //! partition leaders (offset lookups), as the Java `Admin` does. Results are
@@ -54,7 +55,7 @@ impl NewTopic {
     }
 }
 
-/// Which offset [`AdminClient::list_offsets`] looks up.
+/// Which offset [`AdminClient::list_offset`] looks up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetSpec {
     /// The log start offset.
@@ -78,7 +79,7 @@ impl OffsetSpec {
     }
 }
 
-/// An offset found by [`AdminClient::list_offsets`].
+/// An offset found by [`AdminClient::list_offset`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListedOffset {
     /// The offset (-1 if none matches).
@@ -117,11 +118,16 @@ impl AdminClient {
         }
     }
 
-    fn timeout_ms(&self) -> i32 {
+    /// The cluster handle.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    pub(crate) fn timeout_ms(&self) -> i32 {
         i32::try_from(self.operation_timeout.as_millis()).unwrap_or(i32::MAX)
     }
 
-    async fn controller(&self) -> Result<i32, ClientError> {
+    pub(crate) async fn controller(&self) -> Result<i32, ClientError> {
         let metadata = self.cluster.refresh_metadata().await?;
         if metadata.brokers.contains_key(&metadata.controller_id) {
             Ok(metadata.controller_id)

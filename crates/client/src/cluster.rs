@@ -110,6 +110,28 @@ impl Cluster {
             .unwrap_or_else(PoisonError::into_inner) = true;
     }
 
+    /// Whether a refresh was requested and has not happened yet.
+    pub fn is_metadata_stale(&self) -> bool {
+        *self
+            .inner
+            .stale
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Refreshes the metadata if a refresh was requested, or if it is older
+    /// than `metadata.max.age.ms`; returns the current snapshot.
+    pub async fn refresh_metadata_if_needed(&self) -> Result<Arc<ClusterMetadata>, ClientError> {
+        let snapshot = self.metadata();
+        if self.is_metadata_stale()
+            || snapshot.fetched_at.elapsed() >= self.inner.config.metadata_max_age
+        {
+            self.request_metadata_refresh();
+            return self.refresh_metadata().await;
+        }
+        Ok(snapshot)
+    }
+
     /// Metadata for `topic`, refreshed when stale or older than
     /// `metadata.max.age.ms`. The topic is remembered and included in every
     /// later refresh.

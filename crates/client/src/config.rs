@@ -45,10 +45,22 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults with the given bootstrap servers.
+    /// Defaults with the given bootstrap servers (each item may itself be a
+    /// comma-separated list, as in `bootstrap.servers`).
     pub fn new<S: Into<String>>(bootstrap_servers: impl IntoIterator<Item = S>) -> Self {
         ClientConfig {
-            bootstrap_servers: bootstrap_servers.into_iter().map(Into::into).collect(),
+            bootstrap_servers: bootstrap_servers
+                .into_iter()
+                .flat_map(|servers| {
+                    let servers: String = servers.into();
+                    servers
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|address| !address.is_empty())
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
             ..ClientConfig::default()
         }
     }

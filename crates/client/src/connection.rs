@@ -22,7 +22,9 @@ use strom_protocol::api::SUPPORTED_APIS;
 use strom_protocol::frame::FrameDecoder;
 use strom_protocol::kafka::messages::{ApiKey, ApiVersionsRequest};
 use strom_protocol::kafka::protocol::StrBytes;
-use strom_protocol::messages::{decode_response, encode_request_frame, request_header};
+use strom_protocol::messages::{
+    decode_response, decode_response_lenient, encode_request_frame, request_header,
+};
 use strom_protocol::{ErrorCode, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -346,7 +348,7 @@ async fn negotiate_api_versions(
     client_id: &str,
 ) -> Result<BrokerApiVersions, ClientError> {
     let mut version = API_VERSIONS_FIRST_TRY;
-    for correlation_id in 0..2 {
+    for correlation_id in 0..3 {
         let request = Request::from(
             ApiVersionsRequest::default()
                 .with_client_software_name(StrBytes::from_static_str("strom"))
@@ -361,34 +363,30 @@ async fn negotiate_api_versions(
             .await
             .map_err(|_| disconnected(address))?;
         let frame = read_one_frame(stream, address).await?;
-        // A broker that rejects the version answers with a v0 body.
-        let decoded = decode_response(frame.clone(), ApiKey::ApiVersions as i16, version)
-            .or_else(|_| decode_response(frame, ApiKey::ApiVersions as i16, 0));
-        let response = match decoded {
-            Ok((_, response)) => response,
-            // Some brokers (librdkafka's mock cluster) answer an unsupported
-            // ApiVersions version with a body neither version decodes:
-            // retry at v0, which every broker supports.
-            Err(_) if version > 0 => {
+        // A broker that rejects the version answers UNSUPPORTED_VERSION with
+        // a body not always decodable at our version: then fall back to v0,
+        // which every broker serves.
+        let body = match decode_response(frame, ApiKey::ApiVersions as i16, version) {
+            Ok((_, Response::ApiVersions(body))) => body,
+            Ok(_) => {
+                return Err(ClientError::UnexpectedResponse {
+                    api_key: ApiKey::ApiVersions as i16,
+                })
+            }
+            Err(source) if version == 0 => return Err(protocol(address, source)),
+            Err(_) => {
                 version = 0;
                 continue;
             }
-            Err(source) => return Err(protocol(address, source)),
         };
-        let Response::ApiVersions(body) = response else {
-            return Err(ClientError::UnexpectedResponse {
-                api_key: ApiKey::ApiVersions as i16,
-            });
-        };
-        let code = ErrorCode::from_code(body.error_code);
         let table = BrokerApiVersions::from_ranges(
             body.api_keys
                 .iter()
                 .map(|api| (api.api_key, api.min_version, api.max_version)),
         );
-        match code {
+        match ErrorCode::from_code(body.error_code) {
             ErrorCode::None => return Ok(table),
-            ErrorCode::UnsupportedVersion => {
+            ErrorCode::UnsupportedVersion if version > 0 => {
                 let (_, broker_max) = table.range(ApiKey::ApiVersions).unwrap_or((0, 0));
                 version = broker_max.min(version - 1).max(0);
             }
@@ -549,14 +547,14 @@ fn dispatch_response(shared: &Shared, frame: Bytes) -> Result<(), ClientError> {
     let Some(pending) = shared.lock().queue.pop_front() else {
         return Err(shared.disconnected());
     };
-    let result = decode_response(frame, pending.api_key, pending.api_version)
+    let result = decode_response_lenient(frame, pending.api_key, pending.api_version)
         .map_err(|source| protocol(&shared.address, source));
     match result {
-        Ok((header, body)) if header.correlation_id == pending.correlation_id => {
+        Ok((header, body, _trailing_bytes)) if header.correlation_id == pending.correlation_id => {
             let _ = pending.reply.send(Ok(body));
             Ok(())
         }
-        Ok((header, _)) => {
+        Ok((header, _, _)) => {
             let error = ClientError::CorrelationMismatch {
                 address: shared.address.clone(),
                 expected: pending.correlation_id,

@@ -2,9 +2,9 @@
 //!
 //! `strom-client` owns what the producer, the consumer and the admin client
 //! have in common: [connections](connection) to brokers with ApiVersions
-//! negotiation and pipelined requests, the [cluster](cluster) handle
+//! negotiation and pipelined requests, the [`cluster`] handle
 //! (bootstrap, a connection pool by broker id with reconnect backoff, the
-//! [metadata](metadata) cache and request routing), the typed
+//! [`metadata`] cache and request routing), the typed
 //! [configuration](config) with Kafka's property names, and the
 //! [admin client](admin).
 //!
@@ -26,6 +26,7 @@
 //!   pass their own timeout to [`Connection::submit`].
 
 pub mod admin;
+pub mod admin_groups;
 pub mod cluster;
 pub mod config;
 pub mod connection;

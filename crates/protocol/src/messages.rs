@@ -419,13 +419,27 @@ pub fn encode_response_frame(
 }
 
 /// Decodes a response frame body (header, then body) to a request of
-/// `api_key` sent at `api_version`. Bytes after the body are ignored, as
-/// Kafka's clients do (librdkafka's mock cluster, for one, sends some).
+/// `api_key` sent at `api_version`.
 pub fn decode_response(
     mut frame: Bytes,
     api_key: i16,
     api_version: i16,
 ) -> Result<(ResponseHeader, Response), MessageError> {
+    let key = check_version(api_key, api_version)?;
+    let header = decode_response_header(&mut frame, response_header_version(key, api_version))?;
+    let body = Response::decode(api_key, api_version, &mut frame)?;
+    Ok((header, body))
+}
+
+/// Like [`decode_response`], but tolerates bytes after the body and returns
+/// how many there were instead of failing. Clients use it: some brokers
+/// (librdkafka's mock cluster, for one) append stray bytes to some
+/// responses, and a client loses nothing by ignoring them.
+pub fn decode_response_lenient(
+    mut frame: Bytes,
+    api_key: i16,
+    api_version: i16,
+) -> Result<(ResponseHeader, Response, usize), MessageError> {
     let key = check_version(api_key, api_version)?;
     let header = decode_response_header(&mut frame, response_header_version(key, api_version))?;
     let body = Response::decode_unchecked(key, api_version, &mut frame).map_err(|source| {
@@ -435,7 +449,7 @@ pub fn decode_response(
             source,
         }
     })?;
-    Ok((header, body))
+    Ok((header, body, frame.remaining()))
 }
 
 #[cfg(test)]
@@ -568,17 +582,6 @@ mod tests {
     }
 
     #[test]
-    fn response_frames_with_trailing_bytes_decode() {
-        let answer = Response::from(HeartbeatResponse::default().with_error_code(27));
-        let mut wire = BytesMut::new();
-        encode_response(9, 4, &answer, &mut wire).unwrap();
-        wire.extend_from_slice(&[0x00]);
-        let (header, decoded) = decode_response(wire.freeze(), 12, 4).unwrap();
-        assert_eq!(header.correlation_id, 9);
-        assert_eq!(decoded, answer);
-    }
-
-    #[test]
     fn librdkafka_metadata_v13_with_three_extra_bytes_decodes() {
         // Captured from confluent-kafka 2.16.1 (librdkafka) against Strom.
         let frame = Bytes::from_static(&[
@@ -610,5 +613,22 @@ mod tests {
             })
         ));
         assert_eq!(&dst[..], &b"keep"[..]);
+    }
+    #[test]
+    fn lenient_response_decoding_reports_trailing_bytes() {
+        let body = Response::from(HeartbeatResponse::default());
+        let mut wire = BytesMut::new();
+        encode_response(3, 4, &body, &mut wire).unwrap();
+        wire.extend_from_slice(&[0]);
+        assert!(matches!(
+            decode_response(wire.clone().freeze(), 12, 4),
+            Err(MessageError::TrailingBytes {
+                remaining_bytes: 1,
+                ..
+            })
+        ));
+        let (header, decoded, trailing) = decode_response_lenient(wire.freeze(), 12, 4).unwrap();
+        assert_eq!((header.correlation_id, trailing), (3, 1));
+        assert_eq!(decoded, body);
     }
 }
