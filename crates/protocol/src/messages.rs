@@ -431,6 +431,27 @@ pub fn decode_response(
     Ok((header, body))
 }
 
+/// Like [`decode_response`], but tolerates bytes after the body and returns
+/// how many there were instead of failing. Clients use it: some brokers
+/// (librdkafka's mock cluster, for one) append stray bytes to some
+/// responses, and a client loses nothing by ignoring them.
+pub fn decode_response_lenient(
+    mut frame: Bytes,
+    api_key: i16,
+    api_version: i16,
+) -> Result<(ResponseHeader, Response, usize), MessageError> {
+    let key = check_version(api_key, api_version)?;
+    let header = decode_response_header(&mut frame, response_header_version(key, api_version))?;
+    let body = Response::decode_unchecked(key, api_version, &mut frame).map_err(|source| {
+        MessageError::Decode {
+            api_key,
+            api_version,
+            source,
+        }
+    })?;
+    Ok((header, body, frame.remaining()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,5 +613,22 @@ mod tests {
             })
         ));
         assert_eq!(&dst[..], &b"keep"[..]);
+    }
+    #[test]
+    fn lenient_response_decoding_reports_trailing_bytes() {
+        let body = Response::from(HeartbeatResponse::default());
+        let mut wire = BytesMut::new();
+        encode_response(3, 4, &body, &mut wire).unwrap();
+        wire.extend_from_slice(&[0]);
+        assert!(matches!(
+            decode_response(wire.clone().freeze(), 12, 4),
+            Err(MessageError::TrailingBytes {
+                remaining_bytes: 1,
+                ..
+            })
+        ));
+        let (header, decoded, trailing) = decode_response_lenient(wire.freeze(), 12, 4).unwrap();
+        assert_eq!((header.correlation_id, trailing), (3, 1));
+        assert_eq!(decoded, body);
     }
 }

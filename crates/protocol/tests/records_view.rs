@@ -179,3 +179,24 @@ fn a_flipped_byte_fails_the_crc() {
         Err(RecordError::CrcMismatch { expected, computed }) if expected != computed
     ));
 }
+
+#[test]
+fn set_producer_restamps_and_keeps_crc_valid() {
+    let original = sample_batch(0, 3);
+    let mut buffer = BytesMut::from(&original[..]);
+    {
+        let mut header = BatchHeaderMut::new(&mut buffer).expect("header");
+        header.set_producer(4_000_000_001, 12, 77);
+        assert_eq!(header.compute_crc(), header.crc());
+    }
+    let edited = RecordBatch::parse(buffer.freeze()).expect("parse");
+    edited.validate_crc().expect("crc recomputed");
+    assert_eq!(edited.producer_id(), 4_000_000_001);
+    assert_eq!(edited.producer_epoch(), 12);
+    assert_eq!(edited.base_sequence(), 77);
+    assert_eq!(edited.last_sequence(), 79);
+    assert_ne!(
+        edited.crc(),
+        RecordBatch::parse(original).expect("parse").crc()
+    );
+}

@@ -351,6 +351,18 @@ impl BatchHeaderMut<'_> {
         self.set_field(layout::CRC, crc.to_be_bytes());
     }
 
+    /// Sets the idempotent producer's id, epoch and base sequence, then
+    /// recomputes the CRC (these fields are covered by it). A producer uses
+    /// this to restamp a built batch when its producer id or epoch changes
+    /// before the batch was acknowledged.
+    pub fn set_producer(&mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) {
+        self.set_field(layout::PRODUCER_ID, producer_id.to_be_bytes());
+        self.set_field(layout::PRODUCER_EPOCH, producer_epoch.to_be_bytes());
+        self.set_field(layout::BASE_SEQUENCE, base_sequence.to_be_bytes());
+        let crc = self.compute_crc();
+        self.set_field(layout::CRC, crc.to_be_bytes());
+    }
+
     fn field<const N: usize>(&self, at: usize) -> [u8; N] {
         let mut value = [0u8; N];
         // `new` guaranteed at least a full header.
