@@ -670,14 +670,15 @@ fn append_records(
             timestamp_ms: batch.record_timestamp(&record),
             timestamp_type,
             leader_epoch,
-            key: record.key().cloned(),
-            value: record.value().cloned(),
+            key: record.key_bytes(),
+            value: record.value_bytes(),
+            // Header slices share the record's buffer: no copy.
             headers: record
                 .headers()
                 .iter()
                 .map(|header| RecordHeader {
-                    key: header.key,
-                    value: header.value,
+                    key: record.as_bytes().slice_ref(header.key),
+                    value: header.value.map(|value| record.as_bytes().slice_ref(value)),
                 })
                 .collect(),
         });
