@@ -58,6 +58,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     );
     rules.insert("strom-integration", None);
     rules.insert("strom-bench", None);
+    rules.insert("strom-examples", None);
     rules
 }
 

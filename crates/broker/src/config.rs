@@ -137,6 +137,8 @@ pub struct BrokerConfig {
     pub num_recovery_threads_per_data_dir: usize,
     /// Topic-level defaults under topic-level names (see the module docs).
     topic_defaults: BTreeMap<String, String>,
+    /// The properties as given (file and overrides), for DescribeConfigs.
+    properties: BTreeMap<String, String>,
 }
 
 /// Broker keys Strom acts on, with Kafka's default value (empty: no default).
@@ -317,6 +319,7 @@ impl BrokerConfig {
                 1024,
             )? as usize,
             topic_defaults: topic_defaults(map)?,
+            properties: map.clone(),
         };
         if config.group_min_session_timeout > config.group_max_session_timeout {
             return Err(ConfigError::Invalid {
@@ -334,6 +337,12 @@ impl BrokerConfig {
     /// defaults for the rest.
     pub fn topic_defaults(&self) -> &BTreeMap<String, String> {
         &self.topic_defaults
+    }
+
+    /// The properties exactly as the operator gave them (file contents
+    /// merged with command-line overrides), under Kafka's broker names.
+    pub fn properties(&self) -> &BTreeMap<String, String> {
+        &self.properties
     }
 }
 

@@ -39,3 +39,28 @@ pub enum ConfigError {
         text: String,
     },
 }
+
+/// Why a producer id could not be allocated or the counter not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProducerIdError {
+    /// Reading or writing the counter file failed.
+    #[error("cannot access the producer id counter {path}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The counter file does not hold a non-negative integer.
+    #[error("the producer id counter {path} is corrupt: `{content}`")]
+    Corrupt {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What it holds (at most the first 64 characters).
+        content: String,
+    },
+    /// Every producer id has been handed out.
+    #[error("producer ids are exhausted")]
+    Exhausted,
+}

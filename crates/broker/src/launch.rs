@@ -35,6 +35,88 @@ impl LaunchOptions {
     }
 }
 
+/// Loads the configuration, starts a broker, and serves until SIGTERM or
+/// SIGINT; then shuts down gracefully. Returns the process exit code: 0 after
+/// a clean stop, 2 for a configuration error, 1 for any other failure.
+pub fn run(options: LaunchOptions) -> std::process::ExitCode {
+    init_tracing();
+    let (config, warnings) = match options.load() {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            eprintln!("strom-broker: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    for warning in &warnings {
+        tracing::warn!("{warning}");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("strom-broker: cannot start the async runtime: {error}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let broker = match crate::broker::start(config).await {
+            Ok(broker) => broker,
+            Err(error) => {
+                eprintln!("strom-broker: {}", error_chain(&error));
+                return std::process::ExitCode::from(1);
+            }
+        };
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        broker.shutdown().await;
+        std::process::ExitCode::SUCCESS
+    })
+}
+
+/// An error and its sources on one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut terminate), Ok(mut interrupt)) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// Reads and parses a properties file.
 pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {

@@ -4,13 +4,22 @@
 //! It owns the network server, one handler per Kafka API behind a dispatch
 //! table, and the broker configuration ([`config`]). It deliberately owns no
 //! protocol, storage, replication, controller or group logic: those live in
-//! the crates below it, and this crate only wires them together.
+//! the crates below it, and this crate only wires them together ([`groups`]
+//! gives the group coordinator its `__consumer_offsets` storage and loads
+//! the partitions this broker leads).
 
+pub mod broker;
 pub mod config;
 pub mod error;
+pub mod groups;
+pub mod handlers;
 pub mod launch;
+pub mod meta_properties;
 pub mod network;
+pub mod producer_ids;
 pub mod properties;
+pub mod replica_manager;
 
+pub use broker::{start, RunningBroker, StartError};
 pub use config::BrokerConfig;
 pub use error::ConfigError;

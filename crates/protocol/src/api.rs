@@ -18,8 +18,9 @@
 //! win). Later issues lower or raise them deliberately.
 
 use crate::error::MessageError;
+use crate::error_code::ErrorCode;
 use crate::kafka::messages::api_versions_response::ApiVersion;
-use crate::kafka::messages::ApiKey;
+use crate::kafka::messages::{ApiKey, ApiVersionsResponse};
 
 /// One API Strom serves, with its supported version range (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +139,17 @@ pub fn api_versions_response_keys() -> Vec<ApiVersion> {
         .collect()
 }
 
+/// An ApiVersions response listing [`SUPPORTED_APIS`] with `error_code`.
+///
+/// With [`ErrorCode::UnsupportedVersion`] and encoded at version 0, this is
+/// Kafka's answer to an ApiVersions request of a version newer than the
+/// broker knows (the client then retries with a listed version).
+pub fn api_versions_response(error_code: ErrorCode) -> ApiVersionsResponse {
+    ApiVersionsResponse::default()
+        .with_error_code(error_code.code())
+        .with_api_keys(api_versions_response_keys())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +265,13 @@ mod tests {
                 (api.min_version, api.max_version)
             );
         }
+    }
+
+    #[test]
+    fn api_versions_response_carries_the_error_and_the_table() {
+        let response = api_versions_response(ErrorCode::UnsupportedVersion);
+        assert_eq!(response.error_code, 35);
+        assert_eq!(response.api_keys, api_versions_response_keys());
     }
 
     #[test]

@@ -311,12 +311,24 @@ impl DecodedRequest {
 /// header and the body. To answer a request this rejects (for example with
 /// `UNSUPPORTED_VERSION`), read its correlation id with
 /// [`peek_request_prefix`].
+///
+/// Bytes after the body are ignored, as Apache Kafka's broker ignores them:
+/// real clients send some (librdkafka 2.16 appends three bytes to its
+/// Metadata v13 request), and Kafka serves them. [`Request::decode`] stays
+/// strict for callers that want to check an encoding exactly.
 pub fn decode_request(mut frame: Bytes) -> Result<DecodedRequest, MessageError> {
     let prefix = peek_request_prefix(&frame)?;
     let api_key = check_version(prefix.api_key, prefix.api_version)?;
     let header_version = request_header_version(api_key, prefix.api_version);
     let header = decode_request_header(&mut frame, header_version)?;
-    let body = Request::decode(prefix.api_key, prefix.api_version, &mut frame)?;
+    let body =
+        Request::decode_unchecked(api_key, prefix.api_version, &mut frame).map_err(|source| {
+            MessageError::Decode {
+                api_key: prefix.api_key,
+                api_version: prefix.api_version,
+                source,
+            }
+        })?;
     Ok(DecodedRequest { header, body })
 }
 
@@ -520,20 +532,72 @@ mod tests {
     }
 
     #[test]
-    fn trailing_bytes_are_rejected() {
+    fn a_too_new_api_versions_request_gets_a_v0_answer() {
+        // ApiVersions v9, correlation id 77, header v2, a body Strom cannot read.
+        let frame = Bytes::from_static(&[0, 18, 0, 9, 0, 0, 0, 77, 0, 1, b'c', 0, 0xde, 0xad]);
+        assert!(matches!(
+            decode_request(frame.clone()),
+            Err(MessageError::UnsupportedVersion {
+                api_key: 18,
+                version: 9,
+                min: 0,
+                max: 4
+            })
+        ));
+        let prefix = peek_request_prefix(&frame).unwrap();
+        let answer = Response::from(crate::api::api_versions_response(
+            crate::error_code::ErrorCode::UnsupportedVersion,
+        ));
+        let mut wire = BytesMut::new();
+        encode_response(prefix.correlation_id, 0, &answer, &mut wire).unwrap();
+        assert_eq!(&wire[..6], &[0, 0, 0, 77, 0, 35][..]);
+        let (_, decoded) = decode_response(wire.freeze(), 18, 0).unwrap();
+        assert_eq!(decoded, answer);
+    }
+
+    #[test]
+    fn trailing_bytes_are_rejected_by_body_decode_and_ignored_in_frames() {
         let body = Request::from(HeartbeatRequest::default());
         let header = request_header(&body, 4, 1, None);
         let mut wire = BytesMut::new();
         encode_request(&header, &body, &mut wire).unwrap();
         wire.extend_from_slice(&[0xee]);
+        let frame = wire.freeze();
+        // A whole frame decodes as Kafka's broker would: the extra byte is
+        // ignored and the body is intact.
+        let decoded = decode_request(frame.clone()).expect("trailing bytes are ignored");
+        assert_eq!(decoded.body, body);
+        assert_eq!(decoded.correlation_id(), 1);
+        // The strict body decoder still reports them.
+        let mut rest = frame;
+        decode_request_header(&mut rest, 2).expect("header");
         assert!(matches!(
-            decode_request(wire.freeze()),
+            Request::decode(12, 4, &mut rest),
             Err(MessageError::TrailingBytes {
                 api_key: 12,
                 api_version: 4,
                 remaining_bytes: 1
             })
         ));
+    }
+
+    #[test]
+    fn librdkafka_metadata_v13_with_three_extra_bytes_decodes() {
+        // Captured from confluent-kafka 2.16.1 (librdkafka) against Strom.
+        let frame = Bytes::from_static(&[
+            0x00, 0x03, 0x00, 0x0d, 0x00, 0x00, 0x00, 0x04, 0x00, 0x07, b'r', b'd', b'k', b'a',
+            b'f', b'k', b'a', 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+        ]);
+        let decoded = decode_request(frame).expect("decodes like Kafka does");
+        assert_eq!(decoded.api_version(), 13);
+        assert_eq!(decoded.correlation_id(), 4);
+        match decoded.body {
+            Request::Metadata(metadata) => {
+                assert_eq!(metadata.topics, None, "all topics");
+                assert!(!metadata.allow_auto_topic_creation);
+            }
+            other => panic!("decoded as {:?}", other.api_key()),
+        }
     }
 
     #[test]

@@ -43,7 +43,7 @@ fn values(batch: &RecordBatch) -> Vec<Bytes> {
     batch
         .records()
         .expect("records")
-        .map(|record| record.expect("record").value().cloned().expect("value"))
+        .map(|record| record.expect("record").value_bytes().expect("value"))
         .collect()
 }
 

@@ -7,11 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use strom_protocol::api::api_versions_response_keys;
-use strom_protocol::error_code::ErrorCode;
 use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
-use strom_protocol::kafka::messages::ApiVersionsResponse;
 use strom_protocol::messages::{decode_request, encode_response_frame, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -46,6 +43,9 @@ pub enum Reply {
     Response(Response),
     /// Send nothing (a Produce with `acks=0`).
     NoResponse,
+    /// Answer nothing and close the connection (what Kafka does with a
+    /// request it cannot serve).
+    Close,
     /// The answer comes later: the future runs as its own task and the
     /// connection answers in request order when it completes.
     Deferred(DeferredReply),
@@ -58,6 +58,11 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// Handles one request. Called for the requests of one connection one at
     /// a time, in arrival order.
     async fn handle(&self, context: RequestContext, request: Request) -> Reply;
+
+    /// The ApiVersions answer to a request at a version this broker does not
+    /// know: `UNSUPPORTED_VERSION` and the served versions, so the client can
+    /// retry with one it shares (sent with header v0, body v0).
+    fn unsupported_api_versions(&self) -> Response;
 }
 
 /// A queued answer, in request order.
@@ -165,7 +170,7 @@ async fn handle_frame(
             // so that the client can pick a version; anything else closes.
             if let Ok(prefix) = peek_request_prefix(&frame) {
                 if prefix.api_key == 18 {
-                    let response = unsupported_api_versions();
+                    let response = handler.unsupported_api_versions();
                     let bytes =
                         encode(prefix.correlation_id, 0, &response).ok_or("encode error")?;
                     return queue
@@ -175,6 +180,7 @@ async fn handle_frame(
                 }
             }
             warn!(%peer, %error, "closing connection: undecodable request");
+            debug!(%peer, frame = %hex_prefix(&frame, 256), "undecodable request bytes");
             return Err("undecodable request");
         }
     };
@@ -191,6 +197,7 @@ async fn handle_frame(
             Pending::Ready(encode(correlation_id, api_version, &response).ok_or("encode error")?)
         }
         Reply::NoResponse => return Ok(()),
+        Reply::Close => return Err("request not served"),
         Reply::Deferred(future) => Pending::Deferred {
             task: AbortOnDrop(tokio::spawn(future)),
             correlation_id,
@@ -198,14 +205,6 @@ async fn handle_frame(
         },
     };
     queue.send(pending).await.map_err(|_| "writer gone")
-}
-
-fn unsupported_api_versions() -> Response {
-    Response::ApiVersions(
-        ApiVersionsResponse::default()
-            .with_error_code(ErrorCode::UnsupportedVersion.code())
-            .with_api_keys(api_versions_response_keys()),
-    )
 }
 
 fn encode(correlation_id: i32, api_version: i16, response: &Response) -> Option<Bytes> {
@@ -244,4 +243,13 @@ async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver
         }
     }
     let _ = writer.shutdown().await;
+}
+
+/// The first `limit` bytes of `bytes` in hex, for debug logs.
+fn hex_prefix(bytes: &[u8], limit: usize) -> String {
+    bytes
+        .iter()
+        .take(limit)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }

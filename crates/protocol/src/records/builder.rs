@@ -5,7 +5,7 @@ use bytes::Bytes;
 use super::batch::{
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
 };
-use super::compression::compress;
+use super::compression::compress_into;
 use super::layout;
 use super::varint::{varint_size, varlong_size, write_varint, write_varlong};
 use super::{BatchAttributes, Compression, RecordError, RecordField, TimestampType};
@@ -37,7 +37,8 @@ pub struct RecordBatchBuilder {
     max_timestamp: i64,
     last_offset_delta: Option<i32>,
     record_count: i32,
-    records: Vec<u8>,
+    /// A zeroed header followed by the encoded records.
+    buffer: Vec<u8>,
 }
 
 impl RecordBatchBuilder {
@@ -56,7 +57,7 @@ impl RecordBatchBuilder {
             max_timestamp: NO_TIMESTAMP,
             last_offset_delta: None,
             record_count: 0,
-            records: Vec::new(),
+            buffer: vec![0; layout::RECORDS],
         }
     }
 
@@ -193,7 +194,7 @@ impl RecordBatchBuilder {
     /// Header plus uncompressed records: the exact size of an uncompressed
     /// batch, an estimate (normally an upper bound) for a compressed one.
     pub fn estimated_size_in_bytes(&self) -> usize {
-        layout::RECORDS + self.records.len()
+        self.buffer.len()
     }
 
     /// Compresses the records and writes the batch.
@@ -201,44 +202,43 @@ impl RecordBatchBuilder {
         if self.record_count == 0 {
             return Err(RecordError::EmptyBatch);
         }
-        let compression = self.attributes.compression();
-        let base_timestamp = self.base_timestamp();
-        let payload = match compression {
-            Compression::None => self.records,
-            codec => compress(codec, &self.records)?,
+        let mut batch = match self.attributes.compression() {
+            Compression::None => self.buffer,
+            codec => {
+                let records = self.buffer.get(layout::RECORDS..).unwrap_or_default();
+                compress_into(codec, records, vec![0; layout::RECORDS])?
+            }
         };
-        let size_bytes = layout::RECORDS + payload.len();
+        let size_bytes = batch.len();
         let batch_length = i32::try_from(size_bytes - layout::LOG_OVERHEAD)
             .map_err(|_| RecordError::BatchTooLarge { size_bytes })?;
         let max_timestamp = match (self.attributes.timestamp_type(), self.log_append_time) {
             (TimestampType::LogAppendTime, Some(log_append_time)) => log_append_time,
             _ => self.max_timestamp,
         };
-        let mut batch = Vec::with_capacity(size_bytes);
-        batch.extend_from_slice(&self.base_offset.to_be_bytes());
-        batch.extend_from_slice(&batch_length.to_be_bytes());
-        batch.extend_from_slice(&self.partition_leader_epoch.to_be_bytes());
-        batch.push(layout::MAGIC_V2 as u8);
-        batch.extend_from_slice(&[0; 4]);
-        batch.extend_from_slice(&self.attributes.bits().to_be_bytes());
-        batch.extend_from_slice(&self.last_offset_delta.unwrap_or(0).to_be_bytes());
-        batch.extend_from_slice(&base_timestamp.to_be_bytes());
-        batch.extend_from_slice(&max_timestamp.to_be_bytes());
-        batch.extend_from_slice(&self.producer_id.to_be_bytes());
-        batch.extend_from_slice(&self.producer_epoch.to_be_bytes());
-        batch.extend_from_slice(&self.base_sequence.to_be_bytes());
-        batch.extend_from_slice(&self.record_count.to_be_bytes());
-        debug_assert_eq!(batch.len(), layout::RECORDS);
-        batch.extend_from_slice(&payload);
+        let base_timestamp = self
+            .delete_horizon_ms
+            .or(self.first_timestamp)
+            .unwrap_or(NO_TIMESTAMP);
+        let mut header = Vec::with_capacity(layout::RECORDS);
+        header.extend_from_slice(&self.base_offset.to_be_bytes());
+        header.extend_from_slice(&batch_length.to_be_bytes());
+        header.extend_from_slice(&self.partition_leader_epoch.to_be_bytes());
+        header.push(layout::MAGIC_V2 as u8);
+        header.extend_from_slice(&[0; 4]);
+        header.extend_from_slice(&self.attributes.bits().to_be_bytes());
+        header.extend_from_slice(&self.last_offset_delta.unwrap_or(0).to_be_bytes());
+        header.extend_from_slice(&base_timestamp.to_be_bytes());
+        header.extend_from_slice(&max_timestamp.to_be_bytes());
+        header.extend_from_slice(&self.producer_id.to_be_bytes());
+        header.extend_from_slice(&self.producer_epoch.to_be_bytes());
+        header.extend_from_slice(&self.base_sequence.to_be_bytes());
+        header.extend_from_slice(&self.record_count.to_be_bytes());
+        debug_assert_eq!(header.len(), layout::RECORDS);
+        batch[..layout::RECORDS].copy_from_slice(&header);
         let crc = crc32c::crc32c(&batch[layout::ATTRIBUTES..]);
         batch[layout::CRC..layout::ATTRIBUTES].copy_from_slice(&crc.to_be_bytes());
         Ok(Bytes::from(batch))
-    }
-
-    fn base_timestamp(&self) -> i64 {
-        self.delete_horizon_ms
-            .or(self.first_timestamp)
-            .unwrap_or(NO_TIMESTAMP)
     }
 
     fn append_delta(
@@ -265,7 +265,7 @@ impl RecordBatchBuilder {
         if total - layout::LOG_OVERHEAD > i32::MAX as usize {
             return Err(RecordError::BatchTooLarge { size_bytes: total });
         }
-        let records = &mut self.records;
+        let records = &mut self.buffer;
         write_varint(records, body_bytes);
         records.push(0);
         write_varlong(records, timestamp_delta);

@@ -20,12 +20,25 @@ use super::{Compression, RecordError};
 
 /// Compresses `input` with `compression` (`None` copies it).
 pub fn compress(compression: Compression, input: &[u8]) -> Result<Vec<u8>, RecordError> {
+    compress_into(compression, input, Vec::new())
+}
+
+/// Compresses `input` with `compression`, appending to `output`.
+pub fn compress_into(
+    compression: Compression,
+    input: &[u8],
+    mut output: Vec<u8>,
+) -> Result<Vec<u8>, RecordError> {
+    output.reserve(input.len() / 2 + 64);
     let result = match compression {
-        Compression::None => Ok(input.to_vec()),
-        Compression::Gzip => compress_gzip(input),
-        Compression::Snappy => snappy::compress_xerial(input),
-        Compression::Lz4 => compress_lz4(input),
-        Compression::Zstd => compress_zstd(input),
+        Compression::None => {
+            output.extend_from_slice(input);
+            Ok(output)
+        }
+        Compression::Gzip => compress_gzip(input, output),
+        Compression::Snappy => snappy::compress_xerial_into(input, output),
+        Compression::Lz4 => compress_lz4(input, output),
+        Compression::Zstd => compress_zstd(input, output),
     };
     result.map_err(|source| RecordError::Compression {
         compression,
@@ -127,24 +140,20 @@ fn check_lz4_end_mark(input: &[u8]) -> Result<(), RecordError> {
     }
 }
 
-fn compress_gzip(input: &[u8]) -> io::Result<Vec<u8>> {
-    let mut encoder = flate2::write::GzEncoder::new(
-        Vec::with_capacity(input.len() / 2 + 64),
-        flate2::Compression::default(),
-    );
+fn compress_gzip(input: &[u8], output: Vec<u8>) -> io::Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(output, flate2::Compression::default());
     encoder.write_all(input)?;
     encoder.finish()
 }
 
-fn compress_lz4(input: &[u8]) -> io::Result<Vec<u8>> {
+fn compress_lz4(input: &[u8], output: Vec<u8>) -> io::Result<Vec<u8>> {
     use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
     let frame_info = FrameInfo::new()
         .block_size(BlockSize::Max64KB)
         .block_mode(BlockMode::Independent)
         .block_checksums(false)
         .content_checksum(false);
-    let mut encoder =
-        FrameEncoder::with_frame_info(frame_info, Vec::with_capacity(input.len() / 2 + 64));
+    let mut encoder = FrameEncoder::with_frame_info(frame_info, output);
     encoder.write_all(input)?;
     encoder.finish().map_err(io::Error::from)
 }
@@ -152,9 +161,8 @@ fn compress_lz4(input: &[u8]) -> io::Result<Vec<u8>> {
 /// zstd's default level, which the Java client uses.
 const ZSTD_LEVEL: i32 = 3;
 
-fn compress_zstd(input: &[u8]) -> io::Result<Vec<u8>> {
-    let mut encoder =
-        zstd::stream::write::Encoder::new(Vec::with_capacity(input.len() / 2 + 64), ZSTD_LEVEL)?;
+fn compress_zstd(input: &[u8], output: Vec<u8>) -> io::Result<Vec<u8>> {
+    let mut encoder = zstd::stream::write::Encoder::new(output, ZSTD_LEVEL)?;
     encoder.write_all(input)?;
     encoder.finish()
 }
@@ -177,7 +185,12 @@ pub mod snappy {
     /// Compresses as snappy-java's `SnappyOutputStream` does: the header, then
     /// for every 32 KiB of input a big-endian length and a raw snappy block.
     pub fn compress_xerial(input: &[u8]) -> io::Result<Vec<u8>> {
-        let mut output = Vec::with_capacity(
+        compress_xerial_into(input, Vec::new())
+    }
+
+    /// [`compress_xerial`], appending to `output`.
+    pub fn compress_xerial_into(input: &[u8], mut output: Vec<u8>) -> io::Result<Vec<u8>> {
+        output.reserve(
             XERIAL_HEADER.len() + snap::raw::max_compress_len(input.len()) + input.len() / 4096,
         );
         output.extend_from_slice(&XERIAL_HEADER);

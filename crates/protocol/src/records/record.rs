@@ -17,9 +17,11 @@
 //!                 headerValueLength varint (-1 = null), headerValue bytes
 //! ```
 //!
-//! Keys, values and headers are [`Bytes`] slices of the batch (or of its
-//! decompressed payload): reading a record copies nothing and allocates
-//! nothing. Headers are checked when the record is read and decoded lazily by
+//! A [`Record`] is one [`Bytes`] slice of the batch (or of its decompressed
+//! payload) plus the positions of its fields: reading a record copies
+//! nothing, allocates nothing and costs one reference count. Keys and values
+//! are borrowed as `&[u8]` or sliced out as `Bytes` on demand; headers are
+//! checked when the record is read and decoded lazily by
 //! [`RecordHeaders::iter`].
 
 use std::ops::Range;
@@ -29,16 +31,18 @@ use bytes::Bytes;
 use super::varint::{read_varint, read_varlong};
 use super::{compression, Compression, RecordBatch, RecordError, RecordField};
 
-/// One record of a batch.
+/// One record of a batch: a [`Bytes`] slice of the batch (one reference
+/// count, no copy) and the positions of its fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    bytes: Bytes,
     attributes: i8,
     timestamp_delta: i64,
     offset_delta: i32,
-    key: Option<Bytes>,
-    value: Option<Bytes>,
-    headers: RecordHeaders,
-    size_in_bytes: usize,
+    key: Option<Range<usize>>,
+    value: Option<Range<usize>>,
+    headers: Range<usize>,
+    header_count: usize,
 }
 
 impl Record {
@@ -69,34 +73,58 @@ impl Record {
     }
 
     /// The key, `None` when null.
-    pub fn key(&self) -> Option<&Bytes> {
-        self.key.as_ref()
+    pub fn key(&self) -> Option<&[u8]> {
+        self.field(&self.key)
     }
 
     /// The value, `None` when null (a tombstone).
-    pub fn value(&self) -> Option<&Bytes> {
-        self.value.as_ref()
+    pub fn value(&self) -> Option<&[u8]> {
+        self.field(&self.value)
     }
 
-    /// The headers.
-    pub fn headers(&self) -> &RecordHeaders {
-        &self.headers
+    /// The key as a [`Bytes`] slice of the batch (no copy).
+    pub fn key_bytes(&self) -> Option<Bytes> {
+        self.key.clone().map(|range| self.bytes.slice(range))
+    }
+
+    /// The value as a [`Bytes`] slice of the batch (no copy).
+    pub fn value_bytes(&self) -> Option<Bytes> {
+        self.value.clone().map(|range| self.bytes.slice(range))
+    }
+
+    /// The headers, decoded as they are iterated.
+    pub fn headers(&self) -> RecordHeaders<'_> {
+        RecordHeaders {
+            bytes: self.bytes.get(self.headers.clone()).unwrap_or_default(),
+            count: self.header_count,
+        }
+    }
+
+    /// The encoded record, length prefix included.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.bytes
     }
 
     /// Encoded size of the record, length prefix included.
     pub fn size_in_bytes(&self) -> usize {
-        self.size_in_bytes
+        self.bytes.len()
+    }
+
+    fn field(&self, range: &Option<Range<usize>>) -> Option<&[u8]> {
+        // Ranges were checked against the record when it was decoded.
+        range.clone().and_then(|range| self.bytes.get(range))
     }
 }
 
-/// The headers of a record, checked but decoded only when iterated.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RecordHeaders {
-    bytes: Bytes,
+/// The headers of a record, checked when the record was read and decoded
+/// only when iterated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordHeaders<'a> {
+    bytes: &'a [u8],
     count: usize,
 }
 
-impl RecordHeaders {
+impl<'a> RecordHeaders<'a> {
     /// Number of headers.
     pub fn len(&self) -> usize {
         self.count
@@ -108,17 +136,17 @@ impl RecordHeaders {
     }
 
     /// Iterates the headers in order.
-    pub fn iter(&self) -> RecordHeadersIter<'_> {
+    pub fn iter(&self) -> RecordHeadersIter<'a> {
         RecordHeadersIter {
-            headers: self,
+            bytes: self.bytes,
             position: 0,
             remaining: self.count,
         }
     }
 }
 
-impl<'a> IntoIterator for &'a RecordHeaders {
-    type Item = Header;
+impl<'a> IntoIterator for RecordHeaders<'a> {
+    type Item = Header<'a>;
     type IntoIter = RecordHeadersIter<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
@@ -126,46 +154,49 @@ impl<'a> IntoIterator for &'a RecordHeaders {
     }
 }
 
-/// One record header.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+/// One record header, borrowed from its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header<'a> {
     /// The key (Kafka clients write UTF-8).
-    pub key: Bytes,
+    pub key: &'a [u8],
     /// The value, `None` when null.
-    pub value: Option<Bytes>,
+    pub value: Option<&'a [u8]>,
 }
 
-impl Header {
+impl<'a> Header<'a> {
     /// The key as UTF-8 text.
-    pub fn key_str(&self) -> Result<&str, std::str::Utf8Error> {
-        std::str::from_utf8(&self.key)
+    pub fn key_str(&self) -> Result<&'a str, std::str::Utf8Error> {
+        std::str::from_utf8(self.key)
     }
 }
 
 /// Iterator over [`RecordHeaders`].
 #[derive(Debug, Clone)]
 pub struct RecordHeadersIter<'a> {
-    headers: &'a RecordHeaders,
+    bytes: &'a [u8],
     position: usize,
     remaining: usize,
 }
 
-impl Iterator for RecordHeadersIter<'_> {
-    type Item = Header;
+impl<'a> Iterator for RecordHeadersIter<'a> {
+    type Item = Header<'a>;
 
-    fn next(&mut self) -> Option<Header> {
+    fn next(&mut self) -> Option<Header<'a>> {
         if self.remaining == 0 {
             return None;
         }
-        let mut cursor = Cursor::new(&self.headers.bytes, self.position);
+        let mut cursor = Cursor::new(self.bytes, self.position);
         // The headers were checked when the record was read; a failure here
         // would be a bug, so it ends the iteration rather than panicking.
         let (key, value) = cursor.header().ok()?;
         self.position = cursor.position;
         self.remaining -= 1;
         Some(Header {
-            key: self.headers.bytes.slice(key),
-            value: value.map(|range| self.headers.bytes.slice(range)),
+            key: self.bytes.get(key)?,
+            value: match value {
+                Some(range) => Some(self.bytes.get(range)?),
+                None => None,
+            },
         })
     }
 
@@ -296,18 +327,17 @@ fn decode_record(data: &Bytes, start: usize) -> Result<(Record, usize), RecordEr
             actual: body.position - body_start,
         });
     }
-    let (header_range, count) = headers;
+    let (header_range, header_count) = headers;
+    let rebase = |range: Range<usize>| range.start - start..range.end - start;
     let record = Record {
+        bytes: data.slice(start..end),
         attributes,
         timestamp_delta,
         offset_delta,
-        key: key.map(|range| data.slice(range)),
-        value: value.map(|range| data.slice(range)),
-        headers: RecordHeaders {
-            bytes: data.slice(header_range),
-            count,
-        },
-        size_in_bytes: end - start,
+        key: key.map(rebase),
+        value: value.map(rebase),
+        headers: rebase(header_range),
+        header_count,
     };
     Ok((record, end))
 }

@@ -180,6 +180,10 @@ impl Decodable for DescribeClientQuotasResponse {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -340,6 +344,10 @@ impl Decodable for EntityData {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -498,6 +506,10 @@ impl Decodable for EntryData {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -642,6 +654,10 @@ impl Decodable for ValueData {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);

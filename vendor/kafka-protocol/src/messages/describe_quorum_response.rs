@@ -175,6 +175,10 @@ impl Decodable for DescribeQuorumResponse {
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+            if tag > i32::MAX as u32 {
+                bail!("Tagged field tag {tag} is out of range");
+            }
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -370,6 +374,10 @@ impl Decodable for Listener {
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+            if tag > i32::MAX as u32 {
+                bail!("Tagged field tag {tag} is out of range");
+            }
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -531,6 +539,10 @@ impl Decodable for Node {
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+            if tag > i32::MAX as u32 {
+                bail!("Tagged field tag {tag} is out of range");
+            }
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -769,6 +781,10 @@ impl Decodable for PartitionData {
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+            if tag > i32::MAX as u32 {
+                bail!("Tagged field tag {tag} is out of range");
+            }
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -990,6 +1006,10 @@ impl Decodable for ReplicaState {
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+            if tag > i32::MAX as u32 {
+                bail!("Tagged field tag {tag} is out of range");
+            }
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -1123,6 +1143,10 @@ impl Decodable for TopicData {
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+            // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+            if tag > i32::MAX as u32 {
+                bail!("Tagged field tag {tag} is out of range");
+            }
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);

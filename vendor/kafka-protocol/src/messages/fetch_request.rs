@@ -325,6 +325,10 @@ impl Decodable for FetchPartition {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
@@ -817,6 +821,10 @@ impl Decodable for FetchRequest {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
@@ -1041,6 +1049,10 @@ impl Decodable for FetchTopic {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -1248,6 +1260,10 @@ impl Decodable for ForgottenTopic {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -1414,6 +1430,10 @@ impl Decodable for ReplicaState {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);

@@ -217,6 +217,10 @@ impl Decodable for OffsetFetchResponse {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -419,6 +423,10 @@ impl Decodable for OffsetFetchResponseGroup {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -698,6 +706,10 @@ impl Decodable for OffsetFetchResponsePartition {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -969,6 +981,10 @@ impl Decodable for OffsetFetchResponsePartitions {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -1165,6 +1181,10 @@ impl Decodable for OffsetFetchResponseTopic {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -1347,6 +1367,10 @@ impl Decodable for OffsetFetchResponseTopics {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);

@@ -165,6 +165,10 @@ impl Decodable for BatchIndexAndErrorMessage {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -329,6 +333,10 @@ impl Decodable for LeaderIdAndEpoch {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -559,6 +567,10 @@ impl Decodable for NodeEndpoint {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
@@ -883,6 +895,10 @@ impl Decodable for PartitionProduceResponse {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
@@ -1105,6 +1121,10 @@ impl Decodable for ProduceResponse {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
@@ -1311,6 +1331,10 @@ impl Decodable for TopicProduceResponse {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
+                // Strom patch: a tag beyond i32 cannot be re-encoded (the map key is i32).
+                if tag > i32::MAX as u32 {
+                    bail!("Tagged field tag {tag} is out of range");
+                }
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 let unknown_value = buf.try_get_bytes(size as usize)?;
                 unknown_tagged_fields.insert(tag as i32, unknown_value);

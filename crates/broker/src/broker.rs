@@ -1,0 +1,407 @@
+//! Starting and stopping a broker: the wiring of storage, controller,
+//! replication and the network server.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strom_controller::controller::{
+    BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerConfig,
+};
+use strom_controller::environment::{SeededRandom, SystemClock as ControllerClock};
+use strom_controller::image::Endpoint;
+use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
+use strom_storage::clock::{Clock, SystemClock};
+use strom_storage::manager::Scheduler;
+use strom_storage::{LogConfig, LogManager, LogManagerConfig};
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
+
+use crate::config::BrokerConfig;
+use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
+use crate::handlers::{BrokerContext, Dispatcher};
+use crate::meta_properties;
+use crate::network::{NetworkConfig, Server, ServerHandle};
+use crate::producer_ids::ProducerIdManager;
+use crate::replica_manager::{topic_log_config, ReplicaManager};
+
+/// The directory (inside the first log directory) of the embedded
+/// controller's metadata log. Its name has no `-N` suffix, so the log manager
+/// never mistakes it for a partition.
+pub const METADATA_DIR: &str = "strom-metadata";
+
+/// How often the broker heartbeats to the controller.
+const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Why a broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A data directory could not be created.
+    #[error("cannot create data directory {path}")]
+    CreateDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `meta.properties` problems.
+    #[error(transparent)]
+    MetaProperties(#[from] meta_properties::MetaPropertiesError),
+    /// The metadata log could not be opened.
+    #[error("cannot open the metadata log")]
+    Metadata(#[source] strom_controller::error::LogError),
+    /// The controller refused the broker's registration.
+    #[error("the controller refused registration: {reason}")]
+    Registration {
+        /// Why.
+        reason: String,
+    },
+    /// The partition logs could not be opened.
+    #[error("cannot open the partition logs")]
+    Storage(#[source] strom_storage::error::ManagerError),
+    /// The configuration is unusable (for example a listener host).
+    #[error(transparent)]
+    Config(#[from] crate::error::ConfigError),
+    /// The producer id counter could not be loaded.
+    #[error(transparent)]
+    ProducerIds(#[from] crate::error::ProducerIdError),
+    /// Binding a listener failed.
+    #[error("cannot listen on {address}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running broker.
+pub struct RunningBroker {
+    server: ServerHandle,
+    context: Arc<BrokerContext>,
+    controller: Arc<LocalController>,
+    logs: Arc<LogManager>,
+    scheduler: Scheduler,
+    tasks: Vec<JoinHandle<()>>,
+    broker_epoch: i64,
+}
+
+/// Starts a broker: opens storage and the embedded controller, registers,
+/// and begins serving. Must run inside a multi-threaded tokio runtime.
+pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
+    for dir in &config.log_dirs {
+        std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDirectory {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let cluster_id = meta_properties::ensure(&config.log_dirs, config.node_id)?;
+    let addresses = config
+        .listeners
+        .iter()
+        .map(|listener| listener.bind_address())
+        .collect::<Result<Vec<_>, _>>()?;
+    let network = NetworkConfig {
+        max_request_bytes: config.socket_request_max_bytes,
+        idle_timeout: config.connections_max_idle,
+        max_connections: config.max_connections,
+    };
+    let server = Server::bind(&addresses, network)
+        .await
+        .map_err(|source| StartError::Bind {
+            address: addresses
+                .first()
+                .copied()
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+            source,
+        })?;
+    let bound = server.local_addresses();
+    let controller = Arc::new(start_controller(&config).await?);
+    let broker_epoch = register(&config, &controller, &bound).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let image = controller.image();
+    let defaults = default_log_config(&config);
+    let topic_configs: BTreeMap<String, LogConfig> = image
+        .topics()
+        .map(|topic| {
+            (
+                topic.name.clone(),
+                topic_log_config(config.topic_defaults(), &image, &topic.name),
+            )
+        })
+        .collect();
+    let manager_config = log_manager_config(&config, defaults);
+    let now_ms = clock.now_ms();
+    let logs = tokio::task::spawn_blocking(move || {
+        LogManager::open(manager_config, topic_configs, now_ms)
+    })
+    .await
+    .map_err(|join| StartError::Registration {
+        reason: format!("log loading panicked: {join}"),
+    })?
+    .map_err(StartError::Storage)?;
+    let logs = Arc::new(logs);
+    let scheduler = Scheduler::start(
+        Arc::clone(&logs),
+        Arc::clone(&clock),
+        Duration::from_millis(200),
+    );
+    let replicas = Arc::new(ReplicaManager::new(
+        config.node_id,
+        Arc::clone(&logs),
+        clock,
+        config.topic_defaults().clone(),
+    ));
+    replicas.apply_image(&image);
+    let controller_client: Arc<dyn ControllerClient> =
+        Arc::clone(&controller) as Arc<dyn ControllerClient>;
+    let producer_ids = ProducerIdManager::open(&config.log_dirs[0])?;
+    let groups = Arc::new(GroupService::new(&config, Arc::clone(&replicas)));
+    if ensure_offsets_topic(controller_client.as_ref(), &config).await {
+        let image = controller_client.image();
+        replicas.apply_image(&image);
+        groups.claim(&image);
+    }
+    let context = Arc::new(BrokerContext {
+        config: config.clone(),
+        cluster_id: cluster_id.clone(),
+        controller: controller_client,
+        replicas,
+        producer_ids,
+        groups: Arc::clone(&groups),
+    });
+    let tasks = vec![
+        tokio::spawn(follow_metadata(Arc::clone(&context))),
+        groups.coordinator.spawn_timer(COORDINATOR_TICK),
+        tokio::spawn(heartbeat_loop(
+            Arc::clone(&controller),
+            config.node_id,
+            broker_epoch,
+        )),
+    ];
+    let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
+    info!(
+        node_id = config.node_id,
+        cluster_id,
+        listeners = ?server.local_addresses(),
+        log_dirs = ?config.log_dirs,
+        partitions = logs.partitions().len(),
+        "Strom broker started"
+    );
+    Ok(RunningBroker {
+        server,
+        context,
+        controller,
+        logs,
+        scheduler,
+        tasks,
+        broker_epoch,
+    })
+}
+
+impl RunningBroker {
+    /// The addresses the broker listens on.
+    pub fn local_addresses(&self) -> &[SocketAddr] {
+        self.server.local_addresses()
+    }
+
+    /// The controller this broker uses (for administration and tests).
+    pub fn controller(&self) -> Arc<dyn ControllerClient> {
+        Arc::clone(&self.context.controller)
+    }
+
+    /// The cluster id.
+    pub fn cluster_id(&self) -> &str {
+        &self.context.cluster_id
+    }
+
+    /// Graceful shutdown: stop accepting, answer in-flight requests, flush
+    /// every log, write checkpoints and the clean-shutdown marker.
+    pub async fn shutdown(self) {
+        let RunningBroker {
+            server,
+            context,
+            controller,
+            logs,
+            scheduler,
+            tasks,
+            broker_epoch,
+        } = self;
+        server.shutdown().await;
+        for task in &tasks {
+            task.abort();
+        }
+        let node_id = context.config.node_id;
+        let request = BrokerHeartbeatRequest {
+            broker_id: node_id,
+            broker_epoch,
+            want_fence: false,
+            want_shutdown: true,
+        };
+        if let Err(error) = controller.broker_heartbeat(request).await {
+            warn!(%error, "controlled shutdown heartbeat failed");
+        }
+        drop(context);
+        drop(controller);
+        let result = tokio::task::spawn_blocking(move || {
+            scheduler.stop();
+            let now_ms = SystemClock.now_ms();
+            match Arc::try_unwrap(logs) {
+                Ok(logs) => logs.shutdown(now_ms),
+                Err(shared) => {
+                    // Still referenced by an aborted task that has not been
+                    // dropped yet: flush through the shared handle instead.
+                    shared.tick(now_ms)
+                }
+            }
+        })
+        .await;
+        match result {
+            Ok(Ok(())) => info!("Strom broker stopped cleanly"),
+            Ok(Err(error)) => warn!(%error, "error while closing logs"),
+            Err(error) => warn!(%error, "log shutdown task failed"),
+        }
+    }
+}
+
+async fn start_controller(config: &BrokerConfig) -> Result<LocalController, StartError> {
+    let metadata_dir = config.log_dirs[0].join(METADATA_DIR);
+    let mut controller_config = LocalControllerConfig::new(metadata_dir);
+    controller_config.controller = ControllerConfig {
+        default_partitions: config.num_partitions,
+        default_replication_factor: config.default_replication_factor,
+        ..ControllerConfig::default()
+    };
+    LocalController::start(
+        controller_config,
+        Arc::new(ControllerClock),
+        Box::new(SeededRandom::from_entropy()),
+    )
+    .await
+    .map_err(StartError::Metadata)
+}
+
+async fn register(
+    config: &BrokerConfig,
+    controller: &LocalController,
+    bound: &[SocketAddr],
+) -> Result<i64, StartError> {
+    let endpoints = config
+        .advertised_listeners
+        .iter()
+        .map(|listener| {
+            // An advertised port of 0 means "the port we were given".
+            let port = match (
+                listener.port,
+                config
+                    .listeners
+                    .iter()
+                    .position(|l| l.name == listener.name),
+            ) {
+                (0, Some(index)) => bound.get(index).map_or(0, SocketAddr::port),
+                (port, _) => port,
+            };
+            let host = if listener.host.is_empty() {
+                "127.0.0.1".to_owned()
+            } else {
+                listener.host.clone()
+            };
+            Endpoint {
+                name: listener.name.clone(),
+                host,
+                port,
+                security_protocol: "PLAINTEXT".to_owned(),
+            }
+        })
+        .collect();
+    let request = BrokerRegistrationRequest {
+        broker_id: config.node_id,
+        incarnation_id: uuid::Uuid::new_v4(),
+        endpoints,
+        rack: None,
+    };
+    let registration = controller
+        .register_broker(request)
+        .await
+        .map_err(|error| StartError::Registration {
+            reason: error.to_string(),
+        })?
+        .map_err(|error| StartError::Registration {
+            reason: error.to_string(),
+        })?;
+    let heartbeat = BrokerHeartbeatRequest {
+        broker_id: config.node_id,
+        broker_epoch: registration.broker_epoch,
+        want_fence: false,
+        want_shutdown: false,
+    };
+    controller
+        .broker_heartbeat(heartbeat)
+        .await
+        .map_err(|error| StartError::Registration {
+            reason: error.to_string(),
+        })?
+        .map_err(|error| StartError::Registration {
+            reason: error.to_string(),
+        })?;
+    Ok(registration.broker_epoch)
+}
+
+/// Applies the current and every new metadata image to the hosted
+/// partitions, then to the group coordinator (which loads the
+/// `__consumer_offsets` partitions led here and forgets deleted topics).
+async fn follow_metadata(context: Arc<BrokerContext>) {
+    let mut images = context.controller.subscribe();
+    loop {
+        let image = Arc::clone(&images.borrow_and_update());
+        let shared = Arc::clone(&context);
+        let _ = tokio::task::spawn_blocking(move || {
+            shared.replicas.apply_image(&image);
+            shared.groups.apply_image(&image);
+        })
+        .await;
+        if images.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn heartbeat_loop(controller: Arc<LocalController>, broker_id: i32, broker_epoch: i64) {
+    let mut interval = tokio::time::interval(HEARTBEAT_INTERVAL);
+    loop {
+        interval.tick().await;
+        let request = BrokerHeartbeatRequest {
+            broker_id,
+            broker_epoch,
+            want_fence: false,
+            want_shutdown: false,
+        };
+        match controller.broker_heartbeat(request).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => warn!(%error, "heartbeat refused"),
+            Err(error) => warn!(%error, "heartbeat failed"),
+        }
+    }
+}
+
+fn default_log_config(config: &BrokerConfig) -> LogConfig {
+    match LogConfig::from_properties(config.topic_defaults()) {
+        Ok(parsed) => parsed.config,
+        Err(error) => {
+            warn!(%error, "invalid broker log defaults; using Kafka's");
+            LogConfig::default()
+        }
+    }
+}
+
+fn log_manager_config(config: &BrokerConfig, defaults: LogConfig) -> LogManagerConfig {
+    let mut manager = LogManagerConfig::new(config.log_dirs.clone(), defaults);
+    manager.retention_check_interval_ms = config.log_retention_check_interval.as_millis() as i64;
+    manager.recovery_point_checkpoint_interval_ms =
+        config.log_flush_offset_checkpoint_interval.as_millis() as i64;
+    manager
+}

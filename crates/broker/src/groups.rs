@@ -1,0 +1,364 @@
+//! The group coordinator's home in the broker: `__consumer_offsets` as a
+//! compacted internal topic, an [`OffsetsLog`] over its partition logs, and
+//! the bookkeeping that loads the partitions this broker leads and removes
+//! the offsets of deleted topics.
+//!
+//! The coordinator itself (`strom-coordinator`) is sans-IO with a thin async
+//! edge; this module only gives it storage and follows the metadata image.
+//! Appends do blocking file I/O while the coordinator holds its lock, so
+//! [`OffsetsTopicLog::append`] moves them off the reactor with
+//! `block_in_place` when it runs on a multi-threaded runtime worker.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
+use strom_controller::image::MetadataImage;
+use strom_controller::runtime::ControllerClient;
+use strom_coordinator::{
+    CoordinatorConfig, GroupConfig, GroupCoordinator, LogError, LogRecord, OffsetConfig, OffsetsLog,
+};
+use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
+use strom_storage::TopicPartition;
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tracing::{info, warn};
+
+use crate::config::BrokerConfig;
+use crate::replica_manager::ReplicaManager;
+
+/// The internal topic of committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Kafka's `offsets.topic.segment.bytes` default.
+const OFFSETS_TOPIC_SEGMENT_BYTES: &str = "104857600";
+
+/// How many bytes one read of a partition asks the log for while loading.
+const LOAD_READ_BYTES: u64 = 1024 * 1024;
+
+/// How often the coordinator's timers (session, rebalance, retention) run.
+pub const COORDINATOR_TICK: Duration = Duration::from_millis(100);
+
+/// `__consumer_offsets` over the broker's partition logs: appends go through
+/// the replica manager as leader (so the high watermark advances), reads see
+/// records below the high watermark.
+pub struct OffsetsTopicLog {
+    replicas: Arc<ReplicaManager>,
+}
+
+impl OffsetsTopicLog {
+    /// A log over the partitions `replicas` hosts.
+    pub fn new(replicas: Arc<ReplicaManager>) -> OffsetsTopicLog {
+        OffsetsTopicLog { replicas }
+    }
+}
+
+/// Runs blocking work without stalling a runtime worker's other tasks.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
+impl OffsetsLog for OffsetsTopicLog {
+    fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
+        let replica = self
+            .replicas
+            .get(&TopicPartition::new(OFFSETS_TOPIC.to_owned(), partition))
+            .ok_or(LogError::UnknownPartition { partition })?;
+        let now_ms = self.replicas.now_ms();
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        for record in records {
+            builder
+                .append(now_ms, Some(&record.key), record.value.as_deref(), &[])
+                .map_err(|_| LogError::Backend {
+                    reason: "record batch could not be built",
+                })?;
+        }
+        let batch = builder.build().map_err(|_| LogError::Backend {
+            reason: "record batch could not be built",
+        })?;
+        let appended = blocking(|| replica.append(batch, false, now_ms));
+        match appended {
+            Ok(info) => Ok(info.last_offset),
+            Err(error) => {
+                warn!(partition, %error, "append to __consumer_offsets refused");
+                Err(LogError::Backend {
+                    reason: "the partition log refused the append",
+                })
+            }
+        }
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, LogRecord)>, LogError> {
+        let replica = self
+            .replicas
+            .get(&TopicPartition::new(OFFSETS_TOPIC.to_owned(), partition))
+            .ok_or(LogError::UnknownPartition { partition })?;
+        let mut next_offset = from_offset;
+        let mut records = Vec::new();
+        // Compaction may leave batches with no record at or past the offset
+        // asked for: keep reading until something is found or the end.
+        while records.is_empty() {
+            let read = replica
+                .read(next_offset, LOAD_READ_BYTES, true)
+                .map_err(|_| LogError::Backend {
+                    reason: "reading the partition log failed",
+                })?;
+            let Some(bytes) = read.records else {
+                break;
+            };
+            let mut last_next_offset = next_offset;
+            for batch in RecordBatches::new(bytes) {
+                let batch = batch.map_err(|_| LogError::Backend {
+                    reason: "a record batch in the log is corrupt",
+                })?;
+                last_next_offset = last_next_offset.max(batch.next_offset());
+                if batch.attributes().is_control() {
+                    continue;
+                }
+                collect_batch(&batch, next_offset, max_records, &mut records)?;
+            }
+            if last_next_offset <= next_offset || last_next_offset >= read.high_watermark {
+                break;
+            }
+            next_offset = last_next_offset;
+        }
+        Ok(records)
+    }
+}
+
+fn collect_batch(
+    batch: &strom_protocol::records::RecordBatch,
+    from_offset: i64,
+    max_records: usize,
+    records: &mut Vec<(i64, LogRecord)>,
+) -> Result<(), LogError> {
+    let corrupt = |_| LogError::Backend {
+        reason: "a record in the log is corrupt",
+    };
+    for record in batch.records().map_err(corrupt)? {
+        if records.len() >= max_records {
+            break;
+        }
+        let record = record.map_err(corrupt)?;
+        let offset = record.offset(batch.base_offset());
+        let Some(key) = record.key_bytes() else {
+            continue;
+        };
+        if offset >= from_offset {
+            records.push((
+                offset,
+                LogRecord {
+                    key,
+                    value: record.value_bytes(),
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The coordinator configuration from the broker's `group.*` and
+/// `offsets.*` settings.
+pub fn coordinator_config(config: &BrokerConfig) -> CoordinatorConfig {
+    let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    let millis_i32 = |duration: Duration| i32::try_from(duration.as_millis()).unwrap_or(i32::MAX);
+    CoordinatorConfig {
+        group: GroupConfig {
+            min_session_timeout_ms: millis_i32(config.group_min_session_timeout),
+            max_session_timeout_ms: millis_i32(config.group_max_session_timeout),
+            initial_rebalance_delay_ms: millis(config.group_initial_rebalance_delay),
+            max_size: config.group_max_size,
+        },
+        offsets: OffsetConfig {
+            retention_ms: millis(config.offsets_retention),
+            ..OffsetConfig::default()
+        },
+        offsets_topic_partitions: config.offsets_topic_num_partitions.max(1),
+    }
+}
+
+/// The coordinator and what the broker knows about its partitions.
+pub struct GroupService {
+    /// The group coordinator over `__consumer_offsets`.
+    pub coordinator: GroupCoordinator<OffsetsTopicLog>,
+    node_id: i32,
+    /// Offsets partitions led here (loaded, loading or claimed).
+    owned: Mutex<BTreeSet<i32>>,
+    /// Claimed partitions whose load has not started yet.
+    unloaded: Mutex<BTreeSet<i32>>,
+    /// Topic names of the last image seen, to notice deletions.
+    topics: Mutex<Option<BTreeSet<String>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl GroupService {
+    /// A service whose coordinator owns no partition yet.
+    pub fn new(config: &BrokerConfig, replicas: Arc<ReplicaManager>) -> GroupService {
+        GroupService {
+            coordinator: GroupCoordinator::new(
+                coordinator_config(config),
+                OffsetsTopicLog::new(replicas),
+            ),
+            node_id: config.node_id,
+            owned: Mutex::new(BTreeSet::new()),
+            unloaded: Mutex::new(BTreeSet::new()),
+            topics: Mutex::new(None),
+        }
+    }
+
+    /// Claims the offsets partitions this broker leads in `image` (their
+    /// groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded) and gives up
+    /// those it no longer leads. Fast: reads nothing. The broker calls it
+    /// before it starts serving, so no request sees NOT_COORDINATOR for a
+    /// partition that is about to load.
+    pub fn claim(&self, image: &MetadataImage) {
+        let led: BTreeSet<i32> = image
+            .topic_by_name(OFFSETS_TOPIC)
+            .map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, partition)| partition.leader == Some(self.node_id))
+                    .filter_map(|(index, _)| i32::try_from(index).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut owned = lock(&self.owned);
+        let mut unloaded = lock(&self.unloaded);
+        for partition in owned.difference(&led) {
+            unloaded.remove(partition);
+            self.coordinator.unload_partition(*partition);
+        }
+        for partition in led.difference(&owned) {
+            unloaded.insert(*partition);
+            self.coordinator.begin_loading(*partition);
+        }
+        *owned = led;
+    }
+
+    /// Follows a new metadata image (after the replica manager applied it):
+    /// claims partitions as [`claim`](Self::claim) does, loads every claimed
+    /// partition not loaded yet, and removes the committed offsets of deleted
+    /// topics. Blocking: call it from a blocking-tolerant context.
+    pub fn apply_image(&self, image: &MetadataImage) {
+        self.forget_deleted_topics(image);
+        self.claim(image);
+        let pending: Vec<i32> = std::mem::take(&mut *lock(&self.unloaded))
+            .into_iter()
+            .collect();
+        for partition in pending {
+            if !lock(&self.owned).contains(&partition) {
+                continue;
+            }
+            match self.coordinator.load_partition(partition) {
+                Ok(records) => info!(partition, records, "coordinator partition loaded"),
+                Err(error) => {
+                    warn!(partition, %error, "cannot load __consumer_offsets partition");
+                }
+            }
+        }
+    }
+
+    fn forget_deleted_topics(&self, image: &MetadataImage) {
+        let current: BTreeSet<String> = image.topics().map(|topic| topic.name.clone()).collect();
+        let previous = lock(&self.topics).replace(current.clone());
+        let Some(previous) = previous else {
+            return;
+        };
+        let deleted: Vec<String> = previous.difference(&current).cloned().collect();
+        if deleted.is_empty() {
+            return;
+        }
+        info!(topics = ?deleted, "removing committed offsets of deleted topics");
+        if let Err(error) = self.coordinator.remove_topic_offsets(&deleted) {
+            warn!(%error, "cannot write tombstones for deleted topics' offsets");
+        }
+    }
+}
+
+/// Creates `__consumer_offsets` through the controller if it does not exist:
+/// `offsets.topic.num.partitions` partitions, `offsets.topic.replication.factor`
+/// replicas, compacted, with Kafka's segment size.
+pub async fn ensure_offsets_topic(
+    controller: &dyn ControllerClient,
+    config: &BrokerConfig,
+) -> bool {
+    if controller.image().topic_by_name(OFFSETS_TOPIC).is_some() {
+        return true;
+    }
+    let request = CreateTopicsRequest {
+        topics: vec![NewTopic {
+            name: OFFSETS_TOPIC.to_owned(),
+            partitions: Some(config.offsets_topic_num_partitions),
+            replication_factor: Some(config.offsets_topic_replication_factor),
+            assignments: Vec::new(),
+            configs: vec![
+                ConfigEntry {
+                    key: "cleanup.policy".to_owned(),
+                    value: Some("compact".to_owned()),
+                },
+                ConfigEntry {
+                    key: "segment.bytes".to_owned(),
+                    value: Some(OFFSETS_TOPIC_SEGMENT_BYTES.to_owned()),
+                },
+            ],
+        }],
+        validate_only: false,
+    };
+    match controller.create_topics(request).await {
+        Ok(outcomes) => {
+            for outcome in outcomes {
+                if let Err(error) = outcome.result {
+                    warn!(%error, "cannot create __consumer_offsets");
+                }
+            }
+        }
+        Err(error) => warn!(%error, "cannot create __consumer_offsets"),
+    }
+    controller.image().topic_by_name(OFFSETS_TOPIC).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::coordinator_config;
+    use crate::config::BrokerConfig;
+
+    #[test]
+    fn group_and_offsets_settings_reach_the_coordinator() {
+        let map: BTreeMap<String, String> = [
+            ("offsets.topic.num.partitions", "7"),
+            ("offsets.retention.minutes", "3"),
+            ("group.initial.rebalance.delay.ms", "250"),
+            ("group.min.session.timeout.ms", "1000"),
+            ("group.max.session.timeout.ms", "20000"),
+            ("group.max.size", "4"),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .collect();
+        let (config, _warnings) = BrokerConfig::from_map(&map).expect("valid config");
+        let coordinator = coordinator_config(&config);
+        assert_eq!(coordinator.offsets_topic_partitions, 7);
+        assert_eq!(coordinator.offsets.retention_ms, 180_000);
+        assert_eq!(coordinator.group.initial_rebalance_delay_ms, 250);
+        assert_eq!(coordinator.group.min_session_timeout_ms, 1_000);
+        assert_eq!(coordinator.group.max_session_timeout_ms, 20_000);
+        assert_eq!(coordinator.group.max_size, 4);
+    }
+}

@@ -1,0 +1,132 @@
+//! AlterConfigs: replaces a topic's configs. The controller validates and
+//! records them; the broker's metadata follower applies them to the logs.
+//!
+//! Broker resources are refused with `INVALID_REQUEST`: Strom has no dynamic
+//! broker configuration (its broker settings are static properties).
+
+use strom_controller::controller::{
+    AlterConfigsRequest as ControllerRequest, ConfigEntry, ResourceConfigs, ResourceOutcome,
+};
+use strom_controller::error::RuntimeError;
+use strom_controller::image::ConfigResource;
+use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::alter_configs_response::AlterConfigsResourceResponse;
+use strom_protocol::kafka::messages::{AlterConfigsRequest, AlterConfigsResponse};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::messages::Response;
+
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::errors::{controller_error_code, runtime_error_code};
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+
+/// A resource's result before it is encoded: its type and name, and either
+/// a refusal decided here or the index of its controller outcome.
+pub(super) enum Planned {
+    /// Refused by the broker.
+    Refused {
+        /// The code.
+        error: ErrorCode,
+        /// Why.
+        message: &'static str,
+    },
+    /// Sent to the controller, at this position of its request.
+    Sent(usize),
+}
+
+/// Which resources a config alteration may name: topics only.
+pub(super) fn topic_resource(resource_type: i8, name: &str) -> Result<ConfigResource, Planned> {
+    match resource_type {
+        RESOURCE_TOPIC => Ok(ConfigResource::Topic(name.to_owned())),
+        RESOURCE_BROKER => Err(Planned::Refused {
+            error: ErrorCode::InvalidRequest,
+            message: "Strom has no dynamic broker configs; broker settings are static",
+        }),
+        _ => Err(Planned::Refused {
+            error: ErrorCode::InvalidRequest,
+            message: "unsupported resource type",
+        }),
+    }
+}
+
+/// The per-resource responses, in request order.
+pub(super) fn responses(
+    identities: Vec<(i8, StrBytes)>,
+    planned: Vec<Planned>,
+    outcomes: Result<Vec<ResourceOutcome>, RuntimeError>,
+) -> Vec<AlterConfigsResourceResponse> {
+    identities
+        .into_iter()
+        .zip(planned)
+        .map(|((resource_type, resource_name), planned)| {
+            let response = AlterConfigsResourceResponse::default()
+                .with_resource_type(resource_type)
+                .with_resource_name(resource_name);
+            let failure = match planned {
+                Planned::Refused { error, message } => Some((error, message.to_owned())),
+                Planned::Sent(index) => match &outcomes {
+                    Ok(outcomes) => match outcomes.get(index).map(|outcome| &outcome.result) {
+                        Some(Ok(())) => None,
+                        Some(Err(error)) => Some((controller_error_code(error), error.to_string())),
+                        None => Some((
+                            ErrorCode::UnknownServerError,
+                            "the controller returned too few results".to_owned(),
+                        )),
+                    },
+                    Err(error) => Some((runtime_error_code(error), error.to_string())),
+                },
+            };
+            match failure {
+                None => response,
+                Some((error, message)) => response
+                    .with_error_code(error.code())
+                    .with_error_message(Some(StrBytes::from_string(message))),
+            }
+        })
+        .collect()
+}
+
+/// Handles an AlterConfigs request.
+pub async fn handle(
+    broker: &BrokerContext,
+    _context: &RequestContext,
+    request: AlterConfigsRequest,
+) -> Reply {
+    let mut identities = Vec::with_capacity(request.resources.len());
+    let mut planned = Vec::with_capacity(request.resources.len());
+    let mut resources = Vec::new();
+    for resource in &request.resources {
+        identities.push((resource.resource_type, resource.resource_name.clone()));
+        match topic_resource(resource.resource_type, &resource.resource_name) {
+            Ok(config_resource) => {
+                planned.push(Planned::Sent(resources.len()));
+                resources.push(ResourceConfigs {
+                    resource: config_resource,
+                    entries: resource
+                        .configs
+                        .iter()
+                        .map(|config| ConfigEntry {
+                            key: config.name.to_string(),
+                            value: config.value.as_ref().map(|value| value.to_string()),
+                        })
+                        .collect(),
+                });
+            }
+            Err(refused) => planned.push(refused),
+        }
+    }
+    let outcomes = if resources.is_empty() {
+        Ok(Vec::new())
+    } else {
+        let controller_request = ControllerRequest {
+            resources,
+            validate_only: request.validate_only,
+        };
+        let outcomes = broker.controller.alter_configs(controller_request).await;
+        broker.sync_metadata();
+        outcomes
+    };
+    Reply::Response(Response::AlterConfigs(
+        AlterConfigsResponse::default().with_responses(responses(identities, planned, outcomes)),
+    ))
+}

@@ -1,0 +1,45 @@
+//! KIP-430 authorized-operation bit sets. Strom has no authorizer, so every
+//! operation a resource type supports is allowed, as in Kafka without an
+//! authorizer.
+
+/// Kafka's `AclOperation` codes the CLUSTER resource supports: CREATE,
+/// ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS and
+/// IDEMPOTENT_WRITE.
+const CLUSTER_OPERATIONS: &[u8] = &[5, 7, 8, 9, 10, 11, 12];
+
+/// Kafka's `AclOperation` codes the TOPIC resource supports: READ, WRITE,
+/// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS.
+const TOPIC_OPERATIONS: &[u8] = &[3, 4, 5, 6, 7, 8, 10, 11];
+
+fn bits(operations: &[u8]) -> i32 {
+    operations
+        .iter()
+        .fold(0, |bits, operation| bits | (1 << operation))
+}
+
+/// The operations allowed on the cluster.
+pub fn cluster() -> i32 {
+    bits(CLUSTER_OPERATIONS)
+}
+
+/// The operations allowed on a topic.
+pub fn topic() -> i32 {
+    bits(TOPIC_OPERATIONS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_sets_hold_exactly_the_supported_operations() {
+        // DESCRIBE (8) and ALTER (7) on the cluster; READ (3) only on topics.
+        assert_ne!(cluster() & (1 << 8), 0);
+        assert_ne!(cluster() & (1 << 7), 0);
+        assert_eq!(cluster() & (1 << 3), 0);
+        assert_ne!(topic() & (1 << 3), 0);
+        assert_eq!(topic() & (1 << 9), 0);
+        assert_eq!(cluster().count_ones(), 7);
+        assert_eq!(topic().count_ones(), 8);
+    }
+}

@@ -1,0 +1,75 @@
+//! CreatePartitions: grows topics; the controller validates the new count
+//! and any explicit assignments.
+
+use strom_controller::controller::{
+    CreatePartitionsRequest as ControllerRequest, PartitionsIncrease,
+};
+use strom_protocol::kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
+use strom_protocol::kafka::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::messages::Response;
+
+use super::errors::{controller_error_code, runtime_error_code};
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+
+/// Handles a CreatePartitions request.
+pub async fn handle(
+    broker: &BrokerContext,
+    _context: &RequestContext,
+    request: CreatePartitionsRequest,
+) -> Reply {
+    let topics: Vec<PartitionsIncrease> = request
+        .topics
+        .iter()
+        .map(|topic| PartitionsIncrease {
+            topic: topic.name.0.to_string(),
+            count: topic.count,
+            assignments: topic.assignments.as_ref().map(|assignments| {
+                assignments
+                    .iter()
+                    .map(|assignment| assignment.broker_ids.iter().map(|id| id.0).collect())
+                    .collect()
+            }),
+        })
+        .collect();
+    let names: Vec<String> = topics.iter().map(|topic| topic.topic.clone()).collect();
+    let controller_request = ControllerRequest {
+        topics,
+        validate_only: request.validate_only,
+    };
+    let results = match broker
+        .controller
+        .create_partitions(controller_request)
+        .await
+    {
+        Ok(outcomes) => {
+            broker.sync_metadata();
+            outcomes
+                .into_iter()
+                .map(|outcome| {
+                    let result = CreatePartitionsTopicResult::default()
+                        .with_name(StrBytes::from_string(outcome.name).into());
+                    match outcome.result {
+                        Ok(()) => result,
+                        Err(error) => result
+                            .with_error_code(controller_error_code(&error).code())
+                            .with_error_message(Some(StrBytes::from_string(error.to_string()))),
+                    }
+                })
+                .collect()
+        }
+        Err(error) => names
+            .into_iter()
+            .map(|name| {
+                CreatePartitionsTopicResult::default()
+                    .with_name(StrBytes::from_string(name).into())
+                    .with_error_code(runtime_error_code(&error).code())
+                    .with_error_message(Some(StrBytes::from_string(error.to_string())))
+            })
+            .collect(),
+    };
+    Reply::Response(Response::CreatePartitions(
+        CreatePartitionsResponse::default().with_results(results),
+    ))
+}

@@ -1,0 +1,100 @@
+//! CreateTopics: validated and recorded by the controller.
+
+use strom_controller::assignment::RequestedAssignment;
+use strom_controller::controller::{
+    ConfigEntry, CreateTopicsRequest as ControllerRequest, NewTopic,
+};
+use strom_protocol::kafka::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use strom_protocol::kafka::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::messages::Response;
+
+use super::errors::{controller_error_code, runtime_error_code};
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+
+/// Handles a CreateTopics request.
+pub async fn handle(
+    broker: &BrokerContext,
+    _context: &RequestContext,
+    request: CreateTopicsRequest,
+) -> Reply {
+    let topics: Vec<NewTopic> = request
+        .topics
+        .iter()
+        .map(|topic| NewTopic {
+            name: topic.name.0.to_string(),
+            partitions: (topic.num_partitions != -1).then_some(topic.num_partitions),
+            replication_factor: (topic.replication_factor != -1)
+                .then_some(topic.replication_factor),
+            assignments: topic
+                .assignments
+                .iter()
+                .map(|assignment| RequestedAssignment {
+                    partition_index: assignment.partition_index,
+                    broker_ids: assignment.broker_ids.iter().map(|id| id.0).collect(),
+                })
+                .collect(),
+            configs: topic
+                .configs
+                .iter()
+                .map(|config| ConfigEntry {
+                    key: config.name.to_string(),
+                    value: config.value.as_ref().map(|value| value.to_string()),
+                })
+                .collect(),
+        })
+        .collect();
+    let names: Vec<String> = topics.iter().map(|topic| topic.name.clone()).collect();
+    let controller_request = ControllerRequest {
+        topics,
+        validate_only: request.validate_only,
+    };
+    let results = match broker.controller.create_topics(controller_request).await {
+        Ok(outcomes) => {
+            broker.sync_metadata();
+            outcomes
+                .into_iter()
+                .map(|outcome| match outcome.result {
+                    Ok(created) => CreatableTopicResult::default()
+                        .with_name(StrBytes::from_string(outcome.name).into())
+                        .with_topic_id(created.topic_id)
+                        .with_num_partitions(created.partitions)
+                        .with_replication_factor(created.replication_factor)
+                        .with_configs(Some(
+                            created
+                                .configs
+                                .into_iter()
+                                .map(|(name, value)| {
+                                    CreatableTopicConfigs::default()
+                                        .with_name(StrBytes::from_string(name))
+                                        .with_value(Some(StrBytes::from_string(value)))
+                                        .with_config_source(1)
+                                })
+                                .collect(),
+                        )),
+                    Err(error) => CreatableTopicResult::default()
+                        .with_name(StrBytes::from_string(outcome.name).into())
+                        .with_error_code(controller_error_code(&error).code())
+                        .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                        .with_num_partitions(-1)
+                        .with_replication_factor(-1),
+                })
+                .collect()
+        }
+        Err(error) => names
+            .into_iter()
+            .map(|name| {
+                CreatableTopicResult::default()
+                    .with_name(StrBytes::from_string(name).into())
+                    .with_error_code(runtime_error_code(&error).code())
+                    .with_error_message(Some(StrBytes::from_string(error.to_string())))
+            })
+            .collect(),
+    };
+    Reply::Response(Response::CreateTopics(
+        CreateTopicsResponse::default().with_topics(results),
+    ))
+}

@@ -1,0 +1,78 @@
+//! DescribeGroups: state, protocol and members with their metadata and
+//! assignments (an unknown group is described as Dead, as Kafka does).
+
+use strom_coordinator::GroupDescription;
+use strom_protocol::kafka::messages::describe_groups_response::{
+    DescribedGroup, DescribedGroupMember,
+};
+use strom_protocol::kafka::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::messages::Response;
+
+use super::errors::group_error_code;
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+
+/// Kafka's "authorized operations not requested" marker.
+const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
+
+/// READ (3), DELETE (6) and DESCRIBE (8): what an unauthenticated client
+/// may do to a group, as an ACL operation bit set.
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+/// Handles a DescribeGroups request.
+pub fn handle(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: DescribeGroupsRequest,
+) -> Reply {
+    let group_ids: Vec<String> = request.groups.iter().map(|id| id.0.to_string()).collect();
+    let operations = if request.include_authorized_operations {
+        GROUP_OPERATIONS
+    } else {
+        OPERATIONS_NOT_REQUESTED
+    };
+    let described = broker.groups.coordinator.describe_groups(&group_ids);
+    let groups = request
+        .groups
+        .iter()
+        .zip(described)
+        .map(|(group_id, result)| match result {
+            Ok(description) => described_group(description).with_authorized_operations(operations),
+            Err(error) => DescribedGroup::default()
+                .with_group_id(group_id.clone())
+                .with_error_code(group_error_code(&error).code())
+                // The error message exists from v6 only.
+                .with_error_message(
+                    (context.api_version >= 6).then(|| StrBytes::from_string(error.to_string())),
+                )
+                .with_authorized_operations(operations),
+        })
+        .collect();
+    Reply::Response(Response::DescribeGroups(
+        DescribeGroupsResponse::default().with_groups(groups),
+    ))
+}
+
+fn described_group(description: GroupDescription) -> DescribedGroup {
+    DescribedGroup::default()
+        .with_group_id(StrBytes::from_string(description.group_id).into())
+        .with_group_state(StrBytes::from_static_str(description.state.kafka_name()))
+        .with_protocol_type(StrBytes::from_string(description.protocol_type))
+        .with_protocol_data(StrBytes::from_string(description.protocol_name))
+        .with_members(
+            description
+                .members
+                .into_iter()
+                .map(|member| {
+                    DescribedGroupMember::default()
+                        .with_member_id(StrBytes::from_string(member.member_id))
+                        .with_group_instance_id(member.group_instance_id.map(StrBytes::from_string))
+                        .with_client_id(StrBytes::from_string(member.client_id))
+                        .with_client_host(StrBytes::from_string(member.client_host))
+                        .with_member_metadata(member.metadata)
+                        .with_member_assignment(member.assignment)
+                })
+                .collect(),
+        )
+}

@@ -1,0 +1,150 @@
+//! Typed errors of the layers below, mapped to Kafka error codes: the one
+//! place where the broker chooses codes.
+
+use strom_controller::error::{ControllerError, RuntimeError};
+use strom_coordinator::GroupError;
+use strom_protocol::error_code::ErrorCode;
+use strom_replication::ReplicationError;
+use strom_storage::error::{AppendError, BatchError, LogError, ReadError};
+
+use crate::error::ProducerIdError;
+use crate::replica_manager::AppendFailure;
+
+/// The code for a failed append.
+pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
+    match error {
+        AppendFailure::Replication(error) => replication_error_code(error),
+        AppendFailure::Log(error) => match error {
+            AppendError::Empty => ErrorCode::InvalidRecord,
+            AppendError::Corrupt(BatchError::UnsupportedMagic { .. }) => {
+                ErrorCode::UnsupportedForMessageFormat
+            }
+            AppendError::Corrupt(_) => ErrorCode::CorruptMessage,
+            AppendError::RecordTooLarge { .. } => ErrorCode::MessageTooLarge,
+            AppendError::AppendTooLarge { .. } => ErrorCode::RecordListTooLarge,
+            AppendError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
+            AppendError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            AppendError::OffsetsNotIncreasing { .. } => ErrorCode::InvalidRecord,
+            AppendError::Io(_) | AppendError::Index(_) => ErrorCode::KafkaStorageError,
+            #[allow(unreachable_patterns)]
+            _ => ErrorCode::UnknownServerError,
+        },
+    }
+}
+
+/// The code for a replication refusal.
+pub fn replication_error_code(error: &ReplicationError) -> ErrorCode {
+    match error {
+        ReplicationError::NotEnoughReplicas { .. } => ErrorCode::NotEnoughReplicas,
+        ReplicationError::NotEnoughReplicasAfterAppend { .. } => {
+            ErrorCode::NotEnoughReplicasAfterAppend
+        }
+        ReplicationError::UnknownReplica { .. } => ErrorCode::NotLeaderOrFollower,
+        ReplicationError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+        ReplicationError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
+    }
+}
+
+/// The code for a failed read.
+pub fn read_error_code(error: &ReadError) -> ErrorCode {
+    match error {
+        ReadError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        #[allow(unreachable_patterns)]
+        _ => ErrorCode::KafkaStorageError,
+    }
+}
+
+/// The code for a per-item controller error.
+pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
+    match error {
+        ControllerError::InvalidTopicName { .. } => ErrorCode::InvalidTopicException,
+        ControllerError::TopicAlreadyExists { .. } => ErrorCode::TopicAlreadyExists,
+        ControllerError::UnknownTopic { .. } => ErrorCode::UnknownTopicOrPartition,
+        ControllerError::UnknownTopicId { .. } => ErrorCode::UnknownTopicId,
+        ControllerError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
+        ControllerError::DuplicateTopic { .. } => ErrorCode::InvalidRequest,
+        ControllerError::InvalidPartitions { .. } => ErrorCode::InvalidPartitions,
+        ControllerError::InvalidReplicationFactor { .. } => ErrorCode::InvalidReplicationFactor,
+        ControllerError::InvalidReplicaAssignment { .. } => ErrorCode::InvalidReplicaAssignment,
+        ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+        ControllerError::UnsupportedConfigResource { .. } => ErrorCode::InvalidRequest,
+        ControllerError::NoBrokersAvailable => ErrorCode::InvalidReplicationFactor,
+        ControllerError::StaleBrokerEpoch { .. } => ErrorCode::StaleBrokerEpoch,
+        ControllerError::BrokerNotRegistered { .. } => ErrorCode::BrokerIdNotRegistered,
+        ControllerError::DuplicateBrokerRegistration { .. } => {
+            ErrorCode::DuplicateBrokerRegistration
+        }
+        ControllerError::AssignmentWithCounts { .. } => ErrorCode::InvalidRequest,
+        ControllerError::ElectionNotNeeded { .. } => ErrorCode::ElectionNotNeeded,
+        ControllerError::NotLeader { .. } => ErrorCode::NotLeaderOrFollower,
+        ControllerError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+        ControllerError::InvalidUpdateVersion { .. } => ErrorCode::InvalidUpdateVersion,
+        ControllerError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
+        ControllerError::InvalidIsr { .. } => ErrorCode::InvalidRequest,
+        ControllerError::PreferredLeaderNotAvailable { .. } => {
+            ErrorCode::PreferredLeaderNotAvailable
+        }
+        ControllerError::EligibleLeadersNotAvailable { .. } => {
+            ErrorCode::EligibleLeadersNotAvailable
+        }
+    }
+}
+
+/// The code for a controller that could not run a command at all.
+pub fn runtime_error_code(_error: &RuntimeError) -> ErrorCode {
+    // The embedded controller failed to persist; clients may retry.
+    ErrorCode::NotController
+}
+
+/// The code for a DeleteRecords that the log refused.
+pub fn delete_records_error_code(error: &LogError) -> ErrorCode {
+    match error {
+        LogError::LogStartBeyondLimit { .. } => ErrorCode::OffsetOutOfRange,
+        #[allow(unreachable_patterns)]
+        _ => ErrorCode::KafkaStorageError,
+    }
+}
+
+/// The code for a producer id that could not be allocated.
+pub fn producer_id_error_code(error: &ProducerIdError) -> ErrorCode {
+    match error {
+        // The counter file could not be written: a storage problem the
+        // client may retry.
+        ProducerIdError::Io { .. } | ProducerIdError::Corrupt { .. } => {
+            ErrorCode::KafkaStorageError
+        }
+        ProducerIdError::Exhausted => ErrorCode::UnknownServerError,
+    }
+}
+
+/// The code for a group coordinator refusal (each [`GroupError`] variant
+/// documents the Kafka code it stands for).
+pub fn group_error_code(error: &GroupError) -> ErrorCode {
+    match error {
+        GroupError::UnknownMemberId => ErrorCode::UnknownMemberId,
+        GroupError::IllegalGeneration { .. } => ErrorCode::IllegalGeneration,
+        GroupError::RebalanceInProgress => ErrorCode::RebalanceInProgress,
+        GroupError::FencedInstanceId => ErrorCode::FencedInstanceId,
+        GroupError::MemberIdRequired { .. } => ErrorCode::MemberIdRequired,
+        GroupError::GroupMaxSizeReached { .. } => ErrorCode::GroupMaxSizeReached,
+        GroupError::InconsistentGroupProtocol => ErrorCode::InconsistentGroupProtocol,
+        GroupError::InvalidSessionTimeout { .. } => ErrorCode::InvalidSessionTimeout,
+        GroupError::InvalidGroupId => ErrorCode::InvalidGroupId,
+        GroupError::CoordinatorLoadInProgress { .. } => ErrorCode::CoordinatorLoadInProgress,
+        GroupError::NotCoordinator { .. } => ErrorCode::NotCoordinator,
+        GroupError::CoordinatorNotAvailable => ErrorCode::CoordinatorNotAvailable,
+        GroupError::GroupIdNotFound => ErrorCode::GroupIdNotFound,
+        GroupError::NonEmptyGroup => ErrorCode::NonEmptyGroup,
+        GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
+        GroupError::OffsetMetadataTooLarge { .. } => ErrorCode::OffsetMetadataTooLarge,
+        GroupError::LogAppendFailed { .. } => ErrorCode::CoordinatorNotAvailable,
+    }
+}
+
+/// The code of a per-item group result (`NONE` for success).
+pub fn group_result_code(result: &Result<(), GroupError>) -> i16 {
+    match result {
+        Ok(()) => ErrorCode::None.code(),
+        Err(error) => group_error_code(error).code(),
+    }
+}

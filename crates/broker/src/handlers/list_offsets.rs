@@ -1,0 +1,152 @@
+//! ListOffsets: earliest, latest, max-timestamp, and by-time offsets.
+
+use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use strom_protocol::kafka::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use strom_protocol::messages::Response;
+use strom_storage::read::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use strom_storage::TopicPartition;
+
+use super::errors::replication_error_code;
+use super::produce::missing_partition_error;
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+
+/// KIP-405's "earliest local" offset: without tiered storage, the earliest.
+const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// KIP-1005's "latest tiered" offset: nothing is tiered here.
+const LATEST_TIERED_TIMESTAMP: i64 = -5;
+
+/// Handles a ListOffsets request.
+pub fn handle(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: ListOffsetsRequest,
+) -> Reply {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|partition| {
+                    let found = lookup(
+                        broker,
+                        &name,
+                        partition.partition_index,
+                        partition.current_leader_epoch,
+                        partition.timestamp,
+                    );
+                    partition_response(context.api_version, partition.partition_index, found)
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    Reply::Response(Response::ListOffsets(
+        ListOffsetsResponse::default().with_topics(topics),
+    ))
+}
+
+/// One partition's answer at `api_version`. The leader epoch exists from v4
+/// on; earlier versions cannot carry it (the encoder refuses a non-default
+/// value), so it is left at its default there.
+fn partition_response(
+    api_version: i16,
+    partition_index: i32,
+    found: Result<(i64, i64, i32), ErrorCode>,
+) -> ListOffsetsPartitionResponse {
+    let response = ListOffsetsPartitionResponse::default().with_partition_index(partition_index);
+    match found {
+        Ok((timestamp, offset, leader_epoch)) => {
+            let response = response.with_timestamp(timestamp).with_offset(offset);
+            if api_version >= 4 {
+                response.with_leader_epoch(leader_epoch)
+            } else {
+                response
+            }
+        }
+        Err(code) => response
+            .with_error_code(code.code())
+            .with_timestamp(-1)
+            .with_offset(-1),
+    }
+}
+
+/// `(timestamp, offset, leader epoch)` for one partition.
+fn lookup(
+    broker: &BrokerContext,
+    topic: &str,
+    partition: i32,
+    current_leader_epoch: i32,
+    timestamp: i64,
+) -> Result<(i64, i64, i32), ErrorCode> {
+    let topic_partition = TopicPartition::new(topic.to_owned(), partition);
+    let replica = broker
+        .replicas
+        .get(&topic_partition)
+        .ok_or_else(|| missing_partition_error(broker, topic, partition))?;
+    replica
+        .validate_leader_epoch(Some(current_leader_epoch))
+        .map_err(|error| replication_error_code(&error))?;
+    let leader_epoch = replica.leader_epoch();
+    let found = replica.with_log(|log| {
+        let high_watermark = log.high_watermark();
+        match timestamp {
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok((-1, log.log_start_offset())),
+            // Consumers never see past the high watermark, so "latest" is it.
+            LATEST_TIMESTAMP => Ok((-1, high_watermark)),
+            LATEST_TIERED_TIMESTAMP => Ok((-1, -1)),
+            MAX_TIMESTAMP => Ok(log
+                .offset_for_timestamp(MAX_TIMESTAMP)
+                .filter(|found| found.offset < high_watermark)
+                .map_or((-1, -1), |found| (found.timestamp, found.offset))),
+            time if time < 0 => Err(ErrorCode::InvalidRequest),
+            time => Ok(log
+                .offset_for_timestamp(time)
+                .filter(|found| found.offset < high_watermark)
+                .map_or((-1, -1), |found| (found.timestamp, found.offset))),
+        }
+    })?;
+    Ok((found.0, found.1, leader_epoch))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use strom_protocol::kafka::messages::list_offsets_response::ListOffsetsTopicResponse;
+    use strom_protocol::messages::encode_response_frame;
+
+    use super::*;
+
+    #[test]
+    fn answers_encode_at_every_served_version() {
+        for api_version in 1..=10 {
+            for found in [
+                Ok((1_700_000_000_000, 42, 3)),
+                Err(ErrorCode::NotLeaderOrFollower),
+            ] {
+                let partition = partition_response(api_version, 0, found);
+                let expected_epoch = match found {
+                    Ok(_) if api_version >= 4 => 3,
+                    _ => -1,
+                };
+                assert_eq!(partition.leader_epoch, expected_epoch);
+                let topic = ListOffsetsTopicResponse::default().with_partitions(vec![partition]);
+                let response =
+                    Response::ListOffsets(ListOffsetsResponse::default().with_topics(vec![topic]));
+                let mut buffer = BytesMut::new();
+                assert!(
+                    encode_response_frame(7, api_version, &response, &mut buffer).is_ok(),
+                    "ListOffsets v{api_version} does not encode"
+                );
+            }
+        }
+    }
+}

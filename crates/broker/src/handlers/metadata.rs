@@ -1,0 +1,205 @@
+//! Metadata: brokers, the cluster id, and topics with their partitions,
+//! auto-creating requested topics when allowed.
+
+use std::sync::Arc;
+
+use strom_controller::controller::{CreateTopicsRequest, NewTopic};
+use strom_controller::image::{MetadataImage, TopicImage};
+use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use strom_protocol::kafka::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::messages::Response;
+use uuid::Uuid;
+
+use super::{authorized_operations, BrokerContext};
+use crate::network::{Reply, RequestContext};
+
+/// Which topics a request names.
+enum Wanted {
+    All,
+    Named(Vec<(Option<String>, Uuid)>),
+}
+
+/// Answers a Metadata request.
+pub async fn handle(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: MetadataRequest,
+) -> Reply {
+    let wanted = match request.topics {
+        None => Wanted::All,
+        Some(topics) if topics.is_empty() && context.api_version == 0 => Wanted::All,
+        Some(topics) => Wanted::Named(
+            topics
+                .into_iter()
+                .map(|topic| (topic.name.map(|name| name.0.to_string()), topic.topic_id))
+                .collect(),
+        ),
+    };
+    let mut image = broker.controller.image();
+    if let Wanted::Named(topics) = &wanted {
+        // Before v4 there is no flag and clients always allow creation.
+        let allowed = context.api_version < 4 || request.allow_auto_topic_creation;
+        if allowed && broker.config.auto_create_topics_enable {
+            image = auto_create(broker, &image, topics).await;
+        }
+    }
+    let mut response = response(broker, &image, &wanted);
+    // KIP-430: no authorizer, so every supported operation is allowed.
+    if request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = authorized_operations::cluster();
+    }
+    if request.include_topic_authorized_operations {
+        for topic in response
+            .topics
+            .iter_mut()
+            .filter(|topic| topic.error_code == 0)
+        {
+            topic.topic_authorized_operations = authorized_operations::topic();
+        }
+    }
+    Reply::Response(Response::Metadata(response))
+}
+
+async fn auto_create(
+    broker: &BrokerContext,
+    image: &Arc<MetadataImage>,
+    topics: &[(Option<String>, Uuid)],
+) -> Arc<MetadataImage> {
+    let missing: Vec<NewTopic> = topics
+        .iter()
+        .filter_map(|(name, _)| name.as_ref())
+        .filter(|name| image.topic_by_name(name).is_none())
+        .map(|name| NewTopic {
+            name: name.clone(),
+            ..NewTopic::default()
+        })
+        .collect();
+    if missing.is_empty() {
+        return Arc::clone(image);
+    }
+    let request = CreateTopicsRequest {
+        topics: missing,
+        validate_only: false,
+    };
+    if let Err(error) = broker.controller.create_topics(request).await {
+        tracing::warn!(%error, "auto-creating topics failed");
+    }
+    broker.sync_metadata();
+    broker.controller.image()
+}
+
+fn response(broker: &BrokerContext, image: &MetadataImage, wanted: &Wanted) -> MetadataResponse {
+    let topics = match wanted {
+        Wanted::All => image
+            .topics()
+            .map(|topic| describe_topic(image, topic, topic.name.clone()))
+            .collect(),
+        Wanted::Named(names) => names
+            .iter()
+            .map(|(name, topic_id)| match name {
+                Some(name) => match image.topic_by_name(name) {
+                    Some(topic) => describe_topic(image, topic, name.clone()),
+                    None => {
+                        missing_topic(Some(name.clone()), Uuid::nil(), missing_name_error(name))
+                    }
+                },
+                None => match image.topic_by_id(*topic_id) {
+                    Some(topic) => describe_topic(image, topic, topic.name.clone()),
+                    None => missing_topic(None, *topic_id, ErrorCode::UnknownTopicId),
+                },
+            })
+            .collect(),
+    };
+    MetadataResponse::default()
+        .with_brokers(brokers(broker, image))
+        .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())))
+        .with_controller_id(BrokerId(broker.config.node_id))
+        .with_topics(topics)
+}
+
+fn missing_name_error(name: &str) -> ErrorCode {
+    if strom_controller::topic_name::validate_topic_name(name).is_ok() {
+        ErrorCode::UnknownTopicOrPartition
+    } else {
+        ErrorCode::InvalidTopicException
+    }
+}
+
+fn brokers(broker: &BrokerContext, image: &MetadataImage) -> Vec<MetadataResponseBroker> {
+    let listener = broker
+        .config
+        .advertised_listeners
+        .first()
+        .map(|listener| listener.name.as_str());
+    image
+        .brokers()
+        .filter(|registered| !registered.fenced)
+        .filter_map(|registered| {
+            let endpoint = registered
+                .endpoints
+                .iter()
+                .find(|endpoint| Some(endpoint.name.as_str()) == listener)
+                .or_else(|| registered.endpoints.first())?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(registered.broker_id))
+                    .with_host(StrBytes::from_string(endpoint.host.clone()))
+                    .with_port(i32::from(endpoint.port))
+                    .with_rack(registered.rack.clone().map(StrBytes::from_string)),
+            )
+        })
+        .collect()
+}
+
+fn describe_topic(
+    image: &MetadataImage,
+    topic: &TopicImage,
+    name: String,
+) -> MetadataResponseTopic {
+    let partitions = topic
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(index, partition)| {
+            let (error, leader) = match partition.leader {
+                Some(leader) => (ErrorCode::None, leader),
+                None => (ErrorCode::LeaderNotAvailable, -1),
+            };
+            let offline = partition
+                .replicas
+                .iter()
+                .copied()
+                .filter(|replica| {
+                    image
+                        .broker(*replica)
+                        .is_none_or(|registered| registered.fenced)
+                })
+                .map(BrokerId)
+                .collect();
+            MetadataResponsePartition::default()
+                .with_error_code(error.code())
+                .with_partition_index(index as i32)
+                .with_leader_id(BrokerId(leader))
+                .with_leader_epoch(partition.leader_epoch)
+                .with_replica_nodes(partition.replicas.iter().copied().map(BrokerId).collect())
+                .with_isr_nodes(partition.isr.iter().copied().map(BrokerId).collect())
+                .with_offline_replicas(offline)
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_is_internal(name == "__consumer_offsets" || name == "__transaction_state")
+        .with_name(Some(TopicName(StrBytes::from_string(name))))
+        .with_topic_id(topic.id)
+        .with_partitions(partitions)
+}
+
+fn missing_topic(name: Option<String>, topic_id: Uuid, error: ErrorCode) -> MetadataResponseTopic {
+    MetadataResponseTopic::default()
+        .with_error_code(error.code())
+        .with_name(name.map(|name| TopicName(StrBytes::from_string(name))))
+        .with_topic_id(topic_id)
+}

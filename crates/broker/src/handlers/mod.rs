@@ -1,0 +1,198 @@
+//! The dispatch table: one Kafka API per file.
+//!
+//! [`Dispatcher`] routes each decoded request to its handler. ApiVersions
+//! advertises exactly the APIs in [`HANDLED_APIS`] (intersected with the
+//! protocol crate's version table), so the broker never advertises an API it
+//! does not serve.
+
+use std::sync::Arc;
+
+use strom_controller::runtime::ControllerClient;
+use strom_protocol::kafka::messages::ApiKey;
+use strom_protocol::messages::Request;
+
+use crate::config::BrokerConfig;
+use crate::groups::GroupService;
+use crate::network::{Reply, RequestContext, RequestHandler};
+use crate::producer_ids::ProducerIdManager;
+use crate::replica_manager::ReplicaManager;
+
+mod alter_configs;
+mod api_versions;
+mod authorized_operations;
+mod config_docs;
+mod create_partitions;
+mod create_topics;
+mod delete_groups;
+mod delete_records;
+mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
+mod describe_groups;
+mod errors;
+mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod incremental_alter_configs;
+mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
+mod list_offsets;
+mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
+mod offset_for_leader_epoch;
+mod produce;
+mod sasl_authenticate;
+mod sasl_handshake;
+mod sync_group;
+
+/// The APIs this broker serves, in the order of Kafka's API keys.
+pub const HANDLED_APIS: &[ApiKey] = &[
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::Metadata,
+    ApiKey::SaslHandshake,
+    ApiKey::ApiVersions,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::DeleteRecords,
+    ApiKey::InitProducerId,
+    ApiKey::OffsetForLeaderEpoch,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::SaslAuthenticate,
+    ApiKey::CreatePartitions,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::DescribeCluster,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::SyncGroup,
+    ApiKey::DescribeGroups,
+    ApiKey::ListGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
+];
+
+/// What every handler may use.
+pub struct BrokerContext {
+    /// The broker's configuration.
+    pub config: BrokerConfig,
+    /// The cluster id (from `meta.properties`).
+    pub cluster_id: String,
+    /// The controller (embedded for a single node).
+    pub controller: Arc<dyn ControllerClient>,
+    /// The partitions hosted here.
+    pub replicas: Arc<ReplicaManager>,
+    /// The durable producer id counter (InitProducerId).
+    pub producer_ids: ProducerIdManager,
+    /// The group coordinator and its `__consumer_offsets` partitions.
+    pub groups: Arc<GroupService>,
+}
+
+impl BrokerContext {
+    /// Brings the hosted partitions in line with the controller's latest
+    /// image (after a controller write, so the next request sees it).
+    pub fn sync_metadata(&self) {
+        let image = self.controller.image();
+        self.replicas.apply_image(&image);
+    }
+}
+
+/// Routes requests to their handlers.
+pub struct Dispatcher {
+    context: Arc<BrokerContext>,
+}
+
+impl Dispatcher {
+    /// A dispatcher over the broker's shared context.
+    pub fn new(context: Arc<BrokerContext>) -> Dispatcher {
+        Dispatcher { context }
+    }
+}
+
+#[async_trait::async_trait]
+impl RequestHandler for Dispatcher {
+    async fn handle(&self, request_context: RequestContext, request: Request) -> Reply {
+        let broker = &self.context;
+        match request {
+            Request::ApiVersions(request) => api_versions::handle(&request_context, request),
+            Request::Metadata(request) => metadata::handle(broker, &request_context, request).await,
+            Request::Produce(request) => produce::handle(broker, &request_context, request),
+            Request::Fetch(request) => fetch::handle(broker, &request_context, request),
+            Request::ListOffsets(request) => {
+                list_offsets::handle(broker, &request_context, request)
+            }
+            Request::CreateTopics(request) => {
+                create_topics::handle(broker, &request_context, request).await
+            }
+            Request::DeleteTopics(request) => {
+                delete_topics::handle(broker, &request_context, request).await
+            }
+            Request::CreatePartitions(request) => {
+                create_partitions::handle(broker, &request_context, request).await
+            }
+            Request::DescribeConfigs(request) => {
+                describe_configs::handle(broker, &request_context, request)
+            }
+            Request::AlterConfigs(request) => {
+                alter_configs::handle(broker, &request_context, request).await
+            }
+            Request::IncrementalAlterConfigs(request) => {
+                incremental_alter_configs::handle(broker, &request_context, request).await
+            }
+            Request::DescribeCluster(request) => {
+                describe_cluster::handle(broker, &request_context, request)
+            }
+            Request::DeleteRecords(request) => {
+                delete_records::handle(broker, &request_context, request)
+            }
+            Request::OffsetForLeaderEpoch(request) => {
+                offset_for_leader_epoch::handle(broker, &request_context, request)
+            }
+            Request::InitProducerId(request) => {
+                init_producer_id::handle(broker, &request_context, request)
+            }
+            Request::SaslHandshake(request) => sasl_handshake::handle(&request_context, request),
+            Request::SaslAuthenticate(request) => {
+                sasl_authenticate::handle(&request_context, request)
+            }
+            Request::FindCoordinator(request) => {
+                find_coordinator::handle(broker, &request_context, request).await
+            }
+            Request::JoinGroup(request) => join_group::handle(broker, &request_context, request),
+            Request::SyncGroup(request) => sync_group::handle(broker, &request_context, request),
+            Request::Heartbeat(request) => heartbeat::handle(broker, &request_context, request),
+            Request::LeaveGroup(request) => leave_group::handle(broker, &request_context, request),
+            Request::OffsetCommit(request) => {
+                offset_commit::handle(broker, &request_context, request)
+            }
+            Request::OffsetFetch(request) => {
+                offset_fetch::handle(broker, &request_context, request)
+            }
+            Request::ListGroups(request) => list_groups::handle(broker, &request_context, request),
+            Request::DescribeGroups(request) => {
+                describe_groups::handle(broker, &request_context, request)
+            }
+            Request::DeleteGroups(request) => {
+                delete_groups::handle(broker, &request_context, request)
+            }
+            Request::OffsetDelete(request) => {
+                offset_delete::handle(broker, &request_context, request)
+            }
+        }
+    }
+
+    fn unsupported_api_versions(&self) -> strom_protocol::messages::Response {
+        strom_protocol::messages::Response::ApiVersions(api_versions::response(
+            strom_protocol::error_code::ErrorCode::UnsupportedVersion,
+        ))
+    }
+}

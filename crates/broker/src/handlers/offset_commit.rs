@@ -1,0 +1,95 @@
+//! OffsetCommit: per-partition results; the offsets are durable in
+//! `__consumer_offsets` before the answer. v2-v4 carry a retention time,
+//! v6+ leader epochs, v7+ the group instance id.
+
+use strom_coordinator::{
+    GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
+};
+use strom_protocol::kafka::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use strom_protocol::kafka::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use strom_protocol::messages::Response;
+
+use super::errors::{group_error_code, group_result_code};
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+
+/// Handles an OffsetCommit request.
+pub fn handle(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: OffsetCommitRequest,
+) -> Reply {
+    let version = context.api_version;
+    let commit = CommitRequest {
+        group_id: request.group_id.0.to_string(),
+        generation_id: request.generation_id_or_member_epoch,
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
+        retention_time_ms: (version <= 4 && request.retention_time_ms != -1)
+            .then_some(request.retention_time_ms),
+        partitions: request
+            .topics
+            .iter()
+            .flat_map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(move |partition| OffsetCommitPartition {
+                        topic: topic.name.0.to_string(),
+                        partition: partition.partition_index,
+                        offset: partition.committed_offset,
+                        leader_epoch: (version >= 6 && partition.committed_leader_epoch >= 0)
+                            .then_some(partition.committed_leader_epoch),
+                        metadata: partition
+                            .committed_metadata
+                            .as_ref()
+                            .map(ToString::to_string),
+                        commit_timestamp_ms: None,
+                    })
+            })
+            .collect(),
+    };
+    let result = broker.groups.coordinator.commit_offsets(&commit);
+    Reply::Response(Response::OffsetCommit(response(&request, result)))
+}
+
+fn response(
+    request: &OffsetCommitRequest,
+    result: Result<PartitionResults, GroupError>,
+) -> OffsetCommitResponse {
+    let code_for = |topic: &str, partition: i32| -> i16 {
+        match &result {
+            Err(error) => group_error_code(error).code(),
+            Ok(results) => results
+                .iter()
+                .find(|(key, _)| key.topic == topic && key.partition == partition)
+                .map_or(0, |(_, result)| group_result_code(result)),
+        }
+    };
+    OffsetCommitResponse::default().with_topics(
+        request
+            .topics
+            .iter()
+            .map(|topic| {
+                OffsetCommitResponseTopic::default()
+                    .with_name(topic.name.clone())
+                    .with_partitions(
+                        topic
+                            .partitions
+                            .iter()
+                            .map(|partition| {
+                                OffsetCommitResponsePartition::default()
+                                    .with_partition_index(partition.partition_index)
+                                    .with_error_code(code_for(
+                                        &topic.name.0,
+                                        partition.partition_index,
+                                    ))
+                            })
+                            .collect(),
+                    )
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,265 @@
+//! Produce: validate and append each partition's batches, then answer at
+//! once (`acks=0`/`1`) or when the high watermark passes them (`acks=all`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::produce_response::{
+    PartitionProduceResponse, TopicProduceResponse,
+};
+use strom_protocol::kafka::messages::{ProduceRequest, ProduceResponse, TopicName};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::messages::Response;
+use strom_protocol::records::RecordBatches;
+use strom_replication::AckStatus;
+use strom_storage::TopicPartition;
+use uuid::Uuid;
+
+use super::errors::append_error_code;
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+use crate::replica_manager::PartitionReplica;
+
+/// One partition's outcome, kept until the response is built.
+struct Outcome {
+    index: i32,
+    error: ErrorCode,
+    error_message: Option<String>,
+    base_offset: i64,
+    log_append_time_ms: i64,
+    log_start_offset: i64,
+    /// For `acks=all`: the partition and the offset the HW must reach.
+    wait_for: Option<(Arc<PartitionReplica>, i64)>,
+}
+
+struct TopicOutcomes {
+    name: TopicName,
+    topic_id: Uuid,
+    partitions: Vec<Outcome>,
+}
+
+/// Handles a Produce request.
+pub fn handle(broker: &BrokerContext, context: &RequestContext, request: ProduceRequest) -> Reply {
+    let acks = request.acks;
+    if !matches!(acks, -1..=1) {
+        let topics = request
+            .topic_data
+            .into_iter()
+            .map(|topic| TopicOutcomes {
+                name: topic.name,
+                topic_id: topic.topic_id,
+                partitions: topic
+                    .partition_data
+                    .into_iter()
+                    .map(|partition| failed(partition.index, ErrorCode::InvalidRequiredAcks, None))
+                    .collect(),
+            })
+            .collect();
+        return Reply::Response(Response::Produce(build(topics)));
+    }
+    let image = broker.controller.image();
+    let now_ms = broker.replicas.now_ms();
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    for topic in request.topic_data {
+        // Produce v13 names topics by id (KIP-516).
+        let name = if context.api_version >= 13 {
+            image
+                .topic_by_id(topic.topic_id)
+                .map(|found| found.name.clone())
+        } else {
+            Some(topic.name.0.to_string())
+        };
+        let mut partitions = Vec::with_capacity(topic.partition_data.len());
+        for partition in topic.partition_data {
+            let outcome = match &name {
+                None => failed(partition.index, ErrorCode::UnknownTopicId, None),
+                Some(name) => append_partition(
+                    broker,
+                    name,
+                    partition.index,
+                    partition.records,
+                    acks,
+                    now_ms,
+                ),
+            };
+            partitions.push(outcome);
+        }
+        topics.push(TopicOutcomes {
+            name: topic.name,
+            topic_id: topic.topic_id,
+            partitions,
+        });
+    }
+    if acks == 0 {
+        return Reply::NoResponse;
+    }
+    let waits: Vec<(Arc<PartitionReplica>, i64)> = topics
+        .iter()
+        .flat_map(|topic| topic.partitions.iter())
+        .filter_map(|outcome| outcome.wait_for.clone())
+        .collect();
+    if waits.is_empty() {
+        return Reply::Response(Response::Produce(build(topics)));
+    }
+    let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
+    Reply::Deferred(Box::pin(async move {
+        let deadline = tokio::time::Instant::now() + timeout;
+        for (replica, required_offset) in &waits {
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let _ = replica
+                .high_watermark
+                .wait_until(*required_offset, remaining)
+                .await;
+        }
+        for topic in &mut topics {
+            for outcome in &mut topic.partitions {
+                if let Some((replica, required_offset)) = outcome.wait_for.take() {
+                    outcome.error = match replica.ack_status(required_offset) {
+                        AckStatus::Committed => ErrorCode::None,
+                        AckStatus::Waiting => ErrorCode::RequestTimedOut,
+                        AckStatus::NotEnoughReplicasAfterAppend => {
+                            ErrorCode::NotEnoughReplicasAfterAppend
+                        }
+                    };
+                }
+            }
+        }
+        Some(Response::Produce(build(topics)))
+    }))
+}
+
+fn append_partition(
+    broker: &BrokerContext,
+    topic: &str,
+    index: i32,
+    records: Option<bytes::Bytes>,
+    acks: i16,
+    now_ms: i64,
+) -> Outcome {
+    let topic_partition = TopicPartition::new(topic.to_owned(), index);
+    let Some(replica) = broker.replicas.get(&topic_partition) else {
+        return failed(index, missing_partition_error(broker, topic, index), None);
+    };
+    let Some(records) = records.filter(|records| !records.is_empty()) else {
+        return failed(
+            index,
+            ErrorCode::InvalidRecord,
+            Some("no record batches".to_owned()),
+        );
+    };
+    if carries_more_than_one_batch(&records) {
+        return failed(
+            index,
+            ErrorCode::InvalidRecord,
+            Some("a produce request carries exactly one record batch per partition".to_owned()),
+        );
+    }
+    match replica.append(records, acks == -1, now_ms) {
+        Ok(info) => {
+            let required = info.last_offset + 1;
+            let wait_for = (acks == -1 && replica.ack_status(required) != AckStatus::Committed)
+                .then(|| (Arc::clone(&replica), required));
+            Outcome {
+                index,
+                error: ErrorCode::None,
+                error_message: None,
+                base_offset: info.first_offset,
+                log_append_time_ms: info.log_append_time_ms.unwrap_or(-1),
+                log_start_offset: info.log_start_offset,
+                wait_for,
+            }
+        }
+        Err(error) => {
+            let code = append_error_code(&error);
+            tracing::debug!(%topic_partition, %error, %code, "produce refused");
+            failed(index, code, Some(error.to_string()))
+        }
+    }
+}
+
+/// Whether a partition's records hold a second batch. Kafka refuses those
+/// with INVALID_RECORD (Produce v3+ carries exactly one batch per partition):
+/// an idempotent producer's sequence check and duplicate detection work per
+/// batch. A malformed first batch counts as one; the log rejects it.
+fn carries_more_than_one_batch(records: &bytes::Bytes) -> bool {
+    RecordBatches::new(records.clone()).take(2).count() > 1
+}
+
+/// The error for a partition this broker does not lead.
+pub fn missing_partition_error(broker: &BrokerContext, topic: &str, index: i32) -> ErrorCode {
+    let image = broker.controller.image();
+    match image
+        .topic_by_name(topic)
+        .and_then(|found| found.partition(index))
+    {
+        Some(_) => ErrorCode::NotLeaderOrFollower,
+        None => ErrorCode::UnknownTopicOrPartition,
+    }
+}
+
+fn failed(index: i32, error: ErrorCode, error_message: Option<String>) -> Outcome {
+    Outcome {
+        index,
+        error,
+        error_message,
+        base_offset: -1,
+        log_append_time_ms: -1,
+        log_start_offset: -1,
+        wait_for: None,
+    }
+}
+
+fn build(topics: Vec<TopicOutcomes>) -> ProduceResponse {
+    let responses = topics
+        .into_iter()
+        .map(|topic| {
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|outcome| {
+                    PartitionProduceResponse::default()
+                        .with_index(outcome.index)
+                        .with_error_code(outcome.error.code())
+                        .with_error_message(outcome.error_message.map(StrBytes::from_string))
+                        .with_base_offset(outcome.base_offset)
+                        .with_log_append_time_ms(outcome.log_append_time_ms)
+                        .with_log_start_offset(outcome.log_start_offset)
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic.name)
+                .with_topic_id(topic.topic_id)
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    ProduceResponse::default().with_responses(responses)
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+    use strom_storage::testing::{simple_batch, BatchSpec};
+
+    use super::carries_more_than_one_batch;
+
+    #[test]
+    fn one_batch_per_partition() {
+        let batch = simple_batch(&BatchSpec {
+            records: 3,
+            ..BatchSpec::default()
+        });
+        assert!(!carries_more_than_one_batch(&batch));
+        let mut two = BytesMut::from(&batch[..]);
+        two.extend_from_slice(&batch);
+        assert!(carries_more_than_one_batch(&two.freeze()));
+        // A batch followed by a cut-off one is one batch (the log refuses the
+        // tail as corrupt); so is garbage.
+        let mut cut = BytesMut::from(&batch[..]);
+        cut.extend_from_slice(&batch[..20]);
+        assert!(!carries_more_than_one_batch(&cut.freeze()));
+        assert!(!carries_more_than_one_batch(&Bytes::from_static(
+            b"garbage"
+        )));
+    }
+}

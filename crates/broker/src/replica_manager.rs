@@ -1,0 +1,382 @@
+//! The partitions this broker hosts: each one's log, replication state and
+//! offset watches, and the append and read paths that keep them consistent.
+//!
+//! The seeds' ReplicaManager: it learns which partitions exist and who leads
+//! them from the metadata image ([`ReplicaManager::apply_image`]), and it is
+//! the one place where a log append is followed by the replication
+//! bookkeeping (LEO, HW) that decides what consumers may see.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use bytes::Bytes;
+use strom_controller::image::{ConfigResource, MetadataImage};
+use strom_replication::{AckStatus, LeaderState, OffsetWatch, ReplicationError};
+use strom_storage::clock::Clock;
+use strom_storage::error::{AppendError, ReadError};
+use strom_storage::log::Log;
+use strom_storage::manager::LogHandle;
+use strom_storage::{AppendInfo, LogConfig, LogManager, TopicPartition};
+use tracing::{info, warn};
+use uuid::Uuid;
+
+/// A partition hosted here: its log and its replication state.
+pub struct PartitionReplica {
+    /// Topic and partition.
+    pub topic_partition: TopicPartition,
+    /// The topic's id.
+    pub topic_id: Uuid,
+    log: LogHandle,
+    leader: Mutex<LeaderState>,
+    /// The high watermark; delayed produce and fetch wait on it.
+    pub high_watermark: OffsetWatch,
+}
+
+/// Why an append failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendFailure {
+    /// Replication refused it (ISR too small).
+    #[error(transparent)]
+    Replication(#[from] ReplicationError),
+    /// The log refused it.
+    #[error(transparent)]
+    Log(#[from] AppendError),
+}
+
+/// A read for a consumer or a follower.
+#[derive(Debug, Clone)]
+pub struct PartitionRead {
+    /// Whole batches from the requested offset (may start before it).
+    pub records: Option<Bytes>,
+    /// The high watermark at the time of the read.
+    pub high_watermark: i64,
+    /// The log start offset.
+    pub log_start_offset: i64,
+    /// The log end offset.
+    pub log_end_offset: i64,
+}
+
+impl PartitionReplica {
+    fn log(&self) -> std::sync::RwLockReadGuard<'_, Log> {
+        self.log
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn log_mut(&self) -> std::sync::RwLockWriteGuard<'_, Log> {
+        self.log
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn leader(&self) -> MutexGuard<'_, LeaderState> {
+        self.leader
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The leader epoch.
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader().leader_epoch()
+    }
+
+    /// Checks a request's current leader epoch.
+    pub fn validate_leader_epoch(&self, requested: Option<i32>) -> Result<(), ReplicationError> {
+        self.leader().validate_leader_epoch(requested)
+    }
+
+    /// Appends a producer's batches as leader and advances LEO and HW.
+    ///
+    /// The caller holds no lock; this takes the log's write lock for the
+    /// append and the replication state's lock after it.
+    pub fn append(
+        &self,
+        records: Bytes,
+        acks_all: bool,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendFailure> {
+        let leader_epoch = {
+            let leader = self.leader();
+            leader.check_append(acks_all)?;
+            leader.leader_epoch()
+        };
+        let mut log = self.log_mut();
+        let info = log.append_as_leader(records, leader_epoch, now_ms)?;
+        let log_end_offset = log.log_end_offset();
+        let advanced = self.leader().on_local_append(log_end_offset);
+        if let Some(high_watermark) = advanced {
+            log.update_high_watermark(high_watermark);
+            drop(log);
+            self.high_watermark.advance(high_watermark);
+        }
+        Ok(info)
+    }
+
+    /// Whether an `acks=all` write ending before `required_offset` is done.
+    pub fn ack_status(&self, required_offset: i64) -> AckStatus {
+        self.leader().ack_status(required_offset)
+    }
+
+    /// Reads for a consumer: never at or above the high watermark.
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+    ) -> Result<PartitionRead, ReadError> {
+        let log = self.log();
+        let high_watermark = log.high_watermark();
+        let info = log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)?;
+        drop(log);
+        let records = match info.records {
+            Some(slice) if !slice.is_empty() => Some(slice.to_bytes()?),
+            _ => None,
+        };
+        Ok(PartitionRead {
+            records,
+            high_watermark: info.high_watermark,
+            log_start_offset: info.log_start_offset,
+            log_end_offset: info.log_end_offset,
+        })
+    }
+
+    /// Runs `f` with shared access to the log (offset lookups and the like).
+    pub fn with_log<T>(&self, f: impl FnOnce(&Log) -> T) -> T {
+        f(&self.log())
+    }
+
+    /// Runs `f` with exclusive access to the log (DeleteRecords and the like).
+    pub fn with_log_mut<T>(&self, f: impl FnOnce(&mut Log) -> T) -> T {
+        f(&mut self.log_mut())
+    }
+}
+
+/// The partitions hosted by this broker.
+pub struct ReplicaManager {
+    node_id: i32,
+    logs: Arc<LogManager>,
+    clock: Arc<dyn Clock>,
+    partitions: RwLock<HashMap<TopicPartition, Arc<PartitionReplica>>>,
+    topic_defaults: std::collections::BTreeMap<String, String>,
+    /// Serialises [`ReplicaManager::apply_image`] calls.
+    apply_lock: Mutex<()>,
+}
+
+impl ReplicaManager {
+    /// A manager over opened logs; `topic_defaults` are the broker's
+    /// topic-level defaults under topic-level names.
+    pub fn new(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        clock: Arc<dyn Clock>,
+        topic_defaults: std::collections::BTreeMap<String, String>,
+    ) -> ReplicaManager {
+        ReplicaManager {
+            node_id,
+            logs,
+            clock,
+            partitions: RwLock::new(HashMap::new()),
+            topic_defaults,
+            apply_lock: Mutex::new(()),
+        }
+    }
+
+    /// The log manager.
+    pub fn logs(&self) -> &Arc<LogManager> {
+        &self.logs
+    }
+
+    /// The current time in milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The hosted partition, if this broker leads it.
+    pub fn get(&self, topic_partition: &TopicPartition) -> Option<Arc<PartitionReplica>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(topic_partition)
+            .cloned()
+    }
+
+    /// The typed log config of a topic (see [`topic_log_config`]).
+    pub fn log_config(&self, image: &MetadataImage, topic: &str) -> LogConfig {
+        topic_log_config(&self.topic_defaults, image, topic)
+    }
+
+    fn min_insync(&self, image: &MetadataImage, topic: &str) -> usize {
+        image
+            .config(
+                &ConfigResource::Topic(topic.to_owned()),
+                "min.insync.replicas",
+            )
+            .or_else(|| {
+                self.topic_defaults
+                    .get("min.insync.replicas")
+                    .map(String::as_str)
+            })
+            .and_then(|value| value.parse::<usize>().ok())
+            .unwrap_or(1)
+    }
+
+    /// Brings the hosted partitions in line with `image`: creates logs and
+    /// leader state for partitions this broker leads, applies topic configs,
+    /// and deletes the logs of topics that are gone. Idempotent; handlers call
+    /// it right after a controller write so the next request sees the result.
+    pub fn apply_image(&self, image: &MetadataImage) {
+        let _serial = self
+            .apply_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let now_ms = self.now_ms();
+        let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
+        for topic in image.topics() {
+            let config = self.log_config(image, &topic.name);
+            self.logs.set_topic_config(&topic.name, config.clone());
+            for (index, partition) in topic.partitions.iter().enumerate() {
+                let topic_partition = TopicPartition::new(topic.name.clone(), index as i32);
+                if partition.leader != Some(self.node_id) {
+                    continue;
+                }
+                wanted.insert(topic_partition.clone(), topic.id);
+                let existing = self.get(&topic_partition);
+                if let Some(replica) = &existing {
+                    let mut leader = replica.leader();
+                    if leader.leader_epoch() == partition.leader_epoch
+                        && replica.topic_id == topic.id
+                    {
+                        leader.set_min_insync_replicas(self.min_insync(image, &topic.name));
+                        continue;
+                    }
+                }
+                if let Err(error) =
+                    self.become_leader(image, &topic_partition, topic.id, partition, now_ms)
+                {
+                    warn!(%topic_partition, %error, "cannot host partition");
+                }
+            }
+        }
+        self.remove_unwanted(&wanted, image.topic_count() > 0, now_ms);
+    }
+
+    fn become_leader(
+        &self,
+        image: &MetadataImage,
+        topic_partition: &TopicPartition,
+        topic_id: Uuid,
+        partition: &strom_controller::image::PartitionImage,
+        now_ms: i64,
+    ) -> Result<(), strom_storage::error::ManagerError> {
+        let log = self.logs.get_or_create(topic_partition, now_ms)?;
+        let (log_end_offset, high_watermark) = {
+            let log = log.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (log.log_end_offset(), log.high_watermark())
+        };
+        let leader = LeaderState::new(
+            self.node_id,
+            partition.leader_epoch,
+            partition.partition_epoch,
+            partition.replicas.clone(),
+            partition.isr.iter().copied().collect(),
+            log_end_offset,
+            high_watermark,
+            self.min_insync(image, &topic_partition.topic),
+            now_ms,
+        );
+        let high_watermark = leader.high_watermark();
+        {
+            let mut log = log.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+            log.update_high_watermark(high_watermark);
+        }
+        let replica = Arc::new(PartitionReplica {
+            topic_partition: topic_partition.clone(),
+            topic_id,
+            log,
+            leader: Mutex::new(leader),
+            high_watermark: OffsetWatch::new(high_watermark),
+        });
+        info!(%topic_partition, leader_epoch = partition.leader_epoch, high_watermark, "leading partition");
+        self.partitions
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(topic_partition.clone(), replica);
+        Ok(())
+    }
+
+    fn remove_unwanted(
+        &self,
+        wanted: &HashMap<TopicPartition, Uuid>,
+        any_topics: bool,
+        now_ms: i64,
+    ) {
+        let removed: Vec<(TopicPartition, Arc<PartitionReplica>)> = {
+            let mut partitions = self
+                .partitions
+                .write()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let doomed: Vec<TopicPartition> = partitions
+                .iter()
+                .filter(|(topic_partition, replica)| {
+                    wanted.get(*topic_partition) != Some(&replica.topic_id)
+                })
+                .map(|(topic_partition, _)| topic_partition.clone())
+                .collect();
+            doomed
+                .into_iter()
+                .filter_map(|topic_partition| {
+                    partitions
+                        .remove(&topic_partition)
+                        .map(|replica| (topic_partition, replica))
+                })
+                .collect()
+        };
+        for (topic_partition, replica) in removed {
+            // Wake anyone waiting on the partition; they will find it gone.
+            replica.high_watermark.reset(i64::MAX);
+            match self.logs.delete(&topic_partition, now_ms) {
+                Ok(_) => info!(%topic_partition, "deleted partition"),
+                Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
+            }
+        }
+        // Logs on disk for partitions the image no longer has (deleted while
+        // this broker was down). An image with no topics at all is more
+        // likely a lost metadata directory than a deliberate deletion of
+        // everything, so data is kept then.
+        if !any_topics {
+            return;
+        }
+        for topic_partition in self.logs.partitions() {
+            if !wanted.contains_key(&topic_partition) {
+                if let Err(error) = self.logs.delete(&topic_partition, now_ms) {
+                    warn!(%topic_partition, %error, "cannot delete stale partition");
+                }
+            }
+        }
+    }
+}
+
+/// The typed log config of a topic: Kafka's defaults, then the broker's
+/// `log.*` settings (`topic_defaults`, under topic-level names), then the
+/// topic's own configs from the metadata image.
+pub fn topic_log_config(
+    topic_defaults: &std::collections::BTreeMap<String, String>,
+    image: &MetadataImage,
+    topic: &str,
+) -> LogConfig {
+    let mut properties = topic_defaults.clone();
+    for (key, value) in image.configs(&ConfigResource::Topic(topic.to_owned())) {
+        properties.insert(key.clone(), value.clone());
+    }
+    match LogConfig::from_properties(&properties) {
+        Ok(parsed) => parsed.config,
+        Err(error) => {
+            // The controller validated these values; a mismatch between its
+            // table and the storage parser must not stop serving.
+            warn!(topic, %error, "invalid topic config; using the broker defaults");
+            LogConfig::from_properties(topic_defaults)
+                .map(|parsed| parsed.config)
+                .unwrap_or_default()
+        }
+    }
+}

@@ -1,0 +1,663 @@
+//! The [`Consumer`]: Kafka's poll model over the sans-IO fetcher and the
+//! group membership.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use futures::Stream;
+use strom_client::{ClientError, Cluster};
+use strom_protocol::kafka::messages::{ApiKey, FetchResponse};
+use strom_protocol::{Request, Response};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::assignor::RebalanceProtocol;
+use crate::config::{ConsumerConfig, OffsetReset};
+use crate::coordinator::GroupCoordinator;
+use crate::error::ConsumerError;
+use crate::fetcher::{FetchPlan, FetchSettings, Fetcher, Position, MAX_FETCH_VERSION};
+use crate::offsets::{self, CommitIdentity, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::record::{ConsumerRecord, OffsetAndMetadata, TopicPartition};
+
+/// Callbacks around rebalances, called from inside `poll`.
+///
+/// `on_partitions_revoked` runs before the partitions are given up and may
+/// return offsets, which the consumer commits synchronously before it lets
+/// go of the partitions: the place for an application that commits by hand.
+pub trait RebalanceListener: Send {
+    /// Partitions are about to be revoked; returns offsets to commit first.
+    fn on_partitions_revoked(
+        &mut self,
+        revoked: &[TopicPartition],
+    ) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+        let _ = revoked;
+        BTreeMap::new()
+    }
+
+    /// Partitions were assigned (with the cooperative protocol: only the
+    /// newly added ones).
+    fn on_partitions_assigned(&mut self, assigned: &[TopicPartition]) {
+        let _ = assigned;
+    }
+
+    /// Partitions were lost without a chance to commit (the member was
+    /// fenced or timed out).
+    fn on_partitions_lost(&mut self, lost: &[TopicPartition]) {
+        let _ = lost;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SubscriptionMode {
+    None,
+    Topics(Vec<String>),
+    Manual,
+}
+
+type FetchResult = (FetchPlan, Result<FetchResponse, ClientError>);
+
+/// A Kafka consumer.
+pub struct Consumer {
+    config: ConsumerConfig,
+    cluster: Cluster,
+    fetcher: Fetcher,
+    mode: SubscriptionMode,
+    group: Option<GroupCoordinator>,
+    listener: Option<Box<dyn RebalanceListener>>,
+    results_sender: mpsc::UnboundedSender<FetchResult>,
+    results: mpsc::UnboundedReceiver<FetchResult>,
+    next_auto_commit: Instant,
+    last_metadata_retry: Option<Instant>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Consumer")
+            .field("group_id", &self.config.group_id)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl Consumer {
+    /// Connects to the cluster. Nothing is fetched until `subscribe` or
+    /// `assign` and `poll`.
+    pub async fn new(config: ConsumerConfig) -> Result<Consumer, ConsumerError> {
+        config.validate()?;
+        let cluster = Cluster::connect(config.client.clone()).await?;
+        let group = config
+            .group_id
+            .clone()
+            .map(|group_id| GroupCoordinator::new(cluster.clone(), config.clone(), group_id));
+        let (results_sender, results) = mpsc::unbounded_channel();
+        Ok(Consumer {
+            fetcher: Fetcher::new(FetchSettings::from_config(&config)),
+            next_auto_commit: Instant::now() + config.auto_commit_interval,
+            config,
+            cluster,
+            mode: SubscriptionMode::None,
+            group,
+            listener: None,
+            results_sender,
+            results,
+            last_metadata_retry: None,
+            closed: false,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.config
+    }
+
+    /// The cluster handle (shared with other clients if wanted).
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Subscribes to `topics` with group management (needs `group.id`).
+    pub fn subscribe<S: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = S>,
+    ) -> Result<(), ConsumerError> {
+        let group = self.group.as_ref().ok_or(ConsumerError::NoGroupId)?;
+        if self.mode == SubscriptionMode::Manual {
+            return Err(ConsumerError::IllegalSubscriptionState);
+        }
+        let mut topics: Vec<String> = topics.into_iter().map(Into::into).collect();
+        topics.sort();
+        topics.dedup();
+        group.request_rejoin();
+        self.mode = SubscriptionMode::Topics(topics);
+        Ok(())
+    }
+
+    /// Subscribes with a rebalance listener.
+    pub fn subscribe_with_listener<S: Into<String>>(
+        &mut self,
+        topics: impl IntoIterator<Item = S>,
+        listener: impl RebalanceListener + 'static,
+    ) -> Result<(), ConsumerError> {
+        self.subscribe(topics)?;
+        self.listener = Some(Box::new(listener));
+        Ok(())
+    }
+
+    /// Assigns partitions by hand (no group management). Positions start
+    /// at the committed offset when `group.id` is set, else by
+    /// `auto.offset.reset`.
+    pub fn assign(
+        &mut self,
+        partitions: impl IntoIterator<Item = TopicPartition>,
+    ) -> Result<(), ConsumerError> {
+        if matches!(self.mode, SubscriptionMode::Topics(_)) {
+            return Err(ConsumerError::IllegalSubscriptionState);
+        }
+        self.mode = SubscriptionMode::Manual;
+        let initial = self.initial_position();
+        self.fetcher.assign(partitions, initial);
+        Ok(())
+    }
+
+    fn initial_position(&self) -> Position {
+        if self.group.is_some() {
+            Position::AwaitingCommitted
+        } else {
+            Position::AwaitingReset(self.config.auto_offset_reset)
+        }
+    }
+
+    /// Drops the subscription or manual assignment (revoking and leaving
+    /// nothing behind; the group membership is kept for a later subscribe).
+    pub async fn unsubscribe(&mut self) -> Result<(), ConsumerError> {
+        if matches!(self.mode, SubscriptionMode::Topics(_)) {
+            let owned = self.fetcher.assignment();
+            self.revoke(&owned).await;
+        }
+        self.fetcher.assign(Vec::new(), Position::AwaitingCommitted);
+        self.mode = SubscriptionMode::None;
+        Ok(())
+    }
+
+    /// The partitions assigned now.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.fetcher.assignment()
+    }
+
+    /// The subscribed topics (empty with a manual assignment).
+    pub fn subscription(&self) -> Vec<String> {
+        match &self.mode {
+            SubscriptionMode::Topics(topics) => topics.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Fetches records, waiting up to `timeout` for some. Also runs the
+    /// group protocol (joins, rebalance callbacks), auto-commits and offset
+    /// resets. Returns at most `max.poll.records` records; the next poll's
+    /// records are already being fetched when it returns.
+    pub async fn poll(&mut self, timeout: Duration) -> Result<Vec<ConsumerRecord>, ConsumerError> {
+        if self.closed {
+            return Err(ConsumerError::Closed);
+        }
+        if self.mode == SubscriptionMode::None {
+            return Err(ConsumerError::IllegalSubscriptionState);
+        }
+        let deadline = Instant::now() + timeout;
+        if let Some(group) = &self.group {
+            group.polled();
+        }
+        loop {
+            if let Some(error) = self.fetcher.take_error() {
+                return Err(error);
+            }
+            self.maybe_rejoin().await?;
+            self.maybe_auto_commit().await;
+            self.update_positions().await?;
+            if self.fetcher.has_buffered() {
+                let records = self.fetcher.drain(self.config.max_poll_records);
+                self.send_fetches().await;
+                return Ok(records);
+            }
+            self.send_fetches().await;
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let wait = (deadline - now).min(Duration::from_millis(100));
+            if let Ok(Some(result)) = tokio::time::timeout(wait, self.results.recv()).await {
+                self.handle_fetch_result(result).await;
+                while let Ok(result) = self.results.try_recv() {
+                    self.handle_fetch_result(result).await;
+                }
+            }
+        }
+    }
+
+    /// The records as a stream (polling in rounds of up to
+    /// `fetch.max.wait.ms`). Errors are yielded and the stream continues.
+    pub fn stream(&mut self) -> impl Stream<Item = Result<ConsumerRecord, ConsumerError>> + '_ {
+        let round = self.config.fetch_max_wait.max(Duration::from_millis(10));
+        futures::stream::unfold(
+            (self, VecDeque::new()),
+            move |(consumer, mut buffer)| async move {
+                loop {
+                    if let Some(record) = buffer.pop_front() {
+                        return Some((Ok(record), (consumer, buffer)));
+                    }
+                    match consumer.poll(round).await {
+                        Ok(records) => buffer.extend(records),
+                        Err(ConsumerError::Closed) => return None,
+                        Err(error) => return Some((Err(error), (consumer, buffer))),
+                    }
+                }
+            },
+        )
+    }
+
+    /// Sets the next fetch offset of `partition`.
+    pub fn seek(&mut self, partition: &TopicPartition, offset: i64) -> Result<(), ConsumerError> {
+        self.fetcher.seek(partition, Position::At(offset))
+    }
+
+    /// Moves `partitions` to their log start (looked up at the next poll).
+    pub fn seek_to_beginning(
+        &mut self,
+        partitions: &[TopicPartition],
+    ) -> Result<(), ConsumerError> {
+        for partition in partitions {
+            self.fetcher
+                .seek(partition, Position::AwaitingReset(OffsetReset::Earliest))?;
+        }
+        Ok(())
+    }
+
+    /// Moves `partitions` to their log end (looked up at the next poll).
+    pub fn seek_to_end(&mut self, partitions: &[TopicPartition]) -> Result<(), ConsumerError> {
+        for partition in partitions {
+            self.fetcher
+                .seek(partition, Position::AwaitingReset(OffsetReset::Latest))?;
+        }
+        Ok(())
+    }
+
+    /// The offset of the next record to fetch from `partition`, looking it
+    /// up (committed offset or reset) if not known yet.
+    pub async fn position(&mut self, partition: &TopicPartition) -> Result<i64, ConsumerError> {
+        if !matches!(self.fetcher.position(partition), Some(Position::At(_))) {
+            self.update_positions().await?;
+        }
+        match self.fetcher.position(partition) {
+            Some(Position::At(offset)) => Ok(offset),
+            Some(_) => Err(ConsumerError::Timeout {
+                operation: "position lookup",
+            }),
+            None => Err(ConsumerError::NotAssigned {
+                partition: partition.clone(),
+            }),
+        }
+    }
+
+    /// The committed offsets of `partitions` (`None` where none).
+    pub async fn committed(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>, ConsumerError> {
+        let group = self.group.as_ref().ok_or(ConsumerError::NoGroupId)?;
+        let connection = group.coordinator().await?;
+        offsets::fetch_committed(
+            &connection,
+            group.group_id(),
+            partitions,
+            self.config.client.request_timeout,
+        )
+        .await
+    }
+
+    /// Stops fetching `partitions` (positions are kept).
+    pub fn pause(&mut self, partitions: &[TopicPartition]) -> Result<(), ConsumerError> {
+        for partition in partitions {
+            self.fetcher.set_paused(partition, true)?;
+        }
+        Ok(())
+    }
+
+    /// Resumes fetching `partitions`.
+    pub fn resume(&mut self, partitions: &[TopicPartition]) -> Result<(), ConsumerError> {
+        for partition in partitions {
+            self.fetcher.set_paused(partition, false)?;
+        }
+        Ok(())
+    }
+
+    /// The paused partitions.
+    pub fn paused(&self) -> Vec<TopicPartition> {
+        self.fetcher.paused()
+    }
+
+    /// The last high watermark seen for `partition` (for lag).
+    pub fn high_watermark(&self, partition: &TopicPartition) -> Option<i64> {
+        self.fetcher.high_watermark(partition)
+    }
+
+    fn consumed_offsets(&self) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
+        self.fetcher
+            .consumed_offsets()
+            .into_iter()
+            .map(|(tp, offset)| (tp, OffsetAndMetadata::new(offset)))
+            .collect()
+    }
+
+    fn commit_target(&self) -> Result<(&GroupCoordinator, CommitIdentity), ConsumerError> {
+        let group = self.group.as_ref().ok_or(ConsumerError::NoGroupId)?;
+        let mut identity = group.identity();
+        if !matches!(self.mode, SubscriptionMode::Topics(_)) {
+            identity.generation_id = -1;
+            identity.member_id.clear();
+        }
+        Ok((group, identity))
+    }
+
+    /// Commits the positions of every assigned partition and waits.
+    pub async fn commit_sync(&mut self) -> Result<(), ConsumerError> {
+        let offsets = self.consumed_offsets();
+        self.commit_offsets_sync(&offsets).await
+    }
+
+    /// Commits `offsets` (with their metadata) and waits.
+    pub async fn commit_offsets_sync(
+        &self,
+        offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> Result<(), ConsumerError> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        let (group, identity) = self.commit_target()?;
+        let connection = group.coordinator().await?;
+        let result = offsets::commit(
+            &connection,
+            &identity,
+            offsets,
+            self.config.client.request_timeout,
+        )
+        .await;
+        if let Err(ConsumerError::Group { code, .. }) = &result {
+            if matches!(
+                code,
+                strom_protocol::ErrorCode::NotCoordinator
+                    | strom_protocol::ErrorCode::CoordinatorNotAvailable
+            ) {
+                group.coordinator_lost();
+            }
+        }
+        result
+    }
+
+    /// Commits `offsets` without waiting: the request is queued when this
+    /// returns and the handle yields its outcome.
+    pub async fn commit_async(
+        &self,
+        offsets: BTreeMap<TopicPartition, OffsetAndMetadata>,
+    ) -> Result<JoinHandle<Result<(), ConsumerError>>, ConsumerError> {
+        let (group, identity) = self.commit_target()?;
+        let connection = group.coordinator().await?;
+        let timeout = self.config.client.request_timeout;
+        Ok(tokio::spawn(async move {
+            offsets::commit(&connection, &identity, &offsets, timeout).await
+        }))
+    }
+
+    /// Commits the positions of every assigned partition without waiting.
+    pub async fn commit_positions_async(
+        &self,
+    ) -> Result<JoinHandle<Result<(), ConsumerError>>, ConsumerError> {
+        self.commit_async(self.consumed_offsets()).await
+    }
+
+    /// Commits (with auto-commit), revokes the partitions through the
+    /// listener, leaves the group and closes the connections.
+    pub async fn close(&mut self) -> Result<(), ConsumerError> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let mut result = Ok(());
+        if matches!(self.mode, SubscriptionMode::Topics(_)) {
+            let owned = self.fetcher.assignment();
+            self.revoke(&owned).await;
+        } else if self.group.is_some() && self.config.enable_auto_commit {
+            result = self.commit_sync().await;
+        }
+        if let Some(group) = &self.group {
+            if let Err(error) = group.leave().await {
+                tracing::debug!(%error, "LeaveGroup on close failed");
+            }
+        }
+        self.cluster.close();
+        result
+    }
+
+    /// Commits (auto-commit and the listener's offsets) and calls the
+    /// listener before `partitions` are given up.
+    async fn revoke(&mut self, partitions: &[TopicPartition]) {
+        if partitions.is_empty() {
+            return;
+        }
+        if self.config.enable_auto_commit {
+            let revoked: BTreeSet<&TopicPartition> = partitions.iter().collect();
+            let offsets: BTreeMap<_, _> = self
+                .consumed_offsets()
+                .into_iter()
+                .filter(|(tp, _)| revoked.contains(tp))
+                .collect();
+            if let Err(error) = self.commit_offsets_sync(&offsets).await {
+                tracing::warn!(%error, "commit before revocation failed");
+            }
+        }
+        if let Some(listener) = self.listener.as_mut() {
+            let offsets = listener.on_partitions_revoked(partitions);
+            if let Err(error) = self.commit_offsets_sync(&offsets).await {
+                tracing::warn!(%error, "listener commit before revocation failed");
+            }
+        }
+    }
+
+    async fn maybe_rejoin(&mut self) -> Result<(), ConsumerError> {
+        let SubscriptionMode::Topics(topics) = &self.mode else {
+            return Ok(());
+        };
+        let topics = topics.clone();
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        if group.take_lost() {
+            let lost = self.fetcher.assignment();
+            if let Some(listener) = self.listener.as_mut() {
+                listener.on_partitions_lost(&lost);
+            }
+            self.fetcher.assign(Vec::new(), Position::AwaitingCommitted);
+        }
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        if !group.needs_rejoin() {
+            return Ok(());
+        }
+        let eager = group.rebalance_protocol() == RebalanceProtocol::Eager;
+        let owned = self.fetcher.assignment();
+        if eager && !owned.is_empty() {
+            self.revoke(&owned).await;
+            self.fetcher.assign(Vec::new(), Position::AwaitingCommitted);
+        }
+        let owned = self.fetcher.assignment();
+        let Some(group) = &self.group else {
+            return Ok(());
+        };
+        let deadline = Instant::now() + self.config.default_api_timeout;
+        let outcome = group.join(&topics, &owned, deadline).await?;
+        let assigned: BTreeSet<TopicPartition> = outcome.assigned.into_iter().collect();
+        let owned: BTreeSet<TopicPartition> = owned.into_iter().collect();
+        let revoked: Vec<TopicPartition> = owned.difference(&assigned).cloned().collect();
+        let added: Vec<TopicPartition> = assigned.difference(&owned).cloned().collect();
+        tracing::debug!(
+            generation = outcome.generation_id,
+            ?added,
+            ?revoked,
+            "rebalance done"
+        );
+        if !revoked.is_empty() {
+            self.revoke(&revoked).await;
+            self.fetcher.remove(&revoked);
+            if let Some(group) = &self.group {
+                group.request_rejoin();
+            }
+        }
+        self.fetcher
+            .add(added.iter().cloned(), Position::AwaitingCommitted);
+        if let Some(listener) = self.listener.as_mut() {
+            listener.on_partitions_assigned(&added);
+        }
+        Ok(())
+    }
+
+    async fn maybe_auto_commit(&mut self) {
+        if !self.config.enable_auto_commit || self.group.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        if now < self.next_auto_commit {
+            return;
+        }
+        self.next_auto_commit = now + self.config.auto_commit_interval;
+        let offsets = self.consumed_offsets();
+        if let Err(error) = self.commit_offsets_sync(&offsets).await {
+            tracing::debug!(%error, "auto-commit failed");
+        }
+    }
+
+    async fn update_positions(&mut self) -> Result<(), ConsumerError> {
+        let awaiting_committed = self.fetcher.awaiting(true);
+        if !awaiting_committed.is_empty() {
+            let committed = match &self.group {
+                Some(_) => self.committed(&awaiting_committed).await?,
+                None => BTreeMap::new(),
+            };
+            for tp in awaiting_committed {
+                let position = match committed.get(&tp).cloned().flatten() {
+                    Some(offset) => Position::At(offset.offset),
+                    None => Position::AwaitingReset(self.config.auto_offset_reset),
+                };
+                self.fetcher.seek(&tp, position)?;
+            }
+        }
+        let mut lookups = Vec::new();
+        for tp in self.fetcher.awaiting(false) {
+            match self.fetcher.position(&tp) {
+                Some(Position::AwaitingReset(OffsetReset::Earliest)) => {
+                    lookups.push((tp, EARLIEST_TIMESTAMP))
+                }
+                Some(Position::AwaitingReset(OffsetReset::Latest)) => {
+                    lookups.push((tp, LATEST_TIMESTAMP))
+                }
+                Some(Position::AwaitingReset(OffsetReset::None)) => {
+                    return Err(ConsumerError::NoOffsetForPartition { partition: tp })
+                }
+                _ => {}
+            }
+        }
+        if lookups.is_empty() {
+            return Ok(());
+        }
+        let found =
+            offsets::list_offsets(&self.cluster, &lookups, self.config.isolation_level).await?;
+        for (tp, offset) in found {
+            if self.fetcher.is_assigned(&tp) {
+                self.fetcher.seek(&tp, Position::At(offset))?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn send_fetches(&mut self) {
+        let metadata = self.cluster.metadata();
+        let (plans, leaderless) = self.fetcher.prepare_fetches(|tp| {
+            let partition = metadata.topics.get(&*tp.topic)?.partition(tp.partition)?;
+            partition
+                .leader
+                .map(|leader| (leader, partition.leader_epoch))
+        });
+        if !leaderless.is_empty() {
+            self.refresh_metadata_for(&leaderless).await;
+        }
+        for mut plan in plans {
+            let request = std::mem::take(&mut plan.request);
+            let cluster = self.cluster.clone();
+            let sender = self.results_sender.clone();
+            let timeout = self.config.client.request_timeout + self.config.fetch_max_wait;
+            tokio::spawn(async move {
+                let result = send_fetch(&cluster, plan.broker_id, request, timeout).await;
+                // The receiver is gone only when the consumer was dropped.
+                let _ = sender.send((plan, result));
+            });
+        }
+    }
+
+    async fn refresh_metadata_for(&mut self, partitions: &[TopicPartition]) {
+        let now = Instant::now();
+        if self
+            .last_metadata_retry
+            .is_some_and(|at| now.saturating_duration_since(at) < self.config.client.retry_backoff)
+        {
+            return;
+        }
+        self.last_metadata_retry = Some(now);
+        let topics: BTreeSet<&str> = partitions.iter().map(|tp| &*tp.topic).collect();
+        self.cluster.request_metadata_refresh();
+        for topic in topics {
+            if let Err(error) = self.cluster.topic(topic).await {
+                tracing::debug!(%topic, %error, "no metadata yet");
+            }
+        }
+    }
+
+    async fn handle_fetch_result(&mut self, (plan, result): FetchResult) {
+        match result {
+            Ok(response) => {
+                let outcome = self.fetcher.handle_response(&plan, response);
+                if outcome.refresh_metadata {
+                    self.cluster.request_metadata_refresh();
+                    let partitions: Vec<TopicPartition> = plan.offsets.keys().cloned().collect();
+                    self.refresh_metadata_for(&partitions).await;
+                }
+            }
+            Err(error) => {
+                tracing::debug!(broker = plan.broker_id, %error, "fetch failed");
+                self.fetcher.handle_failure(&plan);
+                self.cluster.request_metadata_refresh();
+            }
+        }
+    }
+}
+
+async fn send_fetch(
+    cluster: &Cluster,
+    broker_id: i32,
+    request: strom_protocol::kafka::messages::FetchRequest,
+    timeout: Duration,
+) -> Result<FetchResponse, ClientError> {
+    let connection = cluster.broker_connection(broker_id).await?;
+    let version = connection
+        .api_version(ApiKey::Fetch)?
+        .min(MAX_FETCH_VERSION);
+    match connection
+        .submit_at(Request::Fetch(request), version, timeout)?
+        .await?
+    {
+        Response::Fetch(response) => Ok(response),
+        _ => Err(ClientError::UnexpectedResponse {
+            api_key: ApiKey::Fetch as i16,
+        }),
+    }
+}

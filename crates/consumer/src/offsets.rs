@@ -1,0 +1,301 @@
+//! Offset requests: ListOffsets (resets, beginning/end), OffsetFetch
+//! (committed offsets) and OffsetCommit.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use strom_client::{ClientError, Cluster, Connection};
+use strom_protocol::kafka::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsTopic,
+};
+use strom_protocol::kafka::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use strom_protocol::kafka::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use strom_protocol::kafka::messages::{
+    ApiKey, BrokerId, GroupId, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest,
+    TopicName,
+};
+use strom_protocol::kafka::protocol::StrBytes;
+use strom_protocol::{ErrorCode, Request, Response};
+
+use crate::config::IsolationLevel;
+use crate::error::ConsumerError;
+use crate::record::{OffsetAndMetadata, TopicPartition};
+
+/// ListOffsets timestamp for the log start offset.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// ListOffsets timestamp for the log end (or last stable) offset.
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// The highest OffsetFetch version used: v8 and later batch groups.
+pub const MAX_OFFSET_FETCH_VERSION: i16 = 7;
+/// The highest OffsetCommit version used: v9 is the KIP-848 variant.
+pub const MAX_OFFSET_COMMIT_VERSION: i16 = 8;
+
+fn topic_name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_owned()))
+}
+
+fn group_by_topic(
+    partitions: impl IntoIterator<Item = TopicPartition>,
+) -> BTreeMap<Arc<str>, Vec<i32>> {
+    let mut topics: BTreeMap<Arc<str>, Vec<i32>> = BTreeMap::new();
+    for tp in partitions {
+        topics.entry(tp.topic).or_default().push(tp.partition);
+    }
+    topics
+}
+
+async fn send_capped(
+    connection: &Connection,
+    request: Request,
+    api_key: ApiKey,
+    max_version: i16,
+    timeout: Duration,
+) -> Result<Response, ClientError> {
+    let version = connection.api_version(api_key)?.min(max_version);
+    connection.submit_at(request, version, timeout)?.await
+}
+
+/// The offsets for `timestamp` (or [`EARLIEST_TIMESTAMP`] /
+/// [`LATEST_TIMESTAMP`]) of `partitions`, asking each partition's leader.
+/// Partitions whose leader answered with an error are left out and the
+/// metadata is marked stale.
+pub async fn list_offsets(
+    cluster: &Cluster,
+    partitions: &[(TopicPartition, i64)],
+    isolation_level: IsolationLevel,
+) -> Result<BTreeMap<TopicPartition, i64>, ConsumerError> {
+    let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, i64)>> = BTreeMap::new();
+    for (tp, timestamp) in partitions {
+        let info = cluster.topic(&tp.topic).await?;
+        let leader = info
+            .partition(tp.partition)
+            .and_then(|partition| partition.leader)
+            .ok_or_else(|| ClientError::LeaderNotAvailable {
+                topic: tp.topic.to_string(),
+                partition: tp.partition,
+            })?;
+        by_leader
+            .entry(leader)
+            .or_default()
+            .push((tp.clone(), *timestamp));
+    }
+    let mut offsets = BTreeMap::new();
+    for (leader, wanted) in by_leader {
+        list_offsets_from(cluster, leader, &wanted, isolation_level, &mut offsets).await?;
+    }
+    Ok(offsets)
+}
+
+async fn list_offsets_from(
+    cluster: &Cluster,
+    leader: i32,
+    wanted: &[(TopicPartition, i64)],
+    isolation_level: IsolationLevel,
+    offsets: &mut BTreeMap<TopicPartition, i64>,
+) -> Result<(), ConsumerError> {
+    let mut topics: BTreeMap<Arc<str>, Vec<ListOffsetsPartition>> = BTreeMap::new();
+    for (tp, timestamp) in wanted {
+        topics.entry(Arc::clone(&tp.topic)).or_default().push(
+            ListOffsetsPartition::default()
+                .with_partition_index(tp.partition)
+                .with_timestamp(*timestamp),
+        );
+    }
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level.code())
+        .with_topics(
+            topics
+                .into_iter()
+                .map(|(topic, partitions)| {
+                    ListOffsetsTopic::default()
+                        .with_name(topic_name(&topic))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        );
+    let connection = cluster.broker_connection(leader).await?;
+    let response = connection.send(request).await.inspect_err(|_| {
+        cluster.request_metadata_refresh();
+    })?;
+    let Response::ListOffsets(response) = response else {
+        return Err(ClientError::UnexpectedResponse {
+            api_key: ApiKey::ListOffsets as i16,
+        }
+        .into());
+    };
+    for topic in response.topics {
+        for partition in topic.partitions {
+            let tp = TopicPartition::new(topic.name.0.as_str(), partition.partition_index);
+            match ErrorCode::from_code(partition.error_code) {
+                ErrorCode::None => {
+                    offsets.insert(tp, partition.offset);
+                }
+                code if code.is_retriable() => cluster.request_metadata_refresh(),
+                code => return Err(ConsumerError::broker(code)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The committed offsets of `partitions` in `group_id` (`None` where the
+/// group has none).
+pub async fn fetch_committed(
+    connection: &Connection,
+    group_id: &str,
+    partitions: &[TopicPartition],
+    timeout: Duration,
+) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>, ConsumerError> {
+    let topics = group_by_topic(partitions.iter().cloned())
+        .into_iter()
+        .map(|(topic, indexes)| {
+            OffsetFetchRequestTopic::default()
+                .with_name(topic_name(&topic))
+                .with_partition_indexes(indexes)
+        })
+        .collect();
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group_id.to_owned())))
+        .with_topics(Some(topics));
+    let response = send_capped(
+        connection,
+        request.into(),
+        ApiKey::OffsetFetch,
+        MAX_OFFSET_FETCH_VERSION,
+        timeout,
+    )
+    .await?;
+    let Response::OffsetFetch(response) = response else {
+        return Err(ClientError::UnexpectedResponse {
+            api_key: ApiKey::OffsetFetch as i16,
+        }
+        .into());
+    };
+    group_error(group_id, "OffsetFetch", response.error_code)?;
+    let mut committed = BTreeMap::new();
+    for topic in response.topics {
+        for partition in topic.partitions {
+            group_error(group_id, "OffsetFetch", partition.error_code)?;
+            let tp = TopicPartition::new(topic.name.0.as_str(), partition.partition_index);
+            let offset = (partition.committed_offset >= 0).then(|| OffsetAndMetadata {
+                offset: partition.committed_offset,
+                leader_epoch: (partition.committed_leader_epoch >= 0)
+                    .then_some(partition.committed_leader_epoch),
+                metadata: partition
+                    .metadata
+                    .as_ref()
+                    .map(|metadata| metadata.as_str().to_owned())
+                    .unwrap_or_default(),
+            });
+            committed.insert(tp, offset);
+        }
+    }
+    Ok(committed)
+}
+
+/// Who commits: the member identity sent with OffsetCommit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitIdentity {
+    /// The group id.
+    pub group_id: String,
+    /// The generation (-1 for a consumer outside group management).
+    pub generation_id: i32,
+    /// The member id ("" outside group management).
+    pub member_id: String,
+    /// The static member id.
+    pub group_instance_id: Option<String>,
+}
+
+/// Commits `offsets` for `identity` through the coordinator `connection`.
+pub async fn commit(
+    connection: &Connection,
+    identity: &CommitIdentity,
+    offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+    timeout: Duration,
+) -> Result<(), ConsumerError> {
+    let mut topics: BTreeMap<Arc<str>, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+    for (tp, offset) in offsets {
+        topics.entry(Arc::clone(&tp.topic)).or_default().push(
+            OffsetCommitRequestPartition::default()
+                .with_partition_index(tp.partition)
+                .with_committed_offset(offset.offset)
+                .with_committed_leader_epoch(offset.leader_epoch.unwrap_or(-1))
+                .with_committed_metadata(Some(StrBytes::from_string(offset.metadata.clone()))),
+        );
+    }
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(identity.group_id.clone())))
+        .with_generation_id_or_member_epoch(identity.generation_id)
+        .with_member_id(StrBytes::from_string(identity.member_id.clone()))
+        .with_group_instance_id(
+            identity
+                .group_instance_id
+                .clone()
+                .map(StrBytes::from_string),
+        )
+        .with_topics(
+            topics
+                .into_iter()
+                .map(|(topic, partitions)| {
+                    OffsetCommitRequestTopic::default()
+                        .with_name(topic_name(&topic))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        );
+    let version = connection
+        .api_version(ApiKey::OffsetCommit)?
+        .min(MAX_OFFSET_COMMIT_VERSION);
+    let mut request = request;
+    if version < 7 {
+        request.group_instance_id = None;
+    }
+    let response = connection
+        .submit_at(request.into(), version, timeout)?
+        .await?;
+    let Response::OffsetCommit(response) = response else {
+        return Err(ClientError::UnexpectedResponse {
+            api_key: ApiKey::OffsetCommit as i16,
+        }
+        .into());
+    };
+    for topic in response.topics {
+        for partition in topic.partitions {
+            match ErrorCode::from_code(partition.error_code) {
+                ErrorCode::None => {}
+                ErrorCode::IllegalGeneration
+                | ErrorCode::UnknownMemberId
+                | ErrorCode::RebalanceInProgress
+                | ErrorCode::FencedInstanceId => {
+                    return Err(ConsumerError::CommitFailed {
+                        generation_id: identity.generation_id,
+                    })
+                }
+                code => {
+                    return Err(ConsumerError::Group {
+                        group_id: identity.group_id.clone(),
+                        api: "OffsetCommit",
+                        code,
+                    })
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A group-level error code as a [`ConsumerError`].
+pub fn group_error(group_id: &str, api: &'static str, code: i16) -> Result<(), ConsumerError> {
+    match ErrorCode::from_code(code) {
+        ErrorCode::None => Ok(()),
+        code => Err(ConsumerError::Group {
+            group_id: group_id.to_owned(),
+            api,
+            code,
+        }),
+    }
+}

@@ -1,0 +1,137 @@
+//! Cluster metadata for Strom: the controller.
+//!
+//! This crate owns the cluster's metadata and every decision about it:
+//!
+//! - [`records`]: the metadata log's record types, `prost` messages written
+//!   by hand (schema in `proto/metadata.proto`, documentation only): broker
+//!   registration, fencing and unfencing, topics with UUID ids, partitions
+//!   with replicas, ISR, leader, leader epoch and partition epoch, partition
+//!   changes, configs, topic removal.
+//! - [`image`]: the immutable [`MetadataImage`] those records build, shared
+//!   as `Arc<MetadataImage>` and advanced copy-on-write.
+//! - [`partition_state`] and [`replica_state`]: Kafka's partition and
+//!   replica state machines as enums with checked transitions.
+//! - [`election`]: the four leader election policies (offline partition,
+//!   reassignment, preferred replica, controlled shutdown) as pure functions.
+//! - [`assignment`]: replica assignment for new topics and partitions, as
+//!   Kafka does it for rack-unaware clusters, and validation of requested
+//!   assignments.
+//! - [`config`]: the one table of topic-level configs (names, ranges,
+//!   defaults, broker synonyms) that CreateTopics and AlterConfigs are
+//!   validated against.
+//! - [`log`]: the durable metadata log (CRC-framed, `fsync`ed batches) and
+//!   its snapshots, with recovery.
+//! - [`controller`]: the sans-IO [`Controller`] that turns commands
+//!   (create/delete topics, create partitions, alter configs, register
+//!   broker, heartbeat, elect leaders, AlterPartition, session expiry) into
+//!   records and per-item results.
+//! - [`runtime`]: the [`ControllerClient`] trait brokers call and
+//!   [`LocalController`], the embedded single-node implementation that
+//!   appends to the log and publishes each new image on a `watch` channel.
+//!
+//! It does **not** own partition data (`strom-storage`, `strom-replication`),
+//! the network, or Kafka error codes: every per-item error is a typed
+//! [`ControllerError`](error::ControllerError) whose docs name the Kafka
+//! code the broker should answer with.
+//!
+//! # Example: the embedded controller
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use strom_controller::controller::{
+//!     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
+//! };
+//! use strom_controller::environment::{SeededRandom, SystemClock};
+//! use strom_controller::image::Endpoint;
+//! use strom_controller::{ControllerClient, LocalController, LocalControllerConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let directory = tempfile::tempdir()?;
+//! # let metadata_dir = directory.path().join("__cluster_metadata");
+//! let controller = LocalController::start(
+//!     LocalControllerConfig::new(metadata_dir),
+//!     Arc::new(SystemClock),
+//!     Box::new(SeededRandom::from_entropy()),
+//! )
+//! .await?;
+//! let mut images = controller.subscribe();
+//!
+//! // The broker registers (fenced), then its first heartbeat unfences it.
+//! let registration = controller
+//!     .register_broker(BrokerRegistrationRequest {
+//!         broker_id: 1,
+//!         incarnation_id: uuid::Uuid::new_v4(),
+//!         endpoints: vec![Endpoint {
+//!             name: "PLAINTEXT".into(),
+//!             host: "127.0.0.1".into(),
+//!             port: 9092,
+//!             security_protocol: "PLAINTEXT".into(),
+//!         }],
+//!         rack: None,
+//!     })
+//!     .await??;
+//! controller
+//!     .broker_heartbeat(BrokerHeartbeatRequest {
+//!         broker_id: 1,
+//!         broker_epoch: registration.broker_epoch,
+//!         want_fence: false,
+//!         want_shutdown: false,
+//!     })
+//!     .await??;
+//!
+//! let outcomes = controller
+//!     .create_topics(CreateTopicsRequest {
+//!         topics: vec![NewTopic {
+//!             name: "orders".into(),
+//!             partitions: Some(3),
+//!             ..NewTopic::default()
+//!         }],
+//!         validate_only: false,
+//!     })
+//!     .await?;
+//! let created = outcomes[0].result.clone()?;
+//!
+//! // Every committed change arrives as a new image.
+//! let image = images.borrow_and_update().clone();
+//! let topic = image.topic_by_name("orders").expect("created");
+//! assert_eq!(topic.id, created.topic_id);
+//! assert_eq!(topic.partitions[0].leader, Some(1));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Design decisions
+//!
+//! - **Metadata is a log.** Every decision is a record appended to the
+//!   metadata log; the image is a fold of the log. Brokers learn metadata
+//!   only from images built from it, so the embedded controller and the
+//!   openraft quorum that comes later look the same to a broker.
+//! - **Sans-IO core, thin runtime.** [`Controller`] takes an image, a
+//!   command, the time (`now_ms`) and an injected random source, and returns
+//!   records; it never touches a file or a clock, so its tests are
+//!   deterministic. [`LocalController`] adds the log, the lock and the
+//!   `watch` channel.
+//! - **Fail-stop durability.** A command's records are one CRC-framed batch,
+//!   `fsync`ed before the image advances; a torn last batch is dropped at
+//!   recovery, and any other damage stops start-up instead of serving
+//!   metadata with a hole in it.
+
+pub mod assignment;
+pub mod config;
+pub mod controller;
+pub mod election;
+pub mod environment;
+pub mod error;
+pub mod image;
+pub mod log;
+pub mod partition_state;
+pub mod records;
+pub mod replica_state;
+pub mod runtime;
+pub mod topic_name;
+
+pub use controller::{Controller, ControllerConfig};
+pub use image::MetadataImage;
+pub use runtime::{ControllerClient, LocalController, LocalControllerConfig};

@@ -1,0 +1,717 @@
+//! The sans-IO coordinator: every group of the `__consumer_offsets`
+//! partitions this broker owns, their offsets, and the records to persist.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::error::GroupError;
+use crate::group::{
+    Completion, Group, GroupConfig, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
+    LeaveMember, Reply, SyncRequest, SyncResponse,
+};
+use crate::log::LogRecord;
+use crate::offsets::{
+    subscribed_topics, CommittedOffset, GroupOffsets, OffsetCommitRequest, OffsetConfig,
+    PartitionOffset, TopicPartition,
+};
+use crate::records::{partition_for_group, OffsetsRecord};
+use crate::state::GroupState;
+
+/// Coordinator settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorConfig {
+    /// Group membership settings.
+    pub group: GroupConfig,
+    /// Offset settings.
+    pub offsets: OffsetConfig,
+    /// `offsets.topic.num.partitions` (default 50).
+    pub offsets_topic_partitions: i32,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        CoordinatorConfig {
+            group: GroupConfig::default(),
+            offsets: OffsetConfig::default(),
+            offsets_topic_partitions: 50,
+        }
+    }
+}
+
+/// Whether an owned `__consumer_offsets` partition can serve requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionStatus {
+    /// Being replayed: requests get COORDINATOR_LOAD_IN_PROGRESS.
+    Loading,
+    /// Loaded: requests are served.
+    Loaded,
+}
+
+/// A group and its committed offsets.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupEntry {
+    pub(crate) group: Group,
+    pub(crate) offsets: GroupOffsets,
+}
+
+/// A group as ListGroups reports it.
+pub type GroupListing = (String, String, GroupState);
+
+/// Per-partition results of OffsetCommit and OffsetDelete.
+pub type PartitionResults = Vec<(TopicPartition, Result<(), GroupError>)>;
+
+/// Per-group results of DeleteGroups.
+pub type GroupResults = Vec<(String, Result<(), GroupError>)>;
+
+/// The coordinator's state for the partitions it owns.
+#[derive(Debug)]
+pub struct CoordinatorCore {
+    pub(crate) config: CoordinatorConfig,
+    pub(crate) partitions: HashMap<i32, PartitionStatus>,
+    pub(crate) groups: HashMap<String, GroupEntry>,
+    records: Vec<(i32, LogRecord)>,
+    completions: Vec<Completion>,
+    next_retention_check_ms: i64,
+}
+
+impl CoordinatorCore {
+    /// A coordinator that owns no partition yet.
+    pub fn new(config: CoordinatorConfig) -> CoordinatorCore {
+        assert!(config.offsets_topic_partitions > 0);
+        CoordinatorCore {
+            config,
+            partitions: HashMap::new(),
+            groups: HashMap::new(),
+            records: Vec::new(),
+            completions: Vec::new(),
+            next_retention_check_ms: i64::MIN,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    /// The `__consumer_offsets` partition of `group_id`.
+    pub fn partition_for(&self, group_id: &str) -> i32 {
+        partition_for_group(group_id, self.config.offsets_topic_partitions)
+    }
+
+    /// The status of an owned partition, `None` if not owned.
+    pub fn partition_status(&self, partition: i32) -> Option<PartitionStatus> {
+        self.partitions.get(&partition).copied()
+    }
+
+    /// Whether any owned partition is still loading.
+    pub fn any_partition_loading(&self) -> bool {
+        self.partitions
+            .values()
+            .any(|status| *status == PartitionStatus::Loading)
+    }
+
+    /// Takes ownership of `partition`, which loads before it serves.
+    pub fn begin_loading(&mut self, partition: i32) {
+        self.partitions.insert(partition, PartitionStatus::Loading);
+    }
+
+    /// Gives up `partition` (it moved to another broker): its groups are
+    /// dropped and their parked requests answered NOT_COORDINATOR.
+    pub fn unload(&mut self, partition: i32) {
+        self.partitions.remove(&partition);
+        let owned: Vec<String> = self
+            .groups
+            .keys()
+            .filter(|group_id| self.partition_for(group_id) == partition)
+            .cloned()
+            .collect();
+        for group_id in owned {
+            let Some(mut entry) = self.groups.remove(&group_id) else {
+                continue;
+            };
+            let member_ids: Vec<String> = entry.group.members.keys().cloned().collect();
+            for member_id in member_ids {
+                entry
+                    .group
+                    .remove_member(&member_id, GroupError::NotCoordinator { partition });
+            }
+            self.completions.extend(entry.group.take_completions());
+        }
+    }
+
+    /// Checks that this coordinator serves `group_id` now.
+    pub fn check_owner(&self, group_id: &str) -> Result<i32, GroupError> {
+        let partition = self.partition_for(group_id);
+        match self.partitions.get(&partition) {
+            Some(PartitionStatus::Loaded) => Ok(partition),
+            Some(PartitionStatus::Loading) => {
+                Err(GroupError::CoordinatorLoadInProgress { partition })
+            }
+            None => Err(GroupError::NotCoordinator { partition }),
+        }
+    }
+
+    /// A group, if this coordinator holds it.
+    pub fn group(&self, group_id: &str) -> Option<&Group> {
+        self.groups.get(group_id).map(|entry| &entry.group)
+    }
+
+    /// The committed offsets of a group.
+    pub fn offsets(&self, group_id: &str) -> Option<&GroupOffsets> {
+        self.groups.get(group_id).map(|entry| &entry.offsets)
+    }
+
+    /// Answers to parked requests resolved since the last call.
+    pub fn take_completions(&mut self) -> Vec<Completion> {
+        std::mem::take(&mut self.completions)
+    }
+
+    /// Records to append to `__consumer_offsets`, with their partition, since
+    /// the last call, in order.
+    pub fn take_records(&mut self) -> Vec<(i32, LogRecord)> {
+        std::mem::take(&mut self.records)
+    }
+
+    fn push_record(&mut self, record: OffsetsRecord) {
+        if let Some(group_id) = record.group() {
+            let partition = self.partition_for(group_id);
+            self.records.push((partition, record.to_log_record()));
+        }
+    }
+
+    /// Collects a group's completions and, when its metadata changed, the
+    /// GroupMetadata record.
+    fn after_group_change(&mut self, group_id: &str) {
+        let Some(entry) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        self.completions.extend(entry.group.take_completions());
+        if entry.group.take_metadata_changed() {
+            let record = OffsetsRecord::GroupMetadata {
+                group: group_id.to_owned(),
+                value: Some(entry.group.to_metadata_value()),
+            };
+            self.push_record(record);
+        }
+    }
+
+    /// JoinGroup.
+    pub fn join_group(
+        &mut self,
+        group_id: &str,
+        request: JoinRequest,
+        now_ms: i64,
+    ) -> Result<Reply<JoinResponse>, GroupError> {
+        if group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
+        self.check_owner(group_id)?;
+        let created = !self.groups.contains_key(group_id);
+        if created && !request.member_id.is_empty() {
+            return Err(GroupError::UnknownMemberId);
+        }
+        let config = self.config.group.clone();
+        let entry = self
+            .groups
+            .entry(group_id.to_owned())
+            .or_insert_with(|| GroupEntry {
+                group: Group::new(group_id, now_ms),
+                offsets: GroupOffsets::new(),
+            });
+        let result = entry.group.join(request, &config, now_ms);
+        let unused = entry.group.state() == GroupState::Empty
+            && entry.group.is_empty()
+            && entry.group.pending_members.is_empty()
+            && entry.offsets.is_empty();
+        if created && unused {
+            self.groups.remove(group_id);
+        }
+        self.after_group_change(group_id);
+        result
+    }
+
+    fn group_mut(&mut self, group_id: &str) -> Result<&mut Group, GroupError> {
+        self.check_owner(group_id)?;
+        self.groups
+            .get_mut(group_id)
+            .map(|entry| &mut entry.group)
+            .ok_or(GroupError::UnknownMemberId)
+    }
+
+    /// SyncGroup.
+    pub fn sync_group(
+        &mut self,
+        group_id: &str,
+        request: SyncRequest,
+        now_ms: i64,
+    ) -> Result<Reply<SyncResponse>, GroupError> {
+        let result = self.group_mut(group_id)?.sync(request, now_ms);
+        self.after_group_change(group_id);
+        result
+    }
+
+    /// Heartbeat.
+    pub fn heartbeat(
+        &mut self,
+        group_id: &str,
+        request: &HeartbeatRequest,
+        now_ms: i64,
+    ) -> Result<(), GroupError> {
+        let result = self.group_mut(group_id)?.heartbeat(request, now_ms);
+        self.after_group_change(group_id);
+        result
+    }
+
+    /// LeaveGroup: one result per leaving member.
+    pub fn leave_group(
+        &mut self,
+        group_id: &str,
+        members: &[LeaveMember],
+        now_ms: i64,
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        let config = self.config.group.clone();
+        let result = self.group_mut(group_id)?.leave(members, &config, now_ms);
+        self.after_group_change(group_id);
+        result
+    }
+
+    /// Advances every group's timers, and expires offsets every
+    /// `offsets.retention.check.interval.ms`.
+    pub fn tick(&mut self, now_ms: i64) {
+        let config = self.config.group.clone();
+        let group_ids: Vec<String> = self.groups.keys().cloned().collect();
+        for group_id in &group_ids {
+            if let Some(entry) = self.groups.get_mut(group_id) {
+                entry.group.tick(&config, now_ms);
+            }
+            self.after_group_change(group_id);
+        }
+        if now_ms >= self.next_retention_check_ms {
+            self.next_retention_check_ms =
+                now_ms.saturating_add(self.config.offsets.retention_check_interval_ms);
+            self.expire_offsets(now_ms);
+        }
+    }
+
+    /// The earliest time at which [`tick`](Self::tick) has something to do,
+    /// for a timer task; `None` if nothing is scheduled.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        let group_deadlines = self
+            .groups
+            .values()
+            .filter_map(|entry| entry.group.next_deadline_ms());
+        group_deadlines
+            .chain(std::iter::once(self.next_retention_check_ms))
+            .min()
+    }
+
+    /// OffsetCommit: validates the member as Kafka does and stores each
+    /// partition's offset.
+    ///
+    /// Commits with a negative generation are accepted for groups in the
+    /// Empty state (standalone consumers and admin tools), creating the group
+    /// if needed. A commit with a generation for a group that does not exist
+    /// is refused with [`GroupError::IllegalGeneration`] (`current: -1`);
+    /// OffsetCommit v9+ answers GROUP_ID_NOT_FOUND for it instead, which the
+    /// broker decides by version.
+    pub fn commit_offsets(
+        &mut self,
+        request: &OffsetCommitRequest,
+        now_ms: i64,
+    ) -> Result<PartitionResults, GroupError> {
+        let group_id = request.group_id.as_str();
+        if group_id.is_empty() {
+            return Err(GroupError::InvalidGroupId);
+        }
+        self.check_owner(group_id)?;
+        if !self.groups.contains_key(group_id) {
+            if request.generation_id >= 0 {
+                return Err(GroupError::IllegalGeneration {
+                    requested: request.generation_id,
+                    current: -1,
+                });
+            }
+            self.groups.insert(
+                group_id.to_owned(),
+                GroupEntry {
+                    group: Group::new(group_id, now_ms),
+                    offsets: GroupOffsets::new(),
+                },
+            );
+        }
+        let entry = self
+            .groups
+            .get_mut(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        validate_commit(&mut entry.group, request, now_ms)?;
+        let max_bytes = self.config.offsets.metadata_max_bytes;
+        let mut results = Vec::with_capacity(request.partitions.len());
+        let mut records = Vec::new();
+        for partition in &request.partitions {
+            let key = TopicPartition::new(partition.topic.clone(), partition.partition);
+            let metadata = partition.metadata.clone().unwrap_or_default();
+            if metadata.len() > max_bytes {
+                let error = GroupError::OffsetMetadataTooLarge {
+                    metadata_bytes: metadata.len(),
+                    max_bytes,
+                };
+                results.push((key, Err(error)));
+                continue;
+            }
+            let commit_timestamp_ms = partition.commit_timestamp_ms.unwrap_or(now_ms);
+            let offset = CommittedOffset {
+                offset: partition.offset,
+                leader_epoch: partition.leader_epoch.filter(|epoch| *epoch >= 0),
+                metadata,
+                commit_timestamp_ms,
+                expire_timestamp_ms: request
+                    .retention_time_ms
+                    .filter(|retention_ms| *retention_ms >= 0)
+                    .map(|retention_ms| commit_timestamp_ms.saturating_add(retention_ms)),
+            };
+            records.push(OffsetsRecord::OffsetCommit {
+                group: group_id.to_owned(),
+                topic: key.topic.clone(),
+                partition: key.partition,
+                value: Some(offset.to_value()),
+            });
+            entry.offsets.commit(key.clone(), offset);
+            results.push((key, Ok(())));
+        }
+        for record in records {
+            self.push_record(record);
+        }
+        Ok(results)
+    }
+
+    /// OffsetFetch for one group: the requested partitions, or all
+    /// committed ones when `topics` is `None`. An unknown group has no
+    /// offsets (every partition answers -1).
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        topics: Option<&[(String, Vec<i32>)]>,
+    ) -> Result<Vec<PartitionOffset>, GroupError> {
+        self.check_owner(group_id)?;
+        match self.groups.get(group_id) {
+            Some(entry) => Ok(entry.offsets.fetch(topics)),
+            None => Ok(GroupOffsets::new().fetch(topics)),
+        }
+    }
+
+    /// OffsetDelete: refused per partition with GROUP_SUBSCRIBED_TO_TOPIC for
+    /// topics a non-empty consumer group subscribes to.
+    pub fn delete_offsets(
+        &mut self,
+        group_id: &str,
+        topics: &[(String, Vec<i32>)],
+    ) -> Result<PartitionResults, GroupError> {
+        self.check_owner(group_id)?;
+        let entry = self
+            .groups
+            .get_mut(group_id)
+            .filter(|entry| entry.group.state() != GroupState::Dead)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        let subscribed = subscriptions(&entry.group)?;
+        let mut results = Vec::new();
+        let mut records = Vec::new();
+        for (topic, partitions) in topics {
+            let refused = subscribed
+                .as_ref()
+                .is_some_and(|topics| topics.as_ref().is_none_or(|topics| topics.contains(topic)));
+            for partition in partitions {
+                let key = TopicPartition::new(topic.clone(), *partition);
+                if refused {
+                    results.push((key, Err(GroupError::GroupSubscribedToTopic)));
+                    continue;
+                }
+                if entry.offsets.remove(&key) {
+                    records.push(OffsetsRecord::OffsetCommit {
+                        group: group_id.to_owned(),
+                        topic: key.topic.clone(),
+                        partition: key.partition,
+                        value: None,
+                    });
+                }
+                results.push((key, Ok(())));
+            }
+        }
+        for record in records {
+            self.push_record(record);
+        }
+        Ok(results)
+    }
+
+    /// DeleteGroups: each group must exist and be Empty; its offsets and
+    /// metadata are tombstoned.
+    pub fn delete_groups(&mut self, group_ids: &[String], now_ms: i64) -> GroupResults {
+        group_ids
+            .iter()
+            .map(|group_id| (group_id.clone(), self.delete_group(group_id, now_ms)))
+            .collect()
+    }
+
+    fn delete_group(&mut self, group_id: &str, now_ms: i64) -> Result<(), GroupError> {
+        self.check_owner(group_id)?;
+        let entry = self
+            .groups
+            .get(group_id)
+            .filter(|entry| entry.group.state() != GroupState::Dead)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        if entry.group.state() != GroupState::Empty || !entry.group.is_empty() {
+            return Err(GroupError::NonEmptyGroup);
+        }
+        self.remove_group(group_id, now_ms);
+        Ok(())
+    }
+
+    /// Marks a group Dead and writes tombstones for its offsets and metadata.
+    fn remove_group(&mut self, group_id: &str, now_ms: i64) {
+        let Some(mut entry) = self.groups.remove(group_id) else {
+            return;
+        };
+        entry.group.mark_dead(now_ms);
+        let partitions: Vec<TopicPartition> = entry
+            .offsets
+            .iter()
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        for partition in partitions {
+            self.push_record(OffsetsRecord::OffsetCommit {
+                group: group_id.to_owned(),
+                topic: partition.topic,
+                partition: partition.partition,
+                value: None,
+            });
+        }
+        self.push_record(OffsetsRecord::GroupMetadata {
+            group: group_id.to_owned(),
+            value: None,
+        });
+    }
+
+    /// ListGroups: group id, protocol type and state of the groups of loaded
+    /// partitions, filtered by state unless `states` is empty.
+    pub fn list_groups(&self, states: &[GroupState]) -> Vec<GroupListing> {
+        let mut listings: Vec<GroupListing> = self
+            .groups
+            .values()
+            .filter(|entry| {
+                let partition = self.partition_for(entry.group.group_id());
+                self.partitions.get(&partition) == Some(&PartitionStatus::Loaded)
+            })
+            .filter(|entry| states.is_empty() || states.contains(&entry.group.state()))
+            .map(|entry| {
+                (
+                    entry.group.group_id().to_owned(),
+                    entry.group.protocol_type().unwrap_or_default().to_owned(),
+                    entry.group.state(),
+                )
+            })
+            .collect();
+        listings.sort();
+        listings
+    }
+
+    /// DescribeGroups for one group; an unknown group is described as Dead
+    /// with no members, as Kafka does.
+    pub fn describe_group(&self, group_id: &str) -> Result<GroupDescription, GroupError> {
+        self.check_owner(group_id)?;
+        Ok(match self.groups.get(group_id) {
+            Some(entry) => entry.group.describe(),
+            None => GroupDescription {
+                group_id: group_id.to_owned(),
+                state: GroupState::Dead,
+                protocol_type: String::new(),
+                protocol_name: String::new(),
+                members: Vec::new(),
+            },
+        })
+    }
+
+    /// Removes every committed offset of the deleted `topics` and writes
+    /// their tombstones.
+    pub fn remove_topic_offsets(&mut self, topics: &[String]) {
+        let mut records = Vec::new();
+        for (group_id, entry) in &mut self.groups {
+            for topic in topics {
+                for partition in entry.offsets.remove_topic(topic) {
+                    records.push(OffsetsRecord::OffsetCommit {
+                        group: group_id.clone(),
+                        topic: partition.topic,
+                        partition: partition.partition,
+                        value: None,
+                    });
+                }
+            }
+        }
+        for record in records {
+            self.push_record(record);
+        }
+    }
+
+    /// `offsets.retention.minutes`: expires offsets of empty groups (counted
+    /// from when the group became empty, or from the commit for groups that
+    /// never had members) and offsets with an explicit expiry; removes empty
+    /// groups left without offsets.
+    pub fn expire_offsets(&mut self, now_ms: i64) {
+        let retention_ms = self.config.offsets.retention_ms;
+        let mut records = Vec::new();
+        let mut dead = Vec::new();
+        for (group_id, entry) in &mut self.groups {
+            let group = &entry.group;
+            let expired = if group.state() == GroupState::Empty {
+                let base_ms = group.protocol_type().map(|_| group.state_timestamp_ms());
+                entry.offsets.remove_expired(now_ms, retention_ms, base_ms)
+            } else {
+                entry.offsets.remove_past_explicit_expiry(now_ms)
+            };
+            for partition in expired {
+                records.push(OffsetsRecord::OffsetCommit {
+                    group: group_id.clone(),
+                    topic: partition.topic,
+                    partition: partition.partition,
+                    value: None,
+                });
+            }
+            let group_unused = group.state() == GroupState::Empty
+                && group.is_empty()
+                && group.pending_members.is_empty();
+            if group_unused && entry.offsets.is_empty() {
+                dead.push(group_id.clone());
+            }
+        }
+        for record in records {
+            self.push_record(record);
+        }
+        dead.sort();
+        for group_id in dead {
+            self.remove_group(&group_id, now_ms);
+        }
+    }
+
+    /// Applies one replayed record (later records win, tombstones delete).
+    pub(crate) fn apply_record(&mut self, record: OffsetsRecord, now_ms: i64) {
+        match record {
+            OffsetsRecord::OffsetCommit {
+                group,
+                topic,
+                partition,
+                value,
+            } => {
+                let key = TopicPartition::new(topic, partition);
+                match value {
+                    Some(value) => {
+                        let entry =
+                            self.groups
+                                .entry(group.clone())
+                                .or_insert_with(|| GroupEntry {
+                                    group: Group::new(group.clone(), now_ms),
+                                    offsets: GroupOffsets::new(),
+                                });
+                        entry
+                            .offsets
+                            .commit(key, CommittedOffset::from_value(&value));
+                    }
+                    None => {
+                        if let Some(entry) = self.groups.get_mut(&group) {
+                            entry.offsets.remove(&key);
+                        }
+                    }
+                }
+            }
+            OffsetsRecord::GroupMetadata { group, value } => match value {
+                Some(value) => {
+                    let offsets = self
+                        .groups
+                        .remove(&group)
+                        .map(|entry| entry.offsets)
+                        .unwrap_or_default();
+                    let restored = Group::from_metadata_value(&group, &value, now_ms);
+                    self.groups.insert(
+                        group,
+                        GroupEntry {
+                            group: restored,
+                            offsets,
+                        },
+                    );
+                }
+                None => {
+                    self.groups.remove(&group);
+                }
+            },
+            OffsetsRecord::Other { .. } => {}
+        }
+    }
+
+    /// Puts back a group's offsets as they were before a commit whose
+    /// records could not be appended (`None`: the group had none).
+    pub(crate) fn restore_offsets(&mut self, group_id: &str, offsets: Option<GroupOffsets>) {
+        if let Some(entry) = self.groups.get_mut(group_id) {
+            entry.offsets = offsets.unwrap_or_default();
+        }
+    }
+
+    /// Marks `partition` loaded.
+    pub(crate) fn finish_loading(&mut self, partition: i32) {
+        self.partitions.insert(partition, PartitionStatus::Loaded);
+    }
+
+    /// Drops groups of `partition` (before a replay).
+    pub(crate) fn clear_partition(&mut self, partition: i32) {
+        let config_partitions = self.config.offsets_topic_partitions;
+        self.groups
+            .retain(|group_id, _| partition_for_group(group_id, config_partitions) != partition);
+    }
+}
+
+/// Kafka's OffsetCommit member checks.
+fn validate_commit(
+    group: &mut Group,
+    request: &OffsetCommitRequest,
+    now_ms: i64,
+) -> Result<(), GroupError> {
+    if group.state() == GroupState::Dead {
+        return Err(GroupError::CoordinatorNotAvailable);
+    }
+    if request.generation_id < 0 && group.state() == GroupState::Empty {
+        return Ok(());
+    }
+    // A standalone commit (no generation, member or instance) to a group with
+    // members fails the member check: the empty member id is unknown.
+    group.validate_member(&request.member_id, request.group_instance_id.as_deref())?;
+    group.check_generation(request.generation_id)?;
+    if group.state() == GroupState::CompletingRebalance {
+        return Err(GroupError::RebalanceInProgress);
+    }
+    if let Some(member) = group.members.get_mut(&request.member_id) {
+        member.last_heartbeat_ms = now_ms;
+    }
+    Ok(())
+}
+
+/// The topics a group's members subscribe to, as Kafka's OffsetDelete sees
+/// them: `None` for an Empty group (nothing is protected), `Some(None)` when
+/// a consumer group's subscriptions cannot be parsed (every topic is
+/// protected), `Some(Some(topics))` otherwise. A group that is not Empty and
+/// not a consumer group refuses OffsetDelete with NON_EMPTY_GROUP.
+fn subscriptions(group: &Group) -> Result<Option<Option<BTreeSet<String>>>, GroupError> {
+    if group.state() == GroupState::Empty {
+        return Ok(None);
+    }
+    if group.protocol_type() != Some("consumer") {
+        return Err(GroupError::NonEmptyGroup);
+    }
+    let protocol = group.protocol_name().unwrap_or_default();
+    let mut topics = BTreeSet::new();
+    for member in group.members() {
+        let parsed = member
+            .metadata_for(protocol)
+            .map(subscribed_topics)
+            .and_then(Result::ok);
+        match parsed {
+            Some(member_topics) => topics.extend(member_topics),
+            None => return Ok(Some(None)),
+        }
+    }
+    Ok(Some(Some(topics)))
+}

@@ -1,0 +1,193 @@
+//! Typed errors of the coordinator. Each variant documents the Kafka error
+//! code the broker maps it to; this crate never chooses wire codes itself.
+
+/// Why a group or offset request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupError {
+    /// The member id is not (or no longer) a member of the group
+    /// (Kafka's UNKNOWN_MEMBER_ID, code 25).
+    #[error("unknown member id")]
+    UnknownMemberId,
+    /// The request's generation is not the group's current generation
+    /// (Kafka's ILLEGAL_GENERATION, code 22).
+    #[error("generation {requested} is not the current generation {current}")]
+    IllegalGeneration {
+        /// Generation in the request.
+        requested: i32,
+        /// The group's generation.
+        current: i32,
+    },
+    /// The group is rebalancing; the member must rejoin
+    /// (Kafka's REBALANCE_IN_PROGRESS, code 27).
+    #[error("the group is rebalancing")]
+    RebalanceInProgress,
+    /// Another member id now holds this `group.instance.id`
+    /// (Kafka's FENCED_INSTANCE_ID, code 82).
+    #[error("the group instance id is held by another member id")]
+    FencedInstanceId,
+    /// A new dynamic member must rejoin with the member id assigned here
+    /// (Kafka's MEMBER_ID_REQUIRED, code 79, with the id in the response).
+    #[error("a member id is required; rejoin with {member_id}")]
+    MemberIdRequired {
+        /// The member id assigned by the coordinator.
+        member_id: String,
+    },
+    /// The group already has `group.max.size` members
+    /// (Kafka's GROUP_MAX_SIZE_REACHED, code 81).
+    #[error("the group has reached group.max.size {max_size}")]
+    GroupMaxSizeReached {
+        /// The configured maximum.
+        max_size: usize,
+    },
+    /// The protocol type or protocols are incompatible with the group's
+    /// (Kafka's INCONSISTENT_GROUP_PROTOCOL, code 23).
+    #[error("the protocol type or protocols do not match the group's")]
+    InconsistentGroupProtocol,
+    /// The session timeout is outside `group.min.session.timeout.ms` ..
+    /// `group.max.session.timeout.ms` (Kafka's INVALID_SESSION_TIMEOUT, code 26).
+    #[error("session timeout {session_timeout_ms} ms is outside {min_ms}..={max_ms} ms")]
+    InvalidSessionTimeout {
+        /// Requested session timeout.
+        session_timeout_ms: i32,
+        /// `group.min.session.timeout.ms`.
+        min_ms: i32,
+        /// `group.max.session.timeout.ms`.
+        max_ms: i32,
+    },
+    /// The group id is empty (Kafka's INVALID_GROUP_ID, code 24).
+    #[error("the group id is empty")]
+    InvalidGroupId,
+    /// The partition owning the group is still being loaded
+    /// (Kafka's COORDINATOR_LOAD_IN_PROGRESS, code 14).
+    #[error("partition {partition} of __consumer_offsets is still loading")]
+    CoordinatorLoadInProgress {
+        /// The `__consumer_offsets` partition.
+        partition: i32,
+    },
+    /// This coordinator does not own the group's partition
+    /// (Kafka's NOT_COORDINATOR, code 16).
+    #[error("this broker is not the coordinator for partition {partition}")]
+    NotCoordinator {
+        /// The `__consumer_offsets` partition.
+        partition: i32,
+    },
+    /// The group is being removed (Kafka's COORDINATOR_NOT_AVAILABLE, code 15).
+    #[error("the group is dead")]
+    CoordinatorNotAvailable,
+    /// The group does not exist (Kafka's GROUP_ID_NOT_FOUND, code 69).
+    #[error("the group does not exist")]
+    GroupIdNotFound,
+    /// The group still has members (Kafka's NON_EMPTY_GROUP, code 68).
+    #[error("the group is not empty")]
+    NonEmptyGroup,
+    /// The group is subscribed to the topic whose offsets should be deleted
+    /// (Kafka's GROUP_SUBSCRIBED_TO_TOPIC, code 86).
+    #[error("the group is subscribed to the topic")]
+    GroupSubscribedToTopic,
+    /// The commit's metadata string is longer than
+    /// `offset.metadata.max.bytes` (Kafka's OFFSET_METADATA_TOO_LARGE, code 12).
+    #[error("offset metadata of {metadata_bytes} bytes exceeds {max_bytes} bytes")]
+    OffsetMetadataTooLarge {
+        /// Length of the metadata string.
+        metadata_bytes: usize,
+        /// The configured maximum.
+        max_bytes: usize,
+    },
+    /// The `__consumer_offsets` log refused an append
+    /// (Kafka's COORDINATOR_NOT_AVAILABLE, code 15, as Kafka maps storage
+    /// failures of the coordinator).
+    #[error("appending to __consumer_offsets failed")]
+    LogAppendFailed {
+        /// The log's error.
+        #[source]
+        source: LogError,
+    },
+}
+
+/// A failure of an [`OffsetsLog`](crate::OffsetsLog) backend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogError {
+    /// The partition is not hosted by this log.
+    #[error("partition {partition} of __consumer_offsets is not hosted here")]
+    UnknownPartition {
+        /// The partition.
+        partition: i32,
+    },
+    /// The backend failed (disk error, shutdown, ...).
+    #[error("the log backend failed: {reason}")]
+    Backend {
+        /// What the backend reported.
+        reason: &'static str,
+    },
+}
+
+/// Why a `__consumer_offsets` record key or value could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The buffer ended before the field.
+    #[error("record truncated while reading {field}")]
+    Truncated {
+        /// The field being read.
+        field: &'static str,
+    },
+    /// A key or value version this code does not know.
+    #[error("unknown {schema} version {version}")]
+    UnknownVersion {
+        /// The schema (`key`, `OffsetCommitValue`, `GroupMetadataValue`).
+        schema: &'static str,
+        /// The version read.
+        version: i16,
+    },
+    /// A length prefix is negative where null is not allowed, or exceeds the
+    /// remaining bytes.
+    #[error("invalid length {length} for {field}")]
+    InvalidLength {
+        /// The field being read.
+        field: &'static str,
+        /// The length read.
+        length: i64,
+    },
+    /// A string is not valid UTF-8.
+    #[error("{field} is not valid UTF-8")]
+    InvalidUtf8 {
+        /// The field being read.
+        field: &'static str,
+    },
+    /// Bytes were left after the last field.
+    #[error("{remaining} trailing bytes after the record")]
+    TrailingBytes {
+        /// How many bytes remained.
+        remaining: usize,
+    },
+}
+
+/// Why replaying a `__consumer_offsets` partition failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// The log could not be read.
+    #[error("reading partition {partition} failed")]
+    Read {
+        /// The partition.
+        partition: i32,
+        /// The log's error.
+        #[source]
+        source: LogError,
+    },
+    /// A record could not be decoded.
+    #[error("record at offset {offset} of partition {partition} is malformed")]
+    Malformed {
+        /// The partition.
+        partition: i32,
+        /// Offset of the record.
+        offset: i64,
+        /// The decoding error.
+        #[source]
+        source: RecordError,
+    },
+    /// The partition is not owned by this coordinator.
+    #[error("partition {partition} is not owned by this coordinator")]
+    NotOwned {
+        /// The partition.
+        partition: i32,
+    },
+}

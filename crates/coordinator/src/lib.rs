@@ -1,0 +1,91 @@
+//! The group coordinator: consumer group membership, rebalances and
+//! committed offsets.
+//!
+//! `strom-coordinator` owns Kafka's classic group protocol on the server
+//! side: the group state machine (Empty → PreparingRebalance →
+//! CompletingRebalance → Stable, and Dead), member ids and the
+//! MEMBER_ID_REQUIRED round trip, leader election and protocol selection,
+//! session and rebalance timeouts, static membership, committed offsets,
+//! and the records that persist both in the compacted internal topic
+//! `__consumer_offsets` in Kafka's own key/value schemas.
+//!
+//! It deliberately does not decode requests or choose wire error codes (the
+//! broker maps its typed requests and [`GroupError`]s), does not store
+//! records itself (the broker implements [`OffsetsLog`] on `strom-storage`),
+//! and does not handle transactional offset commits or the KIP-848 consumer
+//! protocol.
+//!
+//! Design decisions a newcomer must know:
+//!
+//! * **Sans-IO core.** [`Group`] and [`CoordinatorCore`] take events with the
+//!   current time in milliseconds and return decisions. Requests Kafka
+//!   parks (a JoinGroup until every member rejoined or the rebalance timeout
+//!   passed, a SyncGroup until the leader's assignment) return
+//!   [`Reply::Pending`]; their answers come out later as [`Completion`]s
+//!   when a join, sync, leave or timer [`tick`](CoordinatorCore::tick)
+//!   resolves them. Tests drive time by hand; nothing sleeps.
+//! * **Thin async edge.** [`GroupCoordinator`] wraps the core in a mutex,
+//!   turns pending replies into `tokio::sync::oneshot` receivers and runs a
+//!   timer task that calls `tick`.
+//! * **Kafka's placement and formats.** A group lives on partition
+//!   `(String.hashCode(group) & 0x7fffffff) % offsets.topic.num.partitions`
+//!   ([`partition_for_group`]) and its records use Kafka's schema versions
+//!   ([`records`]), so Kafka tooling can read the topic.
+//!
+//! # Wiring into the broker
+//!
+//! | Kafka API | Call | Notes |
+//! |---|---|---|
+//! | FindCoordinator (group) | [`partition_for_group`] | the leader of that `__consumer_offsets` partition |
+//! | JoinGroup | [`GroupCoordinator::join_group`] | `require_known_member_id` for v4+; v0's rebalance timeout is the session timeout |
+//! | SyncGroup | [`GroupCoordinator::sync_group`] | protocol type/name checked when present (v5+) |
+//! | Heartbeat | [`GroupCoordinator::heartbeat`] | |
+//! | LeaveGroup | [`GroupCoordinator::leave_group`] | v0-v2: one member, top-level error; v3+: per member |
+//! | OffsetCommit | [`GroupCoordinator::commit_offsets`] | per-partition results |
+//! | OffsetFetch | [`GroupCoordinator::fetch_offsets`] | once per group for v8+; `None` topics = all |
+//! | OffsetDelete | [`GroupCoordinator::delete_offsets`] | |
+//! | DeleteGroups | [`GroupCoordinator::delete_groups`] | |
+//! | ListGroups | [`GroupCoordinator::list_groups`] | states filter (v4+) |
+//! | DescribeGroups | [`GroupCoordinator::describe_groups`] | |
+//!
+//! Partitions are taken over with [`GroupCoordinator::load_partition`] and
+//! given up with [`GroupCoordinator::unload_partition`]; deleted topics are
+//! reported with [`GroupCoordinator::remove_topic_offsets`]. Every
+//! [`GroupError`] variant names the Kafka error code it maps to.
+//!
+//! The async layer appends records to the [`OffsetsLog`] while holding the
+//! coordinator's lock; a broker whose log does blocking file I/O should call
+//! it from a blocking-tolerant context (for example `spawn_blocking`).
+
+mod coordinator;
+mod error;
+mod group;
+mod load;
+mod log;
+mod member;
+mod offsets;
+mod rebalance;
+pub mod records;
+mod runtime;
+mod state;
+mod wire;
+
+pub use coordinator::{
+    CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
+    PartitionStatus,
+};
+pub use error::{GroupError, LoadError, LogError, RecordError};
+pub use group::{
+    Completion, Group, GroupConfig, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
+    JoinedMember, LeaveMember, MemberDescription, Reply, SyncRequest, SyncResponse,
+};
+pub use load::read_partition;
+pub use log::{InMemoryOffsetsLog, LogRecord, OffsetsLog};
+pub use member::{Member, Protocol, RequestId};
+pub use offsets::{
+    CommittedOffset, GroupOffsets, OffsetCommitPartition, OffsetCommitRequest, OffsetConfig,
+    PartitionOffset, TopicPartition,
+};
+pub use records::{java_string_hash_code, partition_for_group};
+pub use runtime::GroupCoordinator;
+pub use state::GroupState;

@@ -1,0 +1,342 @@
+//! The thin async layer: a [`GroupCoordinator`] shares a [`CoordinatorCore`]
+//! and an [`OffsetsLog`] behind a mutex, persists the records the core
+//! produces, turns parked requests into `oneshot` receivers, and runs a timer
+//! task that drives [`CoordinatorCore::tick`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::coordinator::{
+    CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
+};
+use crate::error::{GroupError, LoadError};
+use crate::group::{
+    Completion, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse, LeaveMember, Reply,
+    SyncRequest, SyncResponse,
+};
+use crate::load::read_partition;
+use crate::log::OffsetsLog;
+use crate::member::RequestId;
+use crate::offsets::{OffsetCommitRequest, PartitionOffset};
+use crate::state::GroupState;
+
+type JoinSender = oneshot::Sender<Result<JoinResponse, GroupError>>;
+type SyncSender = oneshot::Sender<Result<SyncResponse, GroupError>>;
+
+struct Inner {
+    core: CoordinatorCore,
+    joins: HashMap<RequestId, JoinSender>,
+    syncs: HashMap<RequestId, SyncSender>,
+    next_request_id: RequestId,
+}
+
+impl Inner {
+    fn request_id(&mut self) -> RequestId {
+        self.next_request_id += 1;
+        self.next_request_id
+    }
+
+    /// Appends the core's records, then answers resolved parked requests.
+    fn flush(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<(), GroupError> {
+        let mut appended = Ok(());
+        let records = self.core.take_records();
+        if !records.is_empty() {
+            let mut log = lock(log);
+            for (partition, record) in records {
+                if let Err(source) = log.append(partition, std::slice::from_ref(&record)) {
+                    tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
+                    appended = Err(GroupError::LogAppendFailed { source });
+                }
+            }
+        }
+        for completion in self.core.take_completions() {
+            match completion {
+                Completion::Join { request_id, result } => {
+                    if let Some(sender) = self.joins.remove(&request_id) {
+                        let _receiver_gone = sender.send(result);
+                    }
+                }
+                Completion::Sync { request_id, result } => {
+                    if let Some(sender) = self.syncs.remove(&request_id) {
+                        let _receiver_gone = sender.send(result);
+                    }
+                }
+            }
+        }
+        appended
+    }
+}
+
+/// Locks a mutex; a panic while it was held leaves plain data behind, so
+/// keep serving.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The group coordinator as an async service.
+///
+/// Locks are always taken in the order core, then log; a partition load
+/// reads the log without holding the core, so loaded partitions keep being
+/// served while another one loads.
+pub struct GroupCoordinator<L> {
+    inner: Arc<Mutex<Inner>>,
+    log: Arc<Mutex<L>>,
+    start: Instant,
+    start_epoch_ms: i64,
+}
+
+impl<L> Clone for GroupCoordinator<L> {
+    fn clone(&self) -> Self {
+        GroupCoordinator {
+            inner: Arc::clone(&self.inner),
+            log: Arc::clone(&self.log),
+            start: self.start,
+            start_epoch_ms: self.start_epoch_ms,
+        }
+    }
+}
+
+impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
+    /// A coordinator over `log`, owning no partition yet. Time is wall-clock
+    /// milliseconds advanced by tokio's clock (so paused-time tests work).
+    pub fn new(config: CoordinatorConfig, log: L) -> GroupCoordinator<L> {
+        let start_epoch_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| {
+                i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+            });
+        GroupCoordinator {
+            inner: Arc::new(Mutex::new(Inner {
+                core: CoordinatorCore::new(config),
+                joins: HashMap::new(),
+                syncs: HashMap::new(),
+                next_request_id: 0,
+            })),
+            log: Arc::new(Mutex::new(log)),
+            start: Instant::now(),
+            start_epoch_ms,
+        }
+    }
+
+    /// The current time in milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> i64 {
+        let elapsed = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.start_epoch_ms.saturating_add(elapsed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    /// Runs `operation` on the core, then flushes records and completions.
+    fn with_core<T>(
+        &self,
+        operation: impl FnOnce(&mut Inner, i64) -> Result<T, GroupError>,
+    ) -> Result<T, GroupError> {
+        let now_ms = self.now_ms();
+        let mut inner = self.lock();
+        let result = operation(&mut inner, now_ms);
+        let flushed = inner.flush(&self.log);
+        let value = result?;
+        flushed.map(|()| value)
+    }
+
+    /// Takes ownership of `partition` and replays it from the log. Until it
+    /// returns, requests for the partition's groups get
+    /// COORDINATOR_LOAD_IN_PROGRESS; other partitions keep being served.
+    pub fn load_partition(&self, partition: i32) -> Result<u64, LoadError> {
+        self.lock().core.begin_loading(partition);
+        let records = read_partition(&*lock(&self.log), partition)?;
+        let now_ms = self.now_ms();
+        self.lock().core.replay_records(partition, records, now_ms)
+    }
+
+    /// Takes ownership of `partition` without reading it yet: its groups get
+    /// COORDINATOR_LOAD_IN_PROGRESS until [`load_partition`](Self::load_partition)
+    /// finishes. Lets a broker claim its partitions before it starts serving
+    /// and load them afterwards.
+    pub fn begin_loading(&self, partition: i32) {
+        self.lock().core.begin_loading(partition);
+    }
+
+    /// Gives up `partition`.
+    pub fn unload_partition(&self, partition: i32) {
+        let mut inner = self.lock();
+        inner.core.unload(partition);
+        let _nothing_to_append = inner.flush(&self.log);
+    }
+
+    /// Advances timers now.
+    pub fn tick(&self) {
+        let _ = self.with_core(|inner, now_ms| {
+            inner.core.tick(now_ms);
+            Ok(())
+        });
+    }
+
+    /// Spawns the timer task: it calls [`tick`](Self::tick) every `interval`
+    /// until the returned handle is aborted.
+    pub fn spawn_timer(&self, interval: Duration) -> JoinHandle<()> {
+        let coordinator = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                coordinator.tick();
+            }
+        })
+    }
+
+    /// JoinGroup; waits while the join is parked. `request.request_id` is
+    /// replaced by the coordinator's own.
+    pub async fn join_group(
+        &self,
+        group_id: &str,
+        mut request: JoinRequest,
+    ) -> Result<JoinResponse, GroupError> {
+        let receiver = self.with_core(|inner, now_ms| {
+            request.request_id = inner.request_id();
+            let (sender, receiver) = oneshot::channel();
+            inner.joins.insert(request.request_id, sender);
+            let request_id = request.request_id;
+            let reply = inner.core.join_group(group_id, request, now_ms);
+            if !matches!(reply, Ok(Reply::Pending)) {
+                inner.joins.remove(&request_id);
+            }
+            Ok((reply, receiver))
+        })?;
+        match receiver {
+            (Ok(Reply::Done(response)), _) => Ok(response),
+            (Ok(Reply::Pending), receiver) => receiver
+                .await
+                .unwrap_or(Err(GroupError::CoordinatorNotAvailable)),
+            (Err(error), _) => Err(error),
+        }
+    }
+
+    /// SyncGroup; waits for the leader's assignment.
+    pub async fn sync_group(
+        &self,
+        group_id: &str,
+        mut request: SyncRequest,
+    ) -> Result<SyncResponse, GroupError> {
+        let receiver = self.with_core(|inner, now_ms| {
+            request.request_id = inner.request_id();
+            let (sender, receiver) = oneshot::channel();
+            inner.syncs.insert(request.request_id, sender);
+            let request_id = request.request_id;
+            let reply = inner.core.sync_group(group_id, request, now_ms);
+            if !matches!(reply, Ok(Reply::Pending)) {
+                inner.syncs.remove(&request_id);
+            }
+            Ok((reply, receiver))
+        })?;
+        match receiver {
+            (Ok(Reply::Done(response)), _) => Ok(response),
+            (Ok(Reply::Pending), receiver) => receiver
+                .await
+                .unwrap_or(Err(GroupError::CoordinatorNotAvailable)),
+            (Err(error), _) => Err(error),
+        }
+    }
+
+    /// Heartbeat.
+    pub fn heartbeat(&self, group_id: &str, request: &HeartbeatRequest) -> Result<(), GroupError> {
+        self.with_core(|inner, now_ms| inner.core.heartbeat(group_id, request, now_ms))
+    }
+
+    /// LeaveGroup.
+    pub fn leave_group(
+        &self,
+        group_id: &str,
+        members: &[LeaveMember],
+    ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
+        self.with_core(|inner, now_ms| inner.core.leave_group(group_id, members, now_ms))
+    }
+
+    /// OffsetCommit; the offsets are appended to the log before it returns.
+    /// If the append fails the commit is undone in memory and the request
+    /// fails with [`GroupError::LogAppendFailed`].
+    pub fn commit_offsets(
+        &self,
+        request: &OffsetCommitRequest,
+    ) -> Result<PartitionResults, GroupError> {
+        let now_ms = self.now_ms();
+        let mut inner = self.lock();
+        let before = inner.core.offsets(&request.group_id).cloned();
+        let result = inner.core.commit_offsets(request, now_ms);
+        let flushed = inner.flush(&self.log);
+        if flushed.is_err() {
+            // Not durable: forget the commit so that reads agree with the log.
+            inner.core.restore_offsets(&request.group_id, before);
+        }
+        let results = result?;
+        flushed.map(|()| results)
+    }
+
+    /// OffsetFetch for one group.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        topics: Option<&[(String, Vec<i32>)]>,
+    ) -> Result<Vec<PartitionOffset>, GroupError> {
+        self.lock().core.fetch_offsets(group_id, topics)
+    }
+
+    /// OffsetDelete.
+    pub fn delete_offsets(
+        &self,
+        group_id: &str,
+        topics: &[(String, Vec<i32>)],
+    ) -> Result<PartitionResults, GroupError> {
+        self.with_core(|inner, _| inner.core.delete_offsets(group_id, topics))
+    }
+
+    /// DeleteGroups.
+    pub fn delete_groups(&self, group_ids: &[String]) -> Result<GroupResults, GroupError> {
+        self.with_core(|inner, now_ms| Ok(inner.core.delete_groups(group_ids, now_ms)))
+    }
+
+    /// ListGroups.
+    pub fn list_groups(&self, states: &[GroupState]) -> Vec<GroupListing> {
+        self.lock().core.list_groups(states)
+    }
+
+    /// DescribeGroups.
+    pub fn describe_groups(
+        &self,
+        group_ids: &[String],
+    ) -> Vec<Result<GroupDescription, GroupError>> {
+        let inner = self.lock();
+        group_ids
+            .iter()
+            .map(|group_id| inner.core.describe_group(group_id))
+            .collect()
+    }
+
+    /// Removes the offsets of deleted topics.
+    pub fn remove_topic_offsets(&self, topics: &[String]) -> Result<(), GroupError> {
+        self.with_core(|inner, _| {
+            inner.core.remove_topic_offsets(topics);
+            Ok(())
+        })
+    }
+
+    /// Runs `change` on the log (for administration and tests).
+    pub fn with_log_mut<T>(&self, change: impl FnOnce(&mut L) -> T) -> T {
+        change(&mut lock(&self.log))
+    }
+
+    /// Runs `read` on the log (for inspection and tests).
+    pub fn with_log<T>(&self, read: impl FnOnce(&L) -> T) -> T {
+        read(&lock(&self.log))
+    }
+}

@@ -1,0 +1,266 @@
+//! The async layer: parked JoinGroup/SyncGroup answered through oneshot
+//! channels, records appended to the log, the timer task, and a restart that
+//! reloads committed offsets. Time is tokio's paused clock.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::*;
+use strom_coordinator::{
+    CoordinatorConfig, GroupCoordinator, GroupError, GroupState, InMemoryOffsetsLog,
+    OffsetCommitPartition, OffsetCommitRequest,
+};
+
+fn coordinator(log: InMemoryOffsetsLog) -> GroupCoordinator<InMemoryOffsetsLog> {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, log);
+    coordinator.load_partition(0).expect("loads");
+    coordinator
+}
+
+fn old_style_join(client_id: &str) -> strom_coordinator::JoinRequest {
+    let mut request = join_request(0, "", client_id);
+    request.require_known_member_id = false;
+    request
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_members_join_sync_and_commit() {
+    let coordinator = coordinator(InMemoryOffsetsLog::new());
+    // The first member's join completes alone (no initial delay); the second
+    // member's join starts a new rebalance that needs the first to rejoin.
+    let first = coordinator
+        .join_group(GROUP, old_style_join("a"))
+        .await
+        .expect("joined");
+    assert_eq!(first.generation_id, 1);
+    let second_coordinator = coordinator.clone();
+    let second = tokio::spawn(async move {
+        second_coordinator
+            .join_group(GROUP, old_style_join("b"))
+            .await
+    });
+    tokio::task::yield_now().await;
+    let mut rejoin = join_request(0, &first.member_id, "a");
+    rejoin.require_known_member_id = false;
+    let first_again = coordinator
+        .join_group(GROUP, rejoin)
+        .await
+        .expect("rejoined");
+    let second = second.await.expect("task").expect("joined");
+    assert_eq!(first_again.generation_id, 2);
+    assert_eq!(second.generation_id, 2);
+    assert_eq!(first_again.leader_id, first.member_id);
+    assert_eq!(first_again.members.len(), 2);
+
+    let follower_coordinator = coordinator.clone();
+    let follower_id = second.member_id.clone();
+    let follower_sync = tokio::spawn(async move {
+        follower_coordinator
+            .sync_group(GROUP, sync_request(0, &follower_id, 2, vec![]))
+            .await
+    });
+    tokio::task::yield_now().await;
+    let assignments = vec![
+        (first.member_id.clone(), Bytes::from_static(b"p0")),
+        (second.member_id.clone(), Bytes::from_static(b"p1")),
+    ];
+    let leader_sync = coordinator
+        .sync_group(GROUP, sync_request(0, &first.member_id, 2, assignments))
+        .await
+        .expect("leader synced");
+    assert_eq!(leader_sync.assignment, Bytes::from_static(b"p0"));
+    let follower_sync = follower_sync.await.expect("task").expect("follower synced");
+    assert_eq!(follower_sync.assignment, Bytes::from_static(b"p1"));
+    assert_eq!(
+        coordinator.heartbeat(GROUP, &heartbeat(&second.member_id, 2)),
+        Ok(())
+    );
+
+    let commit = OffsetCommitRequest {
+        group_id: GROUP.into(),
+        generation_id: 2,
+        member_id: second.member_id.clone(),
+        group_instance_id: None,
+        retention_time_ms: None,
+        partitions: vec![OffsetCommitPartition {
+            topic: "topic-x".into(),
+            partition: 1,
+            offset: 99,
+            leader_epoch: None,
+            metadata: None,
+            commit_timestamp_ms: None,
+        }],
+    };
+    let results = coordinator.commit_offsets(&commit).expect("committed");
+    assert!(results.iter().all(|(_, result)| result.is_ok()));
+    // Group metadata (Stable) and the offset are in the log.
+    assert_eq!(coordinator.with_log(|log| log.len(0)), 2);
+    let listed = coordinator.list_groups(&[GroupState::Stable]);
+    assert_eq!(listed.len(), 1);
+    let described = coordinator.describe_groups(&[GROUP.to_owned()]);
+    assert_eq!(described[0].as_ref().map(|d| d.members.len()), Ok(2));
+
+    // A restart on the same log finds the offset and the group.
+    let log = coordinator.with_log(Clone::clone);
+    let restarted = self::coordinator(log);
+    let offsets = restarted
+        .fetch_offsets(GROUP, Some(&[("topic-x".to_owned(), vec![1])]))
+        .expect("served");
+    assert_eq!(offsets[0].offset, 99);
+    let restored = restarted.describe_groups(&[GROUP.to_owned()]);
+    assert_eq!(
+        restored[0].as_ref().map(|d| d.state),
+        Ok(GroupState::Stable)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn timer_task_expires_silent_members() {
+    let coordinator = coordinator(InMemoryOffsetsLog::new());
+    let joined = coordinator
+        .join_group(GROUP, old_style_join("a"))
+        .await
+        .expect("joined");
+    coordinator
+        .sync_group(
+            GROUP,
+            sync_request(0, &joined.member_id, joined.generation_id, vec![]),
+        )
+        .await
+        .expect("synced");
+    let timer = coordinator.spawn_timer(Duration::from_millis(100));
+    tokio::time::sleep(Duration::from_millis(9_000)).await;
+    assert_eq!(
+        coordinator.heartbeat(GROUP, &heartbeat(&joined.member_id, joined.generation_id)),
+        Ok(())
+    );
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    assert_eq!(
+        coordinator.heartbeat(GROUP, &heartbeat(&joined.member_id, joined.generation_id)),
+        Err(GroupError::UnknownMemberId)
+    );
+    let described = coordinator.describe_groups(&[GROUP.to_owned()]);
+    assert_eq!(
+        described[0].as_ref().map(|d| d.state),
+        Ok(GroupState::Empty)
+    );
+    timer.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_are_returned_directly() {
+    let coordinator = coordinator(InMemoryOffsetsLog::new());
+    let required = coordinator
+        .join_group(GROUP, join_request(0, "", "a"))
+        .await;
+    assert!(matches!(required, Err(GroupError::MemberIdRequired { .. })));
+    assert_eq!(
+        coordinator
+            .sync_group("nope", sync_request(0, "m", 1, vec![]))
+            .await,
+        Err(GroupError::UnknownMemberId)
+    );
+    coordinator.unload_partition(0);
+    assert_eq!(
+        coordinator.join_group(GROUP, old_style_join("a")).await,
+        Err(GroupError::NotCoordinator { partition: 0 })
+    );
+}
+
+/// A log that accepts reads (empty) and refuses appends once told to.
+#[derive(Default)]
+struct FlakyLog {
+    inner: InMemoryOffsetsLog,
+    refuse_appends: bool,
+}
+
+impl strom_coordinator::OffsetsLog for FlakyLog {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        if self.refuse_appends {
+            return Err(strom_coordinator::LogError::Backend {
+                reason: "disk full",
+            });
+        }
+        self.inner.append(partition, records)
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+        self.inner.read(partition, from_offset, max_records)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_that_cannot_be_appended_is_undone() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, FlakyLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let commit = |offset| OffsetCommitRequest {
+        group_id: "simple".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: None,
+        partitions: vec![OffsetCommitPartition {
+            topic: "t".into(),
+            partition: 0,
+            offset,
+            leader_epoch: None,
+            metadata: None,
+            commit_timestamp_ms: None,
+        }],
+    };
+    coordinator.commit_offsets(&commit(5)).expect("durable");
+    coordinator.with_log_mut(|log| log.refuse_appends = true);
+    assert_eq!(
+        coordinator.commit_offsets(&commit(9)),
+        Err(GroupError::LogAppendFailed {
+            source: strom_coordinator::LogError::Backend {
+                reason: "disk full"
+            }
+        })
+    );
+    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    assert_eq!(offsets[0].offset, 5, "the failed commit is not visible");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, InMemoryOffsetsLog::new());
+    // Not owned yet: NOT_COORDINATOR.
+    assert!(matches!(
+        coordinator.fetch_offsets(GROUP, None),
+        Err(GroupError::NotCoordinator { partition: 0 })
+    ));
+    coordinator.begin_loading(0);
+    assert_eq!(
+        coordinator.fetch_offsets(GROUP, None),
+        Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
+    );
+    coordinator.load_partition(0).expect("loads");
+    assert_eq!(coordinator.fetch_offsets(GROUP, None), Ok(Vec::new()));
+}

@@ -1,0 +1,180 @@
+//! Load figures that do not fit criterion: recovery time per GiB of
+//! unflushed log, and memory and open files per idle partition.
+//!
+//! ```text
+//! cargo run --release -p strom-storage --example storage_load -- recovery 1024
+//! cargo run --release -p strom-storage --example storage_load -- partitions 10000
+//! cargo run --release -p strom-storage --example storage_load -- append 256
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use strom_storage::testing::{simple_batch, BatchSpec};
+use strom_storage::{Log, LogConfig, LogManager, LogManagerConfig, LogOpenOptions, TopicPartition};
+
+fn options(clean: bool) -> LogOpenOptions {
+    LogOpenOptions {
+        log_start_offset: 0,
+        recovery_point: 0,
+        had_clean_shutdown: clean,
+        now_ms: 0,
+    }
+}
+
+/// Resident memory of this process in KiB (from /proc/self/status).
+fn resident_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn open_files() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count())
+}
+
+fn recovery(root: &Path, mebibytes: u64) {
+    let dir = root.join("recovery-0");
+    let config = LogConfig {
+        retention_ms: None,
+        ..LogConfig::default()
+    };
+    let (mut log, _) = Log::open(&dir, config.clone(), options(true)).expect("open");
+    let batch = simple_batch(&BatchSpec {
+        records: 16,
+        value_bytes: 1000,
+        ..BatchSpec::default()
+    });
+    let target = mebibytes * 1024 * 1024;
+    while log.size_bytes() < target {
+        log.append_as_leader(batch.clone(), 0, 0).expect("append");
+    }
+    let bytes = log.size_bytes();
+    let segments = log.segment_count();
+    drop(log);
+    let start = Instant::now();
+    let (log, report) = Log::open(&dir, config, options(false)).expect("recover");
+    let elapsed = start.elapsed();
+    assert_eq!(report.bytes_truncated, 0);
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    println!(
+        "recovery: {bytes} bytes in {segments} segments re-validated in {:.3} s = {:.3} s per GiB (page cache warm), log end {}",
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() / gib,
+        log.log_end_offset()
+    );
+}
+
+fn partitions(root: &Path, count: i32) {
+    let dirs = vec![root.join("data")];
+    let config = LogManagerConfig::new(dirs.clone(), LogConfig::default());
+    let resident_before = resident_kib();
+    let files_before = open_files();
+    let start = Instant::now();
+    let manager = LogManager::open(config.clone(), BTreeMap::new(), 0).expect("open");
+    for partition in 0..count {
+        manager
+            .get_or_create(&TopicPartition::new("idle", partition), 0)
+            .expect("create");
+    }
+    let created = start.elapsed();
+    let resident = resident_kib().saturating_sub(resident_before);
+    let files = open_files().saturating_sub(files_before);
+    println!(
+        "create {count} partitions: {:.2} s, resident +{resident} KiB ({:.1} KiB per partition), open files +{files} ({:.2} per partition)",
+        created.as_secs_f64(),
+        resident as f64 / f64::from(count),
+        files as f64 / f64::from(count)
+    );
+    let start = Instant::now();
+    manager.shutdown(0).expect("shutdown");
+    println!(
+        "clean shutdown of {count} partitions: {:.2} s",
+        start.elapsed().as_secs_f64()
+    );
+    let resident_before = resident_kib();
+    let start = Instant::now();
+    let manager = LogManager::open(config, BTreeMap::new(), 0).expect("reopen");
+    let loaded = start.elapsed();
+    let resident = resident_kib().saturating_sub(resident_before);
+    println!(
+        "reopen {} partitions after clean shutdown: {:.2} s, resident +{resident} KiB ({:.1} KiB per partition)",
+        manager.partitions().len(),
+        loaded.as_secs_f64(),
+        resident as f64 / f64::from(count)
+    );
+}
+
+/// Appends and plain writes of the same batches, interleaved so that load
+/// from other processes hits both alike.
+fn append_versus_write(root: &Path, batch_bytes: usize, total_mebibytes: u64) {
+    use std::io::Write;
+    let config = LogConfig {
+        max_message_bytes: 8 * 1024 * 1024,
+        retention_ms: None,
+        ..LogConfig::default()
+    };
+    let (mut log, _) = Log::open(&root.join("append-0"), config, options(true)).expect("open");
+    let mut file = std::fs::File::create(root.join("plain.bin")).expect("create");
+    let batch = simple_batch(&BatchSpec {
+        records: (batch_bytes / 1024).max(1) as u32,
+        value_bytes: 1024 - 16,
+        ..BatchSpec::default()
+    });
+    let rounds = (total_mebibytes * 1024 * 1024 / batch.len() as u64).max(1);
+    let (mut append_time, mut write_time) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+    for _ in 0..rounds {
+        let input = bytes::Bytes::from(batch.to_vec());
+        let start = Instant::now();
+        log.append_as_leader(input, 0, 0).expect("append");
+        append_time += start.elapsed();
+        let start = Instant::now();
+        file.write_all(&batch).expect("write");
+        write_time += start.elapsed();
+    }
+    let mebibytes = (rounds * batch.len() as u64) as f64 / (1024.0 * 1024.0);
+    println!(
+        "batch {} B x {rounds}: append {:.0} MiB/s, plain write {:.0} MiB/s, ratio {:.0}%",
+        batch.len(),
+        mebibytes / append_time.as_secs_f64(),
+        mebibytes / write_time.as_secs_f64(),
+        100.0 * write_time.as_secs_f64() / append_time.as_secs_f64()
+    );
+}
+
+fn main() {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let root =
+        tempfile::tempdir_in(std::env::var("STROM_LOAD_DIR").unwrap_or_else(|_| ".".to_owned()))
+            .expect("tempdir");
+    match arguments.first().map(String::as_str) {
+        Some("recovery") => {
+            let mebibytes = arguments
+                .get(1)
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(1024);
+            recovery(root.path(), mebibytes);
+        }
+        Some("append") => {
+            let total = arguments
+                .get(1)
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(256);
+            for batch_bytes in [1024, 16 * 1024, 1024 * 1024] {
+                append_versus_write(root.path(), batch_bytes, total);
+            }
+        }
+        Some("partitions") => {
+            let count = arguments
+                .get(1)
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(10_000);
+            partitions(root.path(), count);
+        }
+        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB>)"),
+    }
+}

@@ -1,0 +1,87 @@
+//! Log compaction support: the crash-safe swap of cleaned segments.
+//!
+//! A cleaning pass writes its output as `<base>.log.cleaned` (and indexes),
+//! renames them to `.swap`, renames the replaced segments to `.deleted`, and
+//! finally renames the `.swap` files to their live names. A crash before the
+//! `.swap` rename leaves the originals untouched (`.cleaned` files are
+//! discarded on open); a crash after it is completed on open by
+//! `complete_interrupted_swaps` when the log is opened.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use crate::error::{IoContext, RecoveryError};
+use crate::segment::{parse_base_offset, LOG_SUFFIX};
+
+/// Suffix of cleaner output that is complete and being swapped in.
+pub const SWAP_SUFFIX: &str = ".swap";
+/// Suffix of cleaner output still being written.
+pub const CLEANED_SUFFIX: &str = ".cleaned";
+
+/// Offset after the last whole batch of the `.log` file at `path`.
+pub(crate) fn next_offset_of_file(path: &Path, base_offset: i64) -> Result<i64, RecoveryError> {
+    let file = File::open(path).at(path)?;
+    let length = file.metadata().at(path)?.len();
+    let mut position = 0u64;
+    let mut next_offset = base_offset;
+    let mut raw = [0u8; BATCH_HEADER_BYTES];
+    while position + BATCH_HEADER_BYTES as u64 <= length {
+        if file.read_exact_at(&mut raw, position).is_err() {
+            break;
+        }
+        let Ok(header) = BatchHeader::parse(&raw, position as usize) else {
+            break;
+        };
+        if position + header.size_in_bytes() as u64 > length {
+            break;
+        }
+        next_offset = header.next_offset();
+        position += header.size_in_bytes() as u64;
+    }
+    Ok(next_offset)
+}
+
+/// Completes swaps interrupted by a crash: every live segment covered by a
+/// `.log.swap` file is removed and the swap files are renamed to live names.
+pub(crate) fn complete_interrupted_swaps(dir: &Path) -> Result<(), RecoveryError> {
+    let mut swaps = Vec::new();
+    let mut live = Vec::new();
+    for entry in std::fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if let Some(stem) = name.strip_suffix(SWAP_SUFFIX) {
+            if let Some(base) = parse_base_offset(stem, LOG_SUFFIX) {
+                swaps.push((base, entry.path()));
+            }
+        } else if let Some(base) = parse_base_offset(name, LOG_SUFFIX) {
+            live.push(base);
+        }
+    }
+    for (base, swap_path) in swaps {
+        let end = next_offset_of_file(&swap_path, base)?;
+        for covered in live
+            .iter()
+            .copied()
+            .filter(|live| *live >= base && *live < end.max(base + 1))
+        {
+            crate::recovery::remove_segment_files(dir, covered)?;
+        }
+        let stem = crate::segment::file_stem(base);
+        for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {
+            let from: PathBuf = dir.join(format!("{stem}{suffix}{SWAP_SUFFIX}"));
+            if from.exists() {
+                let to = dir.join(format!("{stem}{suffix}"));
+                std::fs::rename(&from, &to).at(&from)?;
+            } else if suffix != LOG_SUFFIX {
+                // A missing index is rebuilt when the segment opens.
+                std::fs::remove_file(dir.join(format!("{stem}{suffix}"))).ok();
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! Typed errors of the storage crate, split by what the caller does about them.
+//!
+//! Appends, reads, opening (recovery) and configuration fail for different
+//! reasons and are answered differently at the broker edge (Kafka error codes
+//! are chosen there), so each has its own enum.
+
+use std::io;
+use std::path::PathBuf;
+
+/// An I/O error together with the file or directory it happened on.
+#[derive(Debug, thiserror::Error)]
+#[error("I/O error on {}", path.display())]
+pub struct IoError {
+    /// The file or directory the operation was on.
+    pub path: PathBuf,
+    /// The underlying operating-system error.
+    #[source]
+    pub source: io::Error,
+}
+
+/// Attaches a path to an `io::Result`.
+pub(crate) trait IoContext<T> {
+    /// Maps the error into an [`IoError`] naming `path`.
+    fn at(self, path: impl Into<PathBuf>) -> Result<T, IoError>;
+}
+
+impl<T> IoContext<T> for Result<T, io::Error> {
+    fn at(self, path: impl Into<PathBuf>) -> Result<T, IoError> {
+        self.map_err(|source| IoError {
+            path: path.into(),
+            source,
+        })
+    }
+}
+
+/// A topic-level configuration value that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The value does not parse as the key's type.
+    #[error("invalid value {value:?} for config {key}: expected {expected}")]
+    InvalidValue {
+        /// The Kafka property name.
+        key: String,
+        /// The rejected text.
+        value: String,
+        /// What a valid value looks like.
+        expected: &'static str,
+    },
+    /// The value parses but lies outside the allowed range.
+    #[error("value {value} for config {key} is out of range: {expected}")]
+    OutOfRange {
+        /// The Kafka property name.
+        key: String,
+        /// The rejected text.
+        value: String,
+        /// The allowed range.
+        expected: &'static str,
+    },
+}
+
+/// A checkpoint file that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// Reading, writing or renaming the file failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// The file content does not follow the checkpoint format.
+    #[error("malformed checkpoint file {} at line {line}: {reason}", path.display())]
+    Malformed {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// One-based line number of the problem.
+        line: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
+}
+
+/// An index file that cannot be opened, grown or written.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Opening, resizing, mapping or flushing the file failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// The file's content is not a valid index (wrong length, entries out of order).
+    #[error("corrupt index {}: {reason}", path.display())]
+    Corrupt {
+        /// The index file.
+        path: PathBuf,
+        /// What was wrong.
+        reason: &'static str,
+    },
+}
+
+/// Why a batch in an append was rejected before anything was written.
+#[derive(Debug, thiserror::Error, PartialEq, Eq, Clone, Copy)]
+pub enum BatchError {
+    /// Fewer bytes than a batch header, or than the header's length says.
+    #[error("batch at byte {position} is truncated")]
+    Truncated {
+        /// Byte position of the batch in the append.
+        position: usize,
+    },
+    /// The batch length field is below the minimum header size.
+    #[error("batch at byte {position} has invalid length {batch_length}")]
+    InvalidLength {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// The length field.
+        batch_length: i32,
+    },
+    /// The magic byte is not 2 (only record batch v2 is stored).
+    #[error("batch at byte {position} has unsupported magic {magic}")]
+    UnsupportedMagic {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// The magic byte found.
+        magic: i8,
+    },
+    /// The CRC-32C does not match the batch content.
+    #[error("batch at byte {position} fails its CRC check (stored {stored:#010x}, computed {computed:#010x})")]
+    CrcMismatch {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// The CRC in the header.
+        stored: u32,
+        /// The CRC computed over the content.
+        computed: u32,
+    },
+    /// A header field is invalid (unknown compression codec, negative record count).
+    #[error("batch at byte {position} has an invalid header")]
+    InvalidHeader {
+        /// Byte position of the batch in the append.
+        position: usize,
+    },
+    /// The last offset delta is negative or the record count disagrees with it.
+    #[error("batch at byte {position} has an invalid offset delta {last_offset_delta}")]
+    InvalidOffsetDelta {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// The last offset delta field.
+        last_offset_delta: i32,
+    },
+}
+
+/// An append that was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// The append held no batch.
+    #[error("append holds no record batch")]
+    Empty,
+    /// A batch is malformed (Kafka: CORRUPT_MESSAGE).
+    #[error(transparent)]
+    Corrupt(#[from] BatchError),
+    /// A batch is larger than `max.message.bytes` (Kafka: MESSAGE_TOO_LARGE).
+    #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
+    RecordTooLarge {
+        /// The batch size in bytes.
+        size: usize,
+        /// The configured maximum.
+        max: u32,
+    },
+    /// The whole append is larger than `segment.bytes` (Kafka: RECORD_LIST_TOO_LARGE).
+    #[error("append of {size} bytes exceeds segment.bytes {max}")]
+    AppendTooLarge {
+        /// The append size in bytes.
+        size: usize,
+        /// The configured segment size.
+        max: u32,
+    },
+    /// A follower append whose offsets do not follow the log end offset.
+    #[error("batch base offset {base_offset} is below the log end offset {log_end}")]
+    OffsetsNotIncreasing {
+        /// The batch's base offset.
+        base_offset: i64,
+        /// The log end offset before the batch.
+        log_end: i64,
+    },
+    /// An idempotent producer's sequence does not follow its last one
+    /// (Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER).
+    #[error("out of order sequence for producer {producer_id}: expected {expected_sequence}, got {found_sequence}")]
+    OutOfOrderSequence {
+        /// The producer id.
+        producer_id: i64,
+        /// The sequence the log expected next.
+        expected_sequence: i32,
+        /// The batch's first sequence.
+        found_sequence: i32,
+    },
+    /// A producer epoch older than the one the log knows (Kafka: INVALID_PRODUCER_EPOCH).
+    #[error(
+        "producer {producer_id} epoch {found_epoch} is older than current epoch {current_epoch}"
+    )]
+    InvalidProducerEpoch {
+        /// The producer id.
+        producer_id: i64,
+        /// The epoch the log knows.
+        current_epoch: i16,
+        /// The batch's epoch.
+        found_epoch: i16,
+    },
+    /// Writing to the segment or its indexes failed; the log may need reopening.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// Writing an index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The leader epoch checkpoint could not be written.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// Rolling or flushing around the append failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// A read that was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The offset is below the log start or above the log end
+    /// (Kafka: OFFSET_OUT_OF_RANGE).
+    #[error("offset {requested} is out of range [{log_start}, {log_end}]")]
+    OffsetOutOfRange {
+        /// The requested offset.
+        requested: i64,
+        /// The log start offset.
+        log_start: i64,
+        /// The log end offset.
+        log_end: i64,
+    },
+    /// Reading a segment failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+/// Opening (and recovering) a log failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    /// The partition directory name is not `<topic>-<partition>`.
+    #[error("directory {} is not named <topic>-<partition>", path.display())]
+    InvalidDirectoryName {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// A file operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// An index could not be opened or rebuilt.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A checkpoint file could not be read.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The producer state snapshot could not be read.
+    #[error(transparent)]
+    ProducerSnapshot(#[from] SnapshotError),
+}
+
+/// Changing the log (truncation, roll, retention, flush) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// A file operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// An index could not be opened, trimmed or written.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A checkpoint file could not be written.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The producer state snapshot could not be written.
+    #[error(transparent)]
+    ProducerSnapshot(#[from] SnapshotError),
+    /// The requested new log start offset is past the high watermark.
+    #[error("log start offset {requested} is beyond the limit {limit}")]
+    LogStartBeyondLimit {
+        /// The requested start offset.
+        requested: i64,
+        /// The highest allowed start offset.
+        limit: i64,
+    },
+}
+
+/// A producer state snapshot file that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// A file operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// The snapshot is damaged or of an unknown version.
+    #[error("corrupt producer snapshot {}: {reason}", path.display())]
+    Corrupt {
+        /// The snapshot file.
+        path: PathBuf,
+        /// What was wrong.
+        reason: &'static str,
+    },
+}
+
+/// The log manager could not start, create or delete a log.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// Another process holds the lock of a log directory.
+    #[error("log directory {} is locked by another process", path.display())]
+    DirectoryLocked {
+        /// The log directory.
+        path: PathBuf,
+    },
+    /// No log directory was configured.
+    #[error("no log directory configured")]
+    NoLogDirectory,
+    /// A file operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// A log failed to open.
+    #[error("failed to open log {}", path.display())]
+    Open {
+        /// The partition directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: RecoveryError,
+    },
+    /// A checkpoint file could not be read or written.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// A log operation failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A compaction pass failed.
+    #[error(transparent)]
+    Clean(#[from] CleanError),
+    /// The topic name cannot be used as a directory name.
+    #[error("invalid topic name {topic:?}")]
+    InvalidTopicName {
+        /// The rejected name.
+        topic: String,
+    },
+}
+
+/// A compaction pass failed; the log is unchanged or recoverable on reopen.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    /// A file operation failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// An index of the cleaned output could not be written.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A stored batch could not be decoded or rebuilt.
+    #[error("cannot compact batch at offset {base_offset}")]
+    Record {
+        /// Base offset of the batch.
+        base_offset: i64,
+        /// Why.
+        #[source]
+        source: strom_protocol::records::RecordError,
+    },
+    /// A rebuilt batch failed its own check (a bug in the rebuild).
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+}

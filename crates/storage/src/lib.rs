@@ -1,0 +1,61 @@
+//! Durable partition logs for Strom, in Apache Kafka's on-disk layout.
+//!
+//! This crate owns everything a broker keeps on disk per partition: segments
+//! (`.log` files of record batches exactly as on the wire) with their sparse
+//! `.index` and `.timeindex` files, the [`Log`] that appends to them (offset
+//! assignment, roll, reads, truncation), recovery after a crash, retention,
+//! compaction, idempotent producer state, Kafka's checkpoint files, the
+//! leader epoch cache, and the [`LogManager`] over several `log.dirs`.
+//!
+//! It deliberately does not own the network, request handling, replication
+//! decisions (ISR, when the high watermark moves) or Kafka error codes:
+//! callers get typed errors (see [`error`]: `AppendError`, `ReadError`,
+//! `RecoveryError`, ...) and choose codes at the broker edge. It is a
+//! synchronous library with no async runtime; background work is exposed as
+//! [`LogManager::tick`] (or the [`manager::Scheduler`] thread) driven by an
+//! injected [`clock::Clock`].
+//!
+//! Key design decisions:
+//! - **Byte-for-byte Kafka layout.** Batches are stored without re-encoding;
+//!   the leader only rewrites base offset, partition leader epoch and (for
+//!   `LogAppendTime`) max timestamp in place. Followers append with offsets
+//!   already assigned ([`Log::append_as_follower`]). See `docs/storage.md`.
+//! - **Reads are descriptors.** A read returns a [`LogSlice`]: a shared
+//!   handle to one segment file plus position and length of whole batches,
+//!   which the broker can `sendfile` or turn into `Bytes` with one `pread`.
+//! - **Recovery re-validates.** After an unclean shutdown every batch after
+//!   the recovery point is re-checked (header, size, CRC, offsets), the log is
+//!   truncated at the first invalid byte and indexes are rebuilt.
+//! - **Faults are injectable.** Segment data goes through a
+//!   [`backend::FileBackend`]; tests use [`testing::FaultInjector`] to tear
+//!   writes and simulate crashes that lose unflushed bytes.
+//!
+//! The crate has no feature flags.
+
+pub mod backend;
+pub mod batch;
+pub mod checkpoint;
+pub mod cleaner;
+pub mod clock;
+pub mod compaction;
+pub mod config;
+pub mod epoch_cache;
+pub mod error;
+pub mod index;
+pub mod log;
+pub mod manager;
+mod mapped;
+pub mod producer_state;
+pub mod read;
+pub mod recovery;
+mod retention;
+pub mod segment;
+pub mod testing;
+pub mod topic_partition;
+
+pub use crate::config::LogConfig;
+pub use crate::log::{AppendInfo, Log};
+pub use crate::manager::{LogManager, LogManagerConfig};
+pub use crate::read::{LogSlice, ReadInfo};
+pub use crate::recovery::{LogOpenOptions, RecoveryReport};
+pub use crate::topic_partition::TopicPartition;

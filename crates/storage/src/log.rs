@@ -1,0 +1,581 @@
+//! The partition log: an ordered set of segments, appends with offset
+//! assignment, roll, flush and truncation.
+//!
+//! Reads live in [`crate::read`], opening and recovery in
+//! [`crate::recovery`], retention in `retention.rs`. A `Log` is used
+//! through `&mut self` for changes and `&self` for reads; the log manager
+//! wraps each in a lock.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::backend::FileBackend;
+use crate::batch::{self, BatchHeader};
+use crate::config::{LogConfig, MessageTimestampType};
+use crate::epoch_cache::LeaderEpochCache;
+use crate::error::{AppendError, BatchError, LogError};
+use crate::producer_state::{list_snapshots, ProducerStateManager, SequenceCheck};
+use crate::segment::{Segment, SegmentSettings, DELETED_SUFFIX};
+use crate::topic_partition::TopicPartition;
+
+/// What an append did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset of the first record appended (or of the original, for a duplicate).
+    pub first_offset: i64,
+    /// Offset of the last record appended.
+    pub last_offset: i64,
+    /// Largest batch max timestamp of the append.
+    pub max_timestamp: i64,
+    /// Offset of the batch holding `max_timestamp` (its last offset).
+    pub offset_of_max_timestamp: i64,
+    /// The log append time, when the topic uses `LogAppendTime`.
+    pub log_append_time_ms: Option<i64>,
+    /// The log start offset after the append.
+    pub log_start_offset: i64,
+    /// Records in the append.
+    pub record_count: u64,
+    /// Bytes written.
+    pub valid_bytes: u64,
+    /// Whether this was a retried batch already in the log (nothing written).
+    pub duplicate: bool,
+}
+
+/// A file renamed to `.deleted`, waiting for its deletion time.
+#[derive(Debug)]
+pub(crate) struct PendingDelete {
+    pub(crate) delete_at_ms: i64,
+    pub(crate) paths: Vec<PathBuf>,
+}
+
+/// The durable log of one partition.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) dir: PathBuf,
+    pub(crate) topic_partition: TopicPartition,
+    pub(crate) config: LogConfig,
+    pub(crate) segments: BTreeMap<i64, Segment>,
+    pub(crate) log_start_offset: i64,
+    pub(crate) log_end_offset: i64,
+    pub(crate) recovery_point: i64,
+    pub(crate) high_watermark: i64,
+    pub(crate) epoch_cache: LeaderEpochCache,
+    pub(crate) producer_state: ProducerStateManager,
+    pub(crate) unflushed_messages: u64,
+    pub(crate) last_flush_ms: i64,
+    pub(crate) pending_deletes: Vec<PendingDelete>,
+    pub(crate) first_dirty_offset: i64,
+    pub(crate) backend: Arc<dyn FileBackend>,
+}
+
+/// Checks every batch of an append and returns each header with its position.
+/// `from_client` adds the leader's check that record offsets are
+/// consecutive (compacted batches from a leader may have gaps).
+pub(crate) fn analyze(
+    records: &[u8],
+    config: &LogConfig,
+    from_client: bool,
+) -> Result<Vec<(BatchHeader, usize)>, AppendError> {
+    if records.len() > config.segment_bytes as usize {
+        return Err(AppendError::AppendTooLarge {
+            size: records.len(),
+            max: config.segment_bytes,
+        });
+    }
+    let mut batches = Vec::new();
+    let mut position = 0usize;
+    while position < records.len() {
+        let rest = &records[position..];
+        let header = batch::BatchHeader::parse(rest, position)?;
+        let size = header.size_in_bytes();
+        if size > config.max_message_bytes as usize {
+            return Err(AppendError::RecordTooLarge {
+                size,
+                max: config.max_message_bytes,
+            });
+        }
+        let bytes = rest.get(..size).ok_or(BatchError::Truncated { position })?;
+        batch::check_crc(bytes, &header, position)?;
+        if from_client && header.record_count != header.last_offset_delta + 1 {
+            return Err(AppendError::Corrupt(BatchError::InvalidOffsetDelta {
+                position,
+                last_offset_delta: header.last_offset_delta,
+            }));
+        }
+        batches.push((header, position));
+        position += size;
+    }
+    if batches.is_empty() {
+        return Err(AppendError::Empty);
+    }
+    Ok(batches)
+}
+
+impl Log {
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The partition this log belongs to.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+
+    /// The topic configuration in force.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Replaces the configuration (takes effect for later appends and rolls).
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    /// First offset still in the log.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// Offset the next appended record gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    /// Offset up to which everything has been fsynced.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    /// The high watermark (set by replication; reads for consumers stop here).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Sets the high watermark, clamped to `[log start, log end]`.
+    pub fn update_high_watermark(&mut self, high_watermark: i64) -> i64 {
+        self.high_watermark = high_watermark.clamp(self.log_start_offset, self.log_end_offset);
+        self.high_watermark
+    }
+
+    /// The leader epoch cache.
+    pub fn epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epoch_cache
+    }
+
+    /// Idempotent producer state.
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producer_state
+    }
+
+    /// Segments, oldest first.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.segments.values()
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Total bytes of all segments.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(Segment::size_bytes).sum()
+    }
+
+    pub(crate) fn settings(&self) -> SegmentSettings {
+        SegmentSettings {
+            index_bytes: self.config.segment_index_bytes,
+            index_interval_bytes: self.config.index_interval_bytes,
+            backend: Arc::clone(&self.backend),
+        }
+    }
+
+    pub(crate) fn active(&self) -> &Segment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    /// Appends batches from a client: assigns offsets from the log end
+    /// offset, stamps `leader_epoch`, applies `LogAppendTime` if configured,
+    /// and checks idempotent producer sequences.
+    pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        let mut batches = analyze(&records, &self.config, true)?;
+        if let Some(duplicate) = self.check_producers(&batches)? {
+            return Ok(duplicate);
+        }
+        let log_append_time_ms = (self.config.message_timestamp_type
+            == MessageTimestampType::LogAppendTime)
+            .then_some(now_ms);
+        // Edit in place when the caller's buffer is not shared (a request
+        // frame usually is not); copy once otherwise.
+        let mut owned = records
+            .try_into_mut()
+            .unwrap_or_else(|shared| BytesMut::from(shared.as_ref()));
+        let mut next_offset = self.log_end_offset;
+        for (header, position) in &mut batches {
+            let bytes = &mut owned[*position..*position + header.size_in_bytes()];
+            batch::assign(
+                bytes,
+                next_offset,
+                leader_epoch,
+                log_append_time_ms,
+                *position,
+            )?;
+            header.base_offset = next_offset;
+            header.partition_leader_epoch = leader_epoch;
+            if let Some(time) = log_append_time_ms {
+                header.max_timestamp = time;
+            }
+            next_offset = header.next_offset();
+        }
+        self.epoch_cache.assign(leader_epoch, self.log_end_offset)?;
+        let mut info = self.write_batches(&owned, &batches, now_ms)?;
+        info.log_append_time_ms = log_append_time_ms;
+        Ok(info)
+    }
+
+    /// Appends batches replicated from the leader, keeping their offsets.
+    /// The first batch must start at or after the log end offset and
+    /// offsets must increase.
+    pub fn append_as_follower(
+        &mut self,
+        records: Bytes,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        let batches = analyze(&records, &self.config, false)?;
+        let mut expected = self.log_end_offset;
+        for (header, _) in &batches {
+            if header.base_offset < expected {
+                return Err(AppendError::OffsetsNotIncreasing {
+                    base_offset: header.base_offset,
+                    log_end: expected,
+                });
+            }
+            expected = header.next_offset();
+        }
+        for (header, _) in &batches {
+            if self
+                .epoch_cache
+                .latest_epoch()
+                .is_none_or(|latest| header.partition_leader_epoch > latest)
+            {
+                self.epoch_cache
+                    .assign(header.partition_leader_epoch, header.base_offset)?;
+            }
+        }
+        self.write_batches(&records, &batches, now_ms)
+    }
+
+    /// Returns the original append for a retried idempotent batch, checks
+    /// the sequence of every other one.
+    fn check_producers(
+        &self,
+        batches: &[(BatchHeader, usize)],
+    ) -> Result<Option<AppendInfo>, AppendError> {
+        let mut pending: BTreeMap<i64, (i16, i32)> = BTreeMap::new();
+        for (header, _) in batches {
+            if !header.has_producer_id() || header.base_sequence < 0 {
+                continue;
+            }
+            let earlier = pending.get(&header.producer_id).copied();
+            match self.producer_state.check(header, earlier)? {
+                SequenceCheck::Duplicate(original) if batches.len() == 1 => {
+                    return Ok(Some(AppendInfo {
+                        first_offset: original.first_offset,
+                        last_offset: original.last_offset,
+                        max_timestamp: original.timestamp,
+                        offset_of_max_timestamp: original.last_offset,
+                        log_append_time_ms: None,
+                        log_start_offset: self.log_start_offset,
+                        record_count: 0,
+                        valid_bytes: 0,
+                        duplicate: true,
+                    }));
+                }
+                SequenceCheck::Duplicate(_) | SequenceCheck::Append => {}
+            }
+            pending.insert(
+                header.producer_id,
+                (header.producer_epoch, header.last_sequence()),
+            );
+        }
+        Ok(None)
+    }
+
+    /// Writes batches whose offsets are final, rolling first if needed.
+    fn write_batches(
+        &mut self,
+        bytes: &[u8],
+        batches: &[(BatchHeader, usize)],
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        let (first, _) = batches[0];
+        let (last, _) = batches[batches.len() - 1];
+        if self.should_roll(bytes.len() as u64, last.last_offset(), now_ms) {
+            self.roll_at(first.base_offset, now_ms)?;
+        }
+        self.active_mut().append(bytes, batches)?;
+        let mut info = AppendInfo {
+            first_offset: first.base_offset,
+            last_offset: last.last_offset(),
+            max_timestamp: -1,
+            offset_of_max_timestamp: first.base_offset,
+            log_append_time_ms: None,
+            log_start_offset: self.log_start_offset,
+            record_count: 0,
+            valid_bytes: bytes.len() as u64,
+            duplicate: false,
+        };
+        for (header, _) in batches {
+            if header.max_timestamp > info.max_timestamp {
+                info.max_timestamp = header.max_timestamp;
+                info.offset_of_max_timestamp = header.last_offset();
+            }
+            info.record_count += header.record_count.max(0) as u64;
+            self.producer_state.update(header);
+        }
+        self.log_end_offset = last.next_offset();
+        self.unflushed_messages += info.record_count;
+        if self
+            .config
+            .flush_messages
+            .is_some_and(|limit| self.unflushed_messages >= limit)
+        {
+            self.flush(now_ms)?;
+        }
+        Ok(info)
+    }
+
+    /// Kafka's roll conditions for an append of `append_bytes` ending at
+    /// `last_offset`.
+    fn should_roll(&self, append_bytes: u64, last_offset: i64, now_ms: i64) -> bool {
+        let active = self.active();
+        if active.is_empty() {
+            return false;
+        }
+        active.size_bytes() + append_bytes > u64::from(self.config.segment_bytes)
+            || now_ms - active.created_ms() >= self.config.segment_ms
+            || active.indexes_full()
+            || last_offset - active.base_offset() > i64::from(u32::MAX)
+    }
+
+    /// Starts a new active segment at the log end offset (no-op when the
+    /// active segment is empty).
+    pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.roll_at(self.log_end_offset, now_ms)
+    }
+
+    /// Seals and flushes the active segment, snapshots producer state and
+    /// creates a segment at `base_offset`.
+    fn roll_at(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
+        if self.active().is_empty() {
+            return Ok(());
+        }
+        let settings = self.settings();
+        let active = self.active_mut();
+        active.seal()?;
+        active.flush()?;
+        self.producer_state.write_snapshot(&self.dir, base_offset)?;
+        let segment = Segment::create(&self.dir, base_offset, settings, now_ms)?;
+        self.segments.insert(base_offset, segment);
+        crate::checkpoint::sync_directory(&self.dir)?;
+        self.recovery_point = self
+            .recovery_point
+            .max(base_offset.min(self.log_end_offset));
+        Ok(())
+    }
+
+    /// Fsyncs everything up to the log end offset and advances the recovery point.
+    pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let from = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(self.log_start_offset, |(base, _)| *base);
+        for segment in self.segments.range(from..).map(|(_, segment)| segment) {
+            segment.flush()?;
+        }
+        self.recovery_point = self.log_end_offset;
+        self.unflushed_messages = 0;
+        self.last_flush_ms = now_ms;
+        Ok(())
+    }
+
+    /// Background work: flush by `flush.ms` and delete files whose
+    /// `file.delete.delay.ms` has passed.
+    pub fn tick(&mut self, now_ms: i64) -> Result<(), LogError> {
+        if let Some(flush_ms) = self.config.flush_ms {
+            if self.unflushed_messages > 0 && now_ms - self.last_flush_ms >= flush_ms {
+                self.flush(now_ms)?;
+            }
+        }
+        self.delete_pending_files(now_ms)
+    }
+
+    /// Removes every record at or after `offset` (follower truncation).
+    /// Returns whether anything was removed.
+    pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<bool, LogError> {
+        if offset >= self.log_end_offset {
+            return Ok(false);
+        }
+        if offset < self.log_start_offset {
+            self.truncate_fully_and_start_at(offset, now_ms)?;
+            return Ok(true);
+        }
+        let doomed: Vec<i64> = self
+            .segments
+            .range(offset + 1..)
+            .map(|(base, _)| *base)
+            .filter(|base| *base > self.log_start_offset)
+            .collect();
+        self.remove_segments(&doomed, now_ms)?;
+        let active = self.active_mut();
+        active.truncate_to(offset)?;
+        active.make_active()?;
+        self.after_truncation(now_ms)?;
+        Ok(true)
+    }
+
+    /// Deletes every segment and starts an empty log at `offset`.
+    pub fn truncate_fully_and_start_at(
+        &mut self,
+        offset: i64,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let all: Vec<i64> = self.segments.keys().copied().collect();
+        let settings = self.settings();
+        let segment = Segment::create(&self.dir, offset, settings, now_ms)?;
+        let mut doomed = Vec::new();
+        for base in all {
+            if let Some(mut old) = self.segments.remove(&base) {
+                if base == offset {
+                    // Files were recreated empty by Segment::create.
+                    continue;
+                }
+                doomed.extend(old.set_suffix(DELETED_SUFFIX)?);
+            }
+        }
+        self.schedule_delete(doomed, now_ms);
+        self.segments.insert(offset, segment);
+        self.log_start_offset = offset;
+        self.epoch_cache.clear()?;
+        self.producer_state.clear();
+        self.after_truncation(now_ms)?;
+        Ok(())
+    }
+
+    /// Restores derived state after the log end moved backwards.
+    fn after_truncation(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.log_end_offset = self.active().next_offset();
+        self.recovery_point = self.recovery_point.min(self.log_end_offset);
+        self.high_watermark = self.high_watermark.min(self.log_end_offset);
+        self.epoch_cache.truncate_from_end(self.log_end_offset)?;
+        for (offset, path) in list_snapshots(&self.dir)? {
+            if offset > self.log_end_offset {
+                std::fs::remove_file(&path).ok();
+            }
+        }
+        self.rebuild_producer_state()?;
+        self.last_flush_ms = self.last_flush_ms.min(now_ms);
+        Ok(())
+    }
+
+    /// Renames the given segments to `.deleted` and schedules their removal.
+    pub(crate) fn remove_segments(&mut self, bases: &[i64], now_ms: i64) -> Result<(), LogError> {
+        let mut doomed = Vec::new();
+        for base in bases {
+            if let Some(mut segment) = self.segments.remove(base) {
+                doomed.extend(segment.set_suffix(DELETED_SUFFIX)?);
+            }
+        }
+        self.schedule_delete(doomed, now_ms);
+        Ok(())
+    }
+
+    pub(crate) fn schedule_delete(&mut self, paths: Vec<PathBuf>, now_ms: i64) {
+        if !paths.is_empty() {
+            self.pending_deletes.push(PendingDelete {
+                delete_at_ms: now_ms + self.config.file_delete_delay_ms,
+                paths,
+            });
+        }
+    }
+
+    /// Deletes `.deleted` files whose delay has passed.
+    pub fn delete_pending_files(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_deletes)
+            .into_iter()
+            .partition(|pending| pending.delete_at_ms <= now_ms);
+        self.pending_deletes = waiting;
+        for pending in due {
+            for path in pending.paths {
+                match std::fs::remove_file(&path) {
+                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(LogError::Io(crate::error::IoError {
+                            path,
+                            source: error,
+                        }))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Files still waiting for asynchronous deletion.
+    pub fn pending_delete_count(&self) -> usize {
+        self.pending_deletes
+            .iter()
+            .map(|pending| pending.paths.len())
+            .sum()
+    }
+
+    /// Flushes and trims indexes for a clean shutdown.
+    pub fn close(mut self, now_ms: i64) -> Result<(), LogError> {
+        // Sealed segments were trimmed and fsynced when they were rolled;
+        // only the active one (and anything after the recovery point) needs
+        // trimming and flushing here.
+        let recovery_segment = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(self.log_start_offset, |(base, _)| *base);
+        for segment in self
+            .segments
+            .range_mut(recovery_segment..)
+            .map(|(_, segment)| segment)
+        {
+            segment.seal()?;
+        }
+        self.flush(now_ms)?;
+        // A snapshot bounds the header scan at the next open; an empty log
+        // has nothing to scan, and an existing snapshot at the log end is current.
+        let latest_snapshot = list_snapshots(&self.dir)?.keys().next_back().copied();
+        if self.log_end_offset > self.log_start_offset
+            && latest_snapshot != Some(self.log_end_offset)
+        {
+            self.producer_state
+                .write_snapshot(&self.dir, self.log_end_offset)?;
+        }
+        self.delete_pending_files(i64::MAX)
+    }
+}

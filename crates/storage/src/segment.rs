@@ -1,0 +1,513 @@
+//! One segment: a `.log` file of record batches and its two indexes.
+//!
+//! Files are named by the segment's base offset as 20 zero-padded digits
+//! (`00000000000000000000.log`, `.index`, `.timeindex`). Writes are
+//! positional (`pwrite`) at the segment's valid size, so truncation is a
+//! `set_len` and concurrent readers holding the shared file handle see only
+//! whole appends below the size they were given.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::backend::FileBackend;
+use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use crate::error::{BatchError, IndexError, IoContext, IoError};
+use crate::index::{OffsetIndex, TimeIndex};
+
+/// Suffix of segment data files.
+pub const LOG_SUFFIX: &str = ".log";
+/// Suffix of offset index files.
+pub const INDEX_SUFFIX: &str = ".index";
+/// Suffix of time index files.
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+/// Suffix of files waiting for asynchronous deletion.
+pub const DELETED_SUFFIX: &str = ".deleted";
+/// Chunk size used when re-validating batches during recovery.
+const RECOVERY_CHUNK_BYTES: usize = 64 * 1024;
+
+/// The file name stem of a segment: its base offset as 20 digits.
+pub fn file_stem(base_offset: i64) -> String {
+    format!("{base_offset:020}")
+}
+
+/// Parses a 20-digit base offset from a segment file name with `suffix`.
+pub fn parse_base_offset(file_name: &str, suffix: &str) -> Option<i64> {
+    let stem = file_name.strip_suffix(suffix)?;
+    if stem.len() != 20 || !stem.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// Where a batch sits in a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLocation {
+    /// Byte position in the `.log` file.
+    pub position: u64,
+    /// The batch header.
+    pub header: BatchHeader,
+}
+
+/// Segment-level settings: indexing and the file backend.
+#[derive(Debug, Clone)]
+pub struct SegmentSettings {
+    /// `segment.index.bytes`.
+    pub index_bytes: u32,
+    /// `index.interval.bytes`.
+    pub index_interval_bytes: u32,
+    /// Where data writes, syncs and truncations go.
+    pub backend: Arc<dyn FileBackend>,
+}
+
+/// A segment of a partition log.
+#[derive(Debug)]
+pub struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    file: Arc<File>,
+    size_bytes: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    settings: SegmentSettings,
+    bytes_since_last_index_entry: u64,
+    next_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    created_ms: i64,
+}
+
+fn index_paths(dir: &Path, base_offset: i64, suffix: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let stem = file_stem(base_offset);
+    (
+        dir.join(format!("{stem}{LOG_SUFFIX}{suffix}")),
+        dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}")),
+        dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}")),
+    )
+}
+
+impl Segment {
+    /// Creates a new, empty segment (files are created, existing ones truncated).
+    pub fn create(
+        dir: &Path,
+        base_offset: i64,
+        settings: SegmentSettings,
+        now_ms: i64,
+    ) -> Result<Segment, IndexError> {
+        Segment::create_with_suffix(dir, base_offset, settings, now_ms, "")
+    }
+
+    /// Creates a new, empty segment whose file names end in `suffix`
+    /// (e.g. `.cleaned` for compaction output).
+    pub fn create_with_suffix(
+        dir: &Path,
+        base_offset: i64,
+        settings: SegmentSettings,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Segment, IndexError> {
+        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset, suffix);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)
+            .at(&log_path)?;
+        for path in [&index_path, &time_index_path] {
+            match std::fs::remove_file(path) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(IndexError::Io(IoError {
+                        path: path.clone(),
+                        source: error,
+                    }))
+                }
+                _ => {}
+            }
+        }
+        let offset_index = OffsetIndex::open(&index_path, base_offset, settings.index_bytes)?;
+        let time_index = TimeIndex::open(&time_index_path, base_offset, settings.index_bytes)?;
+        Ok(Segment {
+            base_offset,
+            log_path,
+            file: Arc::new(file),
+            size_bytes: 0,
+            offset_index,
+            time_index,
+            settings,
+            bytes_since_last_index_entry: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: now_ms,
+        })
+    }
+
+    /// Opens an existing segment. Indexes that are missing or fail their
+    /// structural check are reported through the returned flag so the caller
+    /// can rebuild them with [`Segment::recover`].
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        settings: SegmentSettings,
+        now_ms: i64,
+    ) -> Result<(Segment, bool), IndexError> {
+        let (log_path, index_path, time_index_path) = index_paths(dir, base_offset, "");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&log_path)
+            .at(&log_path)?;
+        let size_bytes = file.metadata().at(&log_path)?.len();
+        let mut needs_rebuild = !index_path.exists() || !time_index_path.exists();
+        let (offset_index, time_index) = match (
+            OffsetIndex::open(&index_path, base_offset, 0),
+            TimeIndex::open(&time_index_path, base_offset, 0),
+        ) {
+            (Ok(offsets), Ok(times)) => (offsets, times),
+            (Err(IndexError::Corrupt { .. }), _) | (_, Err(IndexError::Corrupt { .. })) => {
+                needs_rebuild = true;
+                std::fs::remove_file(&index_path).ok();
+                std::fs::remove_file(&time_index_path).ok();
+                (
+                    OffsetIndex::open(&index_path, base_offset, 0)?,
+                    TimeIndex::open(&time_index_path, base_offset, 0)?,
+                )
+            }
+            (Err(error), _) | (_, Err(error)) => return Err(error),
+        };
+        let mut segment = Segment {
+            base_offset,
+            log_path,
+            file: Arc::new(file),
+            size_bytes,
+            offset_index,
+            time_index,
+            settings,
+            bytes_since_last_index_entry: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: now_ms,
+        };
+        if !needs_rebuild {
+            needs_rebuild = segment.load_tail_state().is_err();
+        }
+        Ok((segment, needs_rebuild))
+    }
+
+    /// Reads the state not kept in the indexes (next offset, max timestamp)
+    /// by scanning from the last index entry; fails if the indexes disagree
+    /// with the log.
+    fn load_tail_state(&mut self) -> Result<(), IndexError> {
+        self.offset_index.sanity_check(self.size_bytes)?;
+        let start = self
+            .offset_index
+            .last_entry()
+            .map_or(0, |entry| entry.position);
+        let mut next_offset = self.base_offset;
+        if let Some(last) = self.offset_index.last_entry() {
+            next_offset = last.offset + 1;
+        }
+        let mut position = u64::from(start);
+        let mut bytes_since_index = 0u64;
+        while let Ok(Some(location)) = self.batch_at(position) {
+            next_offset = location.header.next_offset();
+            if location.header.max_timestamp > self.max_timestamp {
+                self.max_timestamp = location.header.max_timestamp;
+                self.offset_of_max_timestamp = location.header.last_offset();
+            }
+            position += location.header.size_in_bytes() as u64;
+            bytes_since_index += location.header.size_in_bytes() as u64;
+        }
+        if position != self.size_bytes {
+            return Err(IndexError::Corrupt {
+                path: self.log_path.clone(),
+                reason: "log tail does not end on a batch boundary",
+            });
+        }
+        self.next_offset = next_offset;
+        self.time_index.sanity_check(next_offset)?;
+        if let Some(last) = self.time_index.last_entry() {
+            if last.timestamp > self.max_timestamp {
+                self.max_timestamp = last.timestamp;
+                self.offset_of_max_timestamp = last.offset;
+            }
+        }
+        self.bytes_since_last_index_entry = bytes_since_index;
+        Ok(())
+    }
+
+    /// The segment's base offset.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Valid bytes in the `.log` file.
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    /// Offset after the last batch (the base offset when empty).
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// Largest batch max timestamp, or -1 when no batch carries one.
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+
+    /// Offset of the batch with the largest timestamp (batch granularity).
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp
+    }
+
+    /// When the segment was created or loaded (for `segment.ms`).
+    pub fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+
+    /// Path of the `.log` file.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The shared `.log` file handle (for zero-copy reads).
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+
+    /// The offset index.
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+
+    /// The time index.
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+
+    /// Whether either index is full.
+    pub fn indexes_full(&self) -> bool {
+        self.offset_index.is_full() || self.time_index.is_full()
+    }
+
+    /// Whether the segment holds no batch.
+    pub fn is_empty(&self) -> bool {
+        self.size_bytes == 0
+    }
+
+    /// The batch header at `position`, or `None` at (or past) the end.
+    /// A header that is cut off or implausible is an error.
+    pub fn batch_at(&self, position: u64) -> Result<Option<BatchLocation>, BatchError> {
+        if position >= self.size_bytes {
+            return Ok(None);
+        }
+        let at = position as usize;
+        if self.size_bytes - position < BATCH_HEADER_BYTES as u64 {
+            return Err(BatchError::Truncated { position: at });
+        }
+        let mut raw = [0u8; BATCH_HEADER_BYTES];
+        self.file
+            .read_exact_at(&mut raw, position)
+            .map_err(|_| BatchError::Truncated { position: at })?;
+        let header = BatchHeader::parse(&raw, at)?;
+        if position + header.size_in_bytes() as u64 > self.size_bytes {
+            return Err(BatchError::Truncated { position: at });
+        }
+        Ok(Some(BatchLocation { position, header }))
+    }
+
+    /// The first batch whose last offset is `>= offset`, starting the scan at
+    /// the index entry below it.
+    pub fn find_batch(&self, offset: i64) -> Result<Option<BatchLocation>, BatchError> {
+        let mut position = u64::from(self.offset_index.lookup(offset).position);
+        while let Some(location) = self.batch_at(position)? {
+            if location.header.last_offset() >= offset {
+                return Ok(Some(location));
+            }
+            position += location.header.size_in_bytes() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Appends already-validated batches (`bytes`), described by `batches`
+    /// (header and position inside `bytes`), indexing every
+    /// `index.interval.bytes`.
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        batches: &[(BatchHeader, usize)],
+    ) -> Result<(), IoError> {
+        self.settings
+            .backend
+            .write_all_at(&self.log_path, &self.file, bytes, self.size_bytes)
+            .at(&self.log_path)?;
+        self.index_batches(self.size_bytes, batches);
+        self.size_bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Fsyncs the `.log` file and flushes both index maps.
+    pub fn flush(&self) -> Result<(), IndexError> {
+        self.settings
+            .backend
+            .sync_data(&self.log_path, &self.file)
+            .at(&self.log_path)?;
+        self.offset_index.flush()?;
+        self.time_index.flush()?;
+        Ok(())
+    }
+
+    /// Seals the segment when a new one is rolled: records the final time
+    /// index entry and trims both indexes to their entries.
+    pub fn seal(&mut self) -> Result<(), IndexError> {
+        // A failed (torn) append may have left bytes past the valid size.
+        if self.file.metadata().at(&self.log_path)?.len() > self.size_bytes {
+            self.settings
+                .backend
+                .set_len(&self.log_path, &self.file, self.size_bytes)
+                .at(&self.log_path)?;
+        }
+        if self.max_timestamp >= 0 {
+            self.time_index
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+        }
+        self.offset_index.trim()?;
+        self.time_index.trim()?;
+        Ok(())
+    }
+
+    /// Grows the indexes back to `segment.index.bytes` (the active segment).
+    pub fn make_active(&mut self) -> Result<(), IndexError> {
+        self.offset_index.resize(self.settings.index_bytes)?;
+        self.time_index.resize(self.settings.index_bytes)?;
+        Ok(())
+    }
+
+    /// Re-validates every batch (header, size, CRC, increasing offsets no
+    /// lower than `expected_offset`), rebuilds both indexes, and truncates
+    /// the file at the first invalid byte. Returns the bytes removed. The
+    /// indexes are left at full size; [`Segment::seal`] trims them.
+    pub fn recover(&mut self, expected_offset: i64) -> Result<u64, IndexError> {
+        self.make_active()?;
+        self.offset_index.reset();
+        self.time_index.reset();
+        self.bytes_since_last_index_entry = 0;
+        self.max_timestamp = -1;
+        self.offset_of_max_timestamp = self.base_offset;
+        self.next_offset = self.base_offset;
+        let file_bytes = self.file.metadata().at(&self.log_path)?.len();
+        self.size_bytes = file_bytes;
+        let mut position = 0u64;
+        let mut expected = expected_offset.max(self.base_offset);
+        let mut buffer = vec![0u8; RECOVERY_CHUNK_BYTES];
+        while let Ok(Some(location)) = self.batch_at(position) {
+            let header = location.header;
+            let relative = header.last_offset() - self.base_offset;
+            if header.base_offset < expected || relative > i64::from(u32::MAX) {
+                break;
+            }
+            if !self.crc_matches(position, &header, &mut buffer) {
+                break;
+            }
+            let batch_bytes = header.size_in_bytes() as u64;
+            let single = [(header, 0usize)];
+            self.index_batches(position, &single);
+            expected = header.next_offset();
+            position += batch_bytes;
+        }
+        let removed = file_bytes - position;
+        if removed > 0 {
+            self.settings
+                .backend
+                .set_len(&self.log_path, &self.file, position)
+                .at(&self.log_path)?;
+        }
+        self.size_bytes = position;
+        Ok(removed)
+    }
+
+    /// Index bookkeeping for batches already in the file at `start`.
+    fn index_batches(&mut self, start: u64, batches: &[(BatchHeader, usize)]) {
+        for (header, position) in batches {
+            if header.max_timestamp > self.max_timestamp {
+                self.max_timestamp = header.max_timestamp;
+                self.offset_of_max_timestamp = header.last_offset();
+            }
+            if self.bytes_since_last_index_entry > u64::from(self.settings.index_interval_bytes) {
+                self.offset_index
+                    .append(header.last_offset(), (start + *position as u64) as u32);
+                self.time_index
+                    .maybe_append(self.max_timestamp, self.offset_of_max_timestamp);
+                self.bytes_since_last_index_entry = 0;
+            }
+            self.bytes_since_last_index_entry += header.size_in_bytes() as u64;
+            self.next_offset = header.next_offset();
+        }
+    }
+
+    /// Streams the batch at `position` through CRC-32C in chunks (no
+    /// allocation sized by the untrusted length field).
+    fn crc_matches(&self, position: u64, header: &BatchHeader, buffer: &mut [u8]) -> bool {
+        let end = position + header.size_in_bytes() as u64;
+        let mut at = position + 21;
+        let mut crc = 0u32;
+        while at < end {
+            let chunk = ((end - at) as usize).min(buffer.len());
+            if self.file.read_exact_at(&mut buffer[..chunk], at).is_err() {
+                return false;
+            }
+            crc = crc32c::crc32c_append(crc, &buffer[..chunk]);
+            at += chunk as u64;
+        }
+        crc == header.crc
+    }
+
+    /// Removes every batch whose last offset is `>= offset` (a batch that
+    /// straddles `offset` goes too). Returns the bytes removed.
+    pub fn truncate_to(&mut self, offset: i64) -> Result<u64, IndexError> {
+        let position = match self.find_batch(offset) {
+            Ok(Some(location)) => location.position,
+            Ok(None) => return Ok(0),
+            Err(_) => self.size_bytes,
+        };
+        let removed = self.size_bytes - position;
+        self.settings
+            .backend
+            .set_len(&self.log_path, &self.file, position)
+            .at(&self.log_path)?;
+        self.size_bytes = position;
+        self.offset_index.truncate_to(offset);
+        self.time_index.truncate_to(offset);
+        // Rescan the tail to restore next offset and max timestamp.
+        self.max_timestamp = -1;
+        self.offset_of_max_timestamp = self.base_offset;
+        self.load_tail_state()
+            .or_else(|_| self.recover(self.base_offset).map(|_| ()))?;
+        Ok(removed)
+    }
+
+    /// Renames the three files to `<base>.<kind><suffix>` (an empty suffix
+    /// gives the live names) and returns the new paths. Index files move
+    /// first and the `.log` last, so a crash in between is recognised by the
+    /// `.log` name alone.
+    pub fn set_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>, IndexError> {
+        let dir = self
+            .log_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let stem = file_stem(self.base_offset);
+        let index_target = dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}"));
+        self.offset_index.rename(&index_target)?;
+        let time_target = dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}"));
+        self.time_index.rename(&time_target)?;
+        let log_target = dir.join(format!("{stem}{LOG_SUFFIX}{suffix}"));
+        std::fs::rename(&self.log_path, &log_target).at(&self.log_path)?;
+        self.log_path = log_target.clone();
+        Ok(vec![log_target, index_target, time_target])
+    }
+}

@@ -1,0 +1,351 @@
+//! Log behaviour: append, read, roll, truncation, retention, recovery.
+
+mod common;
+
+use common::{batch, open, partition_dir, read_all, small_config};
+use strom_storage::config::MessageTimestampType;
+use strom_storage::error::{AppendError, ReadError};
+use strom_storage::read::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use strom_storage::testing::{simple_batch, BatchSpec};
+
+#[test]
+fn append_assigns_offsets_and_reads_whole_batches() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    let first = log.append_as_leader(batch(3, 100), 0, 0).expect("append");
+    assert_eq!((first.first_offset, first.last_offset), (0, 2));
+    let second = log.append_as_leader(batch(2, 200), 0, 0).expect("append");
+    assert_eq!((second.first_offset, second.last_offset), (3, 4));
+    assert_eq!(log.log_end_offset(), 5);
+    // Reading offset 1 returns the whole first batch.
+    let info = log.read(1, 1 << 20, 5, true).expect("read");
+    let slice = info.records.expect("records");
+    assert_eq!(slice.first_offset(), 0);
+    assert_eq!(slice.next_offset(), 5);
+    // The high watermark bounds the read.
+    let bounded = log.read(0, 1 << 20, 3, true).expect("read");
+    assert_eq!(bounded.records.expect("records").next_offset(), 3);
+    // max_bytes below one batch still returns one batch with min_one_batch.
+    let tiny = log
+        .read(0, 1, 5, true)
+        .expect("read")
+        .records
+        .expect("one batch");
+    assert_eq!(tiny.next_offset(), 3);
+    assert!(log.read(0, 1, 5, false).expect("read").records.is_none());
+    assert!(log
+        .read(5, 100, 5, true)
+        .expect("read at end")
+        .records
+        .is_none());
+    assert!(matches!(
+        log.read(6, 100, 5, true),
+        Err(ReadError::OffsetOutOfRange {
+            requested: 6,
+            log_start: 0,
+            log_end: 5
+        })
+    ));
+}
+
+#[test]
+fn oversized_and_corrupt_batches_are_rejected() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = small_config();
+    config.max_message_bytes = 200;
+    let mut log = open(&dir, &config, true, 0);
+    assert!(matches!(
+        log.append_as_leader(batch(10, 0), 0, 0),
+        Err(AppendError::RecordTooLarge { max: 200, .. })
+    ));
+    let mut corrupt = batch(1, 0).to_vec();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0x55;
+    assert!(matches!(
+        log.append_as_leader(corrupt.into(), 0, 0),
+        Err(AppendError::Corrupt(_))
+    ));
+    assert!(matches!(
+        log.append_as_leader(bytes::Bytes::new(), 0, 0),
+        Err(AppendError::Empty)
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+}
+
+#[test]
+fn rolls_on_size_and_reads_across_segments_after_reopen() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let config = small_config();
+    let mut log = open(&dir, &config, true, 0);
+    for step in 0..100 {
+        log.append_as_leader(batch(2, step), 0, 0).expect("append");
+    }
+    assert!(log.segment_count() > 3, "segments: {}", log.segment_count());
+    for segment in log.segments() {
+        assert!(segment.size_bytes() <= u64::from(config.segment_bytes));
+    }
+    let before = read_all(&log, 0);
+    assert_eq!(before.len(), 100);
+    log.close(0).expect("close");
+    // Sealed index files are trimmed to their entries.
+    for entry in std::fs::read_dir(&dir).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "index")
+        {
+            assert_eq!(std::fs::metadata(&path).expect("meta").len() % 8, 0);
+        }
+    }
+    let log = open(&dir, &config, true, 200);
+    assert_eq!(log.log_end_offset(), 200);
+    assert_eq!(read_all(&log, 0), before);
+    assert_eq!(read_all(&log, 77).first().map(|batch| batch.0), Some(76));
+}
+
+#[test]
+fn truncation_to_an_offset_and_full_truncation() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    for _ in 0..60 {
+        log.append_as_leader(batch(2, 0), 0, 0).expect("append");
+    }
+    assert!(log.truncate_to(50, 0).expect("truncate"));
+    assert_eq!(log.log_end_offset(), 50);
+    assert_eq!(read_all(&log, 0).last().map(|batch| batch.1), Some(50));
+    let next = log.append_as_leader(batch(1, 0), 0, 0).expect("append");
+    assert_eq!(next.first_offset, 50);
+    log.truncate_fully_and_start_at(500, 0)
+        .expect("truncate fully");
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (500, 500));
+    assert_eq!(log.segment_count(), 1);
+    let appended = log.append_as_leader(batch(1, 0), 0, 0).expect("append");
+    assert_eq!(appended.first_offset, 500);
+}
+
+#[test]
+fn retention_by_size_time_and_log_start_never_deletes_the_active_segment() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = small_config();
+    config.retention_bytes = Some(8192);
+    config.file_delete_delay_ms = 1000;
+    let mut log = open(&dir, &config, true, 0);
+    for step in 0..200 {
+        log.append_as_leader(batch(2, step), 0, 0).expect("append");
+    }
+    let deleted = log.delete_old_segments(0).expect("retention");
+    assert!(deleted > 0);
+    assert!(log.size_bytes() <= 8192 + u64::from(config.segment_bytes));
+    let first_base = log.segments().next().map(|segment| segment.base_offset());
+    assert_eq!(Some(log.log_start_offset()), first_base);
+    let deleted_files = std::fs::read_dir(&dir)
+        .expect("dir")
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|entry| entry.file_name().to_string_lossy().ends_with(".deleted"))
+        })
+        .count();
+    assert_eq!(deleted_files, log.pending_delete_count());
+    log.tick(500).expect("tick");
+    assert!(log.pending_delete_count() > 0, "not yet due");
+    log.tick(1000).expect("tick");
+    assert_eq!(log.pending_delete_count(), 0);
+
+    // Time: everything older than 10ms goes, except the active segment.
+    let mut config = log.config().clone();
+    config.retention_bytes = None;
+    config.retention_ms = Some(10);
+    log.set_config(config);
+    log.delete_old_segments(1_000_000).expect("retention");
+    assert_eq!(log.segment_count(), 1);
+    assert!(log.read(log.log_start_offset(), 1 << 20, 400, true).is_ok());
+
+    // Log start offset (DeleteRecords) beyond the high watermark is refused.
+    assert!(log.increment_log_start_offset(399).is_err());
+    log.update_high_watermark(400);
+    assert!(log.increment_log_start_offset(399).expect("delete records"));
+    assert!(matches!(
+        log.read(398, 100, 400, true),
+        Err(ReadError::OffsetOutOfRange { log_start: 399, .. })
+    ));
+}
+
+#[test]
+fn offsets_for_timestamps() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    for step in 0..100 {
+        log.append_as_leader(batch(2, 1000 + step * 10), 0, 0)
+            .expect("append");
+    }
+    let earliest = log
+        .offset_for_timestamp(EARLIEST_TIMESTAMP)
+        .expect("earliest");
+    assert_eq!(earliest.offset, 0);
+    assert_eq!(
+        log.offset_for_timestamp(LATEST_TIMESTAMP)
+            .expect("latest")
+            .offset,
+        200
+    );
+    let max = log.offset_for_timestamp(MAX_TIMESTAMP).expect("max");
+    assert_eq!((max.timestamp, max.offset), (1991, 199));
+    let found = log.offset_for_timestamp(1500).expect("by time");
+    assert_eq!(found.offset, 100);
+    let between = log.offset_for_timestamp(1505).expect("by time");
+    assert_eq!(between.offset, 102);
+    // Record granularity: the second record of the batch at offset 100.
+    let inside = log.offset_for_timestamp(1501).expect("by time");
+    assert_eq!((inside.timestamp, inside.offset), (1501, 101));
+    assert!(log.offset_for_timestamp(5000).is_none());
+}
+
+#[test]
+fn offsets_for_timestamps_find_the_record_inside_a_batch() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    // One batch of ten records stamped 1000, 1001, ... 1009.
+    log.append_as_leader(batch(10, 1000), 0, 0).expect("append");
+    let found = |log: &strom_storage::log::Log, timestamp| {
+        log.offset_for_timestamp(timestamp)
+            .map(|found| (found.timestamp, found.offset))
+    };
+    assert_eq!(found(&log, 0), Some((1000, 0)));
+    assert_eq!(found(&log, 1003), Some((1003, 3)));
+    assert_eq!(found(&log, 1009), Some((1009, 9)));
+    assert_eq!(found(&log, 1010), None);
+    // Records before the log start offset are never answered.
+    log.update_high_watermark(10);
+    assert!(log.increment_log_start_offset(6).expect("delete records"));
+    assert_eq!(found(&log, 1002), Some((1006, 6)));
+}
+
+#[test]
+fn log_append_time_overwrites_max_timestamp() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = small_config();
+    config.message_timestamp_type = MessageTimestampType::LogAppendTime;
+    let mut log = open(&dir, &config, true, 0);
+    let info = log
+        .append_as_leader(batch(3, 5), 7, 123_456)
+        .expect("append");
+    assert_eq!(info.log_append_time_ms, Some(123_456));
+    let bytes = log
+        .read(0, 1 << 20, 3, true)
+        .expect("read")
+        .records
+        .expect("records");
+    let bytes = bytes.to_bytes().expect("bytes");
+    let header = strom_storage::batch::validate_batch_at(&bytes, 0).expect("valid after rewrite");
+    assert_eq!(header.max_timestamp, 123_456);
+    assert_eq!(header.partition_leader_epoch, 7);
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(7));
+}
+
+#[test]
+fn idempotent_retries_get_their_original_offsets() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    let idempotent = |base_sequence: i32| {
+        simple_batch(&BatchSpec {
+            records: 2,
+            producer_id: 9,
+            producer_epoch: 0,
+            base_sequence,
+            ..BatchSpec::default()
+        })
+    };
+    log.append_as_leader(batch(1, 0), 0, 0).expect("append");
+    let first = log.append_as_leader(idempotent(0), 0, 0).expect("append");
+    log.append_as_leader(idempotent(2), 0, 0).expect("append");
+    let retry = log.append_as_leader(idempotent(0), 0, 0).expect("retry");
+    assert!(retry.duplicate);
+    assert_eq!(
+        (retry.first_offset, retry.last_offset),
+        (first.first_offset, first.last_offset)
+    );
+    assert_eq!(log.log_end_offset(), 5);
+    assert!(matches!(
+        log.append_as_leader(idempotent(9), 0, 0),
+        Err(AppendError::OutOfOrderSequence {
+            expected_sequence: 4,
+            found_sequence: 9,
+            ..
+        })
+    ));
+    // State survives a restart (snapshot on close plus header scan).
+    log.close(0).expect("close");
+    let mut log = open(&dir, &small_config(), true, 5);
+    let retry = log
+        .append_as_leader(idempotent(2), 0, 0)
+        .expect("retry after restart");
+    assert!(retry.duplicate);
+    assert_eq!(retry.first_offset, 3);
+}
+
+#[test]
+fn follower_appends_keep_offsets_and_fill_the_epoch_cache() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    let replicated = |base_offset: i64, epoch: i32| {
+        simple_batch(&BatchSpec {
+            base_offset,
+            records: 5,
+            partition_leader_epoch: epoch,
+            ..BatchSpec::default()
+        })
+    };
+    log.append_as_follower(replicated(0, 1), 0).expect("append");
+    log.append_as_follower(replicated(5, 1), 0).expect("append");
+    log.append_as_follower(replicated(10, 3), 0)
+        .expect("append");
+    assert!(matches!(
+        log.append_as_follower(replicated(12, 3), 0),
+        Err(AppendError::OffsetsNotIncreasing {
+            base_offset: 12,
+            log_end: 15
+        })
+    ));
+    assert_eq!(
+        log.epoch_cache().end_offset_for(1, log.log_end_offset()),
+        (1, 10)
+    );
+    assert_eq!(
+        log.epoch_cache().end_offset_for(3, log.log_end_offset()),
+        (3, 15)
+    );
+    log.truncate_to(10, 0).expect("truncate");
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(1));
+}
+
+#[test]
+fn flush_messages_advances_the_recovery_point() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = small_config();
+    config.flush_messages = Some(4);
+    let mut log = open(&dir, &config, true, 0);
+    log.append_as_leader(batch(2, 0), 0, 0).expect("append");
+    assert_eq!(log.recovery_point(), 0);
+    log.append_as_leader(batch(2, 0), 0, 0).expect("append");
+    assert_eq!(log.recovery_point(), 4);
+    config.flush_messages = None;
+    config.flush_ms = Some(100);
+    log.set_config(config);
+    log.append_as_leader(batch(2, 0), 0, 50).expect("append");
+    log.tick(60).expect("tick");
+    assert_eq!(log.recovery_point(), 4);
+    log.tick(200).expect("tick");
+    assert_eq!(log.recovery_point(), 6);
+}
