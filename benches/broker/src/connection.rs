@@ -66,6 +66,18 @@ impl Connection {
         Ok(response)
     }
 
+    /// Wraps a socket already set up by [`Connection::connect`] (and taken
+    /// back with [`Connection::into_stream`]); correlation ids restart at 1.
+    pub fn from_stream(stream: TcpStream) -> Connection {
+        Connection {
+            stream,
+            receive: BytesMut::with_capacity(READ_CHUNK_BYTES),
+            send: BytesMut::new(),
+            decoder: FrameDecoder::default(),
+            next_correlation_id: 1,
+        }
+    }
+
     /// Gives the socket up, for the pipelined producer.
     pub fn into_stream(self) -> TcpStream {
         self.stream

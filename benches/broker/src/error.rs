@@ -66,4 +66,32 @@ pub enum LoadError {
         /// Why it is invalid.
         reason: &'static str,
     },
+    /// The group coordinator reported an error.
+    #[error("{api} failed for group {group}: {}", code.name())]
+    Group {
+        /// The API that failed.
+        api: &'static str,
+        /// The group id.
+        group: String,
+        /// The Kafka error code.
+        code: ErrorCode,
+    },
+    /// The members of one rebalance ended in different generations.
+    #[error("members ended in generations {lowest} to {highest}")]
+    GenerationMismatch {
+        /// The lowest generation a member synced in.
+        lowest: i32,
+        /// The highest generation a member synced in.
+        highest: i32,
+    },
+    /// A committed offset read back differs from the last one committed.
+    #[error("partition {partition} reads back offset {received}, expected {expected}")]
+    ReadBack {
+        /// The partition.
+        partition: i32,
+        /// The offset last committed.
+        expected: i64,
+        /// The offset OffsetFetch returned.
+        received: i64,
+    },
 }

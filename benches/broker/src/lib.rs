@@ -7,7 +7,11 @@
 //!   front (one record batch per partition) and resends it, rewriting only
 //!   the correlation id, with a configurable number of requests in flight, so
 //!   that the client costs almost nothing and the figure is the broker's own
-//!   ceiling. A `fetch` mode reads a topic back from offset 0.
+//!   ceiling. A `fetch` mode reads a topic back from offset 0. Two `group`
+//!   modes measure the group coordinator over the wire: `rebalance` (N raw
+//!   members, one connection each, join a new group per round; the time from
+//!   the last JoinGroup sent to every SyncGroup answered) and `commit`
+//!   (pipelined OffsetCommit of a simple group, read back with OffsetFetch).
 //! * `strom-rdkafka-bench` (`benches/strom-rdkafka-bench.rs`, a `harness =
 //!   false` bench target so that `rdkafka` stays a dev-dependency) drives
 //!   librdkafka against a Strom broker and against librdkafka's in-memory mock
@@ -19,9 +23,11 @@
 //! the write to the decoded response; rates count whole requests only.
 
 pub mod admin;
+pub mod commit;
 pub mod connection;
 pub mod error;
 pub mod fetch;
+pub mod group;
 pub mod produce;
 pub mod stats;
 

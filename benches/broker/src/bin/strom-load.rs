@@ -5,9 +5,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::Value;
 use strom_bench::admin::ensure_topic;
+use strom_bench::commit::{run_commit, CommitSettings};
 use strom_bench::connection::Connection;
 use strom_bench::fetch::{run_fetch, FetchSettings};
+use strom_bench::group::{find_coordinator, run_rebalance, RebalanceSettings};
 use strom_bench::produce::{run_produce, ProduceSettings};
 use strom_bench::stats::Report;
 use strom_bench::LoadError;
@@ -18,16 +21,21 @@ use strom_protocol::records::Compression;
 #[command(name = "strom-load", about = "Load generator built on strom-protocol")]
 struct Arguments {
     /// Broker address (host:port).
-    #[arg(long, default_value = "127.0.0.1:9092")]
+    #[arg(
+        long,
+        alias = "bootstrap-server",
+        global = true,
+        default_value = "127.0.0.1:9092"
+    )]
     bootstrap: String,
     /// Topic to write or read.
-    #[arg(long, default_value = "strom-load")]
+    #[arg(long, global = true, default_value = "strom-load")]
     topic: String,
     /// Partitions (created with the topic if it does not exist).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, global = true, default_value_t = 8)]
     partitions: i32,
     /// Also print the report as one JSON line.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
     /// What to do.
     #[command(subcommand)]
@@ -73,6 +81,36 @@ enum Mode {
         #[arg(long, default_value_t = 500)]
         max_wait_ms: i32,
     },
+    /// Consumer-group coordinator load (start the broker with
+    /// `--set group.initial.rebalance.delay.ms=0` for rebalance).
+    Group {
+        /// Which group measurement.
+        #[command(subcommand)]
+        mode: GroupMode,
+    },
+}
+
+/// The group measurements.
+#[derive(Debug, Subcommand)]
+enum GroupMode {
+    /// N members join a new group per round; rebalance time per round.
+    Rebalance {
+        /// Members per group (one connection each).
+        #[arg(long, default_value_t = 10)]
+        members: usize,
+        /// Rounds (a new group each).
+        #[arg(long, default_value_t = 10)]
+        rounds: usize,
+    },
+    /// Pipelined OffsetCommit of a simple group for every partition.
+    Commit {
+        /// Seconds to commit for.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// OffsetCommit requests in flight.
+        #[arg(long, default_value_t = 8)]
+        in_flight: usize,
+    },
 }
 
 /// Batch codecs.
@@ -108,7 +146,52 @@ fn parse_acks(text: &str) -> Result<i16, LoadError> {
     }
 }
 
-async fn run(arguments: Arguments) -> Result<Report, LoadError> {
+/// The group run's name prefix: unique per process so reruns against one
+/// broker start from new groups.
+fn group_prefix() -> String {
+    format!("strom-load-{}", std::process::id())
+}
+
+/// Runs one group measurement; returns its human line and JSON object.
+async fn run_group(arguments: &Arguments, mode: &GroupMode) -> Result<(String, Value), LoadError> {
+    match mode {
+        GroupMode::Rebalance { members, rounds } => {
+            let settings = RebalanceSettings {
+                members: *members,
+                rounds: *rounds,
+                topic: arguments.topic.clone(),
+                partitions: arguments.partitions,
+                group_prefix: group_prefix(),
+            };
+            let report = run_rebalance(&arguments.bootstrap, &settings).await?;
+            Ok((report.human(), report.to_json()))
+        }
+        GroupMode::Commit { seconds, in_flight } => {
+            let mut connection = Connection::connect(&arguments.bootstrap).await?;
+            let partitions =
+                ensure_topic(&mut connection, &arguments.topic, arguments.partitions).await?;
+            let group = group_prefix();
+            let coordinator = find_coordinator(&mut connection, &group).await?;
+            if coordinator != arguments.bootstrap {
+                connection = Connection::connect(&coordinator).await?;
+            }
+            let settings = CommitSettings {
+                group,
+                topic: arguments.topic.clone(),
+                partitions,
+                in_flight: *in_flight,
+                duration: Duration::from_secs(*seconds),
+            };
+            let report = run_commit(connection, &settings).await?;
+            Ok((report.human(), report.to_json()))
+        }
+    }
+}
+
+async fn run(arguments: Arguments) -> Result<(String, Value), LoadError> {
+    if let Mode::Group { mode } = &arguments.mode {
+        return run_group(&arguments, mode).await;
+    }
     let mut connection = Connection::connect(&arguments.bootstrap).await?;
     let partitions = ensure_topic(&mut connection, &arguments.topic, arguments.partitions).await?;
     match arguments.mode {
@@ -132,7 +215,7 @@ async fn run(arguments: Arguments) -> Result<Report, LoadError> {
                 records: seconds.is_none().then_some(records),
                 duration: seconds.map(Duration::from_secs),
             };
-            run_produce(connection, &settings).await
+            run_produce(connection, &settings).await.map(lines)
         }
         Mode::Fetch {
             max_bytes,
@@ -146,9 +229,17 @@ async fn run(arguments: Arguments) -> Result<Report, LoadError> {
                 partition_max_bytes,
                 max_wait_ms,
             };
-            run_fetch(&mut connection, &settings).await
+            run_fetch(&mut connection, &settings).await.map(lines)
         }
+        Mode::Group { .. } => Err(LoadError::InvalidSetting {
+            name: "mode",
+            reason: "group modes are handled above",
+        }),
     }
+}
+
+fn lines(report: Report) -> (String, Value) {
+    (report.human(), report.to_json())
 }
 
 fn main() -> ExitCode {
@@ -165,10 +256,10 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(arguments)) {
-        Ok(report) => {
-            println!("{}", report.human());
+        Ok((human, json_value)) => {
+            println!("{human}");
             if json {
-                println!("{}", report.to_json());
+                println!("{json_value}");
             }
             ExitCode::SUCCESS
         }
