@@ -1,11 +1,6 @@
 //! The admin handlers over a real socket: a broker on port 0 in a temporary
 //! directory, requests encoded with the protocol crate.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use bytes::{Bytes, BytesMut};
-use strom_broker::{BrokerConfig, RunningBroker};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_request::{
     CreatableTopic, CreatableTopicConfig,
@@ -21,70 +16,12 @@ use strom_protocol::kafka::messages::offset_for_leader_epoch_request::{
 use strom_protocol::kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use strom_protocol::kafka::messages::*;
 use strom_protocol::kafka::protocol::StrBytes;
-use strom_protocol::messages::{
-    decode_response, encode_request_frame, request_header, Request, Response,
-};
+use strom_protocol::messages::{Request, Response};
 use strom_protocol::records::{Compression, RecordBatchBuilder};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+mod common;
 
-struct Client {
-    stream: TcpStream,
-    correlation_id: i32,
-}
-
-impl Client {
-    async fn connect(broker: &RunningBroker) -> Client {
-        let address = broker.local_addresses()[0];
-        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(address))
-            .await
-            .expect("connect in time")
-            .expect("connect");
-        Client {
-            stream,
-            correlation_id: 0,
-        }
-    }
-
-    async fn send(&mut self, request: Request, api_version: i16) -> Response {
-        self.correlation_id += 1;
-        let api_key = request.api_key() as i16;
-        let header = request_header(
-            &request,
-            api_version,
-            self.correlation_id,
-            Some("admin-test"),
-        );
-        let mut wire = BytesMut::new();
-        encode_request_frame(&header, &request, &mut wire).expect("encode");
-        let exchange = async {
-            self.stream.write_all(&wire).await.expect("write");
-            let size = self.stream.read_i32().await.expect("read size");
-            let mut body = vec![0; usize::try_from(size).expect("positive size")];
-            self.stream.read_exact(&mut body).await.expect("read body");
-            body
-        };
-        let body = tokio::time::timeout(TIMEOUT, exchange)
-            .await
-            .expect("answer in time");
-        let (header, response) =
-            decode_response(Bytes::from(body), api_key, api_version).expect("decode");
-        assert_eq!(header.correlation_id, self.correlation_id);
-        response
-    }
-}
-
-fn config(dir: &std::path::Path, extra: &[(&str, &str)]) -> BrokerConfig {
-    let mut map = BTreeMap::new();
-    map.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
-    map.insert("log.dirs".to_owned(), dir.display().to_string());
-    for (key, value) in extra {
-        map.insert((*key).to_owned(), (*value).to_owned());
-    }
-    BrokerConfig::from_map(&map).expect("valid config").0
-}
+use common::{config, Client};
 
 fn name(text: &str) -> TopicName {
     TopicName(StrBytes::from_string(text.to_owned()))
@@ -169,7 +106,7 @@ fn code(error: ErrorCode) -> i16 {
 async fn api_versions_advertise_the_admin_apis() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     let Response::ApiVersions(response) = client
         .send(Request::ApiVersions(ApiVersionsRequest::default()), 3)
         .await
@@ -204,7 +141,7 @@ async fn api_versions_advertise_the_admin_apis() {
 async fn sasl_is_not_enabled_on_plaintext() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     let request =
         SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
     let Response::SaslHandshake(response) = client.send(Request::SaslHandshake(request), 1).await
@@ -247,7 +184,7 @@ async fn init_producer_id(
 async fn producer_ids_are_unique_across_restarts_and_epochs_bump() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     let first = init_producer_id(&mut client, -1, -1).await;
     let second = init_producer_id(&mut client, -1, -1).await;
     assert_eq!(first.error_code, 0);
@@ -287,7 +224,7 @@ async fn producer_ids_are_unique_across_restarts_and_epochs_bump() {
     broker.shutdown().await;
 
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     let after_restart = init_producer_id(&mut client, -1, -1).await;
     assert_eq!(after_restart.error_code, 0);
     assert!(
@@ -324,7 +261,7 @@ async fn end_offset(client: &mut Client, topic: &str, current: i32, epoch: i32) 
 async fn offset_for_leader_epoch_answers_from_the_epoch_cache() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "epochs", 1, &[]).await;
     // Before any append the cache is empty: undefined.
     assert_eq!(end_offset(&mut client, "epochs", -1, 0).await, (0, -1, -1));
@@ -368,7 +305,7 @@ async fn incremental_set(client: &mut Client, topic: &str, key: &str, value: &st
 async fn min_insync_and_max_message_bytes_take_effect_without_restart() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "dynamic", 1, &[]).await;
     assert_eq!(produce(&mut client, "dynamic", 1, -1).await, 0);
 
@@ -409,7 +346,7 @@ async fn describe_configs_reports_sources_synonyms_types_and_docs() {
     let broker = strom_broker::start(config(dir.path(), &extra))
         .await
         .unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(
         &mut client,
         "described",
@@ -493,7 +430,7 @@ async fn describe_configs_reports_sources_synonyms_types_and_docs() {
 async fn delete_topics_by_id_and_disabled_deletion() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "by-id", 2, &[]).await;
     let Response::Metadata(metadata) = client
         .send(
@@ -533,7 +470,7 @@ async fn delete_topics_by_id_and_disabled_deletion() {
     let broker = strom_broker::start(config(dir.path(), &[("delete.topic.enable", "false")]))
         .await
         .unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "kept", 1, &[]).await;
     let request = DeleteTopicsRequest::default()
         .with_timeout_ms(5_000)
@@ -553,7 +490,7 @@ async fn delete_topics_by_id_and_disabled_deletion() {
 async fn a_bumped_epoch_is_accepted_by_the_log_and_the_old_one_fenced() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "idempotent", 1, &[]).await;
     let first = init_producer_id(&mut client, -1, -1).await;
     let producer_id = first.producer_id.0;
@@ -601,7 +538,7 @@ async fn delete_records(client: &mut Client, topic: &str, offset: i64) -> (i16, 
 async fn delete_records_moves_the_low_watermark_durably() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "trimmed", 1, &[]).await;
     assert_eq!(produce(&mut client, "trimmed", 5, 1).await, 0);
     assert_eq!(delete_records(&mut client, "trimmed", 3).await, (0, 3));
@@ -623,7 +560,7 @@ async fn delete_records_moves_the_low_watermark_durably() {
     broker.shutdown().await;
 
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     // -1: up to the high watermark; the start offset survived the restart.
     assert_eq!(delete_records(&mut client, "trimmed", 1).await, (0, 3));
     assert_eq!(delete_records(&mut client, "trimmed", -1).await, (0, 5));
@@ -649,7 +586,7 @@ async fn leader_epoch(client: &mut Client, topic: &str) -> i32 {
 async fn an_older_epoch_ends_where_the_next_one_starts() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     create_topic(&mut client, "history", 1, &[]).await;
     let first_epoch = leader_epoch(&mut client, "history").await;
     assert_eq!(produce(&mut client, "history", 3, 1).await, 0);
@@ -657,7 +594,7 @@ async fn an_older_epoch_ends_where_the_next_one_starts() {
     broker.shutdown().await;
 
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "admin-test").await;
     let second_epoch = leader_epoch(&mut client, "history").await;
     assert!(
         second_epoch > first_epoch,

@@ -3,11 +3,10 @@
 //! shapes differ (single and batched FindCoordinator, MEMBER_ID_REQUIRED,
 //! single and batched LeaveGroup, single and multi-group OffsetFetch).
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use strom_broker::{BrokerConfig, RunningBroker};
+use bytes::Bytes;
+use strom_broker::BrokerConfig;
 use strom_controller::controller::TopicReference;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
@@ -26,54 +25,13 @@ use strom_protocol::kafka::messages::offset_fetch_request::{
 use strom_protocol::kafka::messages::sync_group_request::SyncGroupRequestAssignment;
 use strom_protocol::kafka::messages::*;
 use strom_protocol::kafka::protocol::StrBytes;
-use strom_protocol::messages::{
-    decode_response, encode_request_frame, request_header, Request, Response,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use strom_protocol::messages::{Request, Response};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+mod common;
 
-struct Client {
-    stream: TcpStream,
-    correlation_id: i32,
-}
+use common::{Client, TIMEOUT};
 
 impl Client {
-    async fn connect(broker: &RunningBroker) -> Client {
-        let address = broker.local_addresses()[0];
-        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(address))
-            .await
-            .expect("connect in time")
-            .expect("connect");
-        Client {
-            stream,
-            correlation_id: 0,
-        }
-    }
-
-    async fn send(&mut self, request: Request, api_version: i16) -> Response {
-        self.correlation_id += 1;
-        let api_key = request.api_key() as i16;
-        let header = request_header(&request, api_version, self.correlation_id, Some("groups"));
-        let mut wire = BytesMut::new();
-        encode_request_frame(&header, &request, &mut wire).expect("encode");
-        let exchange = async {
-            self.stream.write_all(&wire).await.expect("write");
-            let size = self.stream.read_i32().await.expect("read size");
-            let mut body = vec![0; usize::try_from(size).expect("positive size")];
-            self.stream.read_exact(&mut body).await.expect("read body");
-            body
-        };
-        let body = tokio::time::timeout(TIMEOUT, exchange)
-            .await
-            .expect("answer in time");
-        let (header, response) =
-            decode_response(Bytes::from(body), api_key, api_version).expect("decode");
-        assert_eq!(header.correlation_id, self.correlation_id);
-        response
-    }
-
     /// Sends a request again while the coordinator is still loading.
     async fn send_loaded(
         &mut self,
@@ -94,15 +52,13 @@ impl Client {
 }
 
 fn config(dir: &std::path::Path) -> BrokerConfig {
-    let mut map = BTreeMap::new();
-    map.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
-    map.insert("log.dirs".to_owned(), dir.display().to_string());
-    map.insert("offsets.topic.num.partitions".to_owned(), "5".to_owned());
-    map.insert(
-        "group.initial.rebalance.delay.ms".to_owned(),
-        "0".to_owned(),
-    );
-    BrokerConfig::from_map(&map).expect("valid config").0
+    common::config(
+        dir,
+        &[
+            ("offsets.topic.num.partitions", "5"),
+            ("group.initial.rebalance.delay.ms", "0"),
+        ],
+    )
 }
 
 fn text(value: &str) -> StrBytes {
@@ -212,7 +168,7 @@ async fn fetch_single(client: &mut Client, group: &str) -> (i64, i32, String) {
 async fn find_coordinator_single_batched_and_transactional() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path())).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "groups").await;
     let port = i32::from(broker.local_addresses()[0].port());
 
     let request = FindCoordinatorRequest::default().with_key(text("group-a"));
@@ -332,7 +288,7 @@ async fn list_and_describe(client: &mut Client) {
 async fn group_lifecycle_across_versions_and_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path())).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "groups").await;
     create_topic(&mut client, "events", 2).await;
 
     // v4+: a new member first gets its id with MEMBER_ID_REQUIRED.
@@ -378,7 +334,7 @@ async fn group_lifecycle_across_versions_and_a_restart() {
     // The committed offset survives a restart.
     broker.shutdown().await;
     let broker = strom_broker::start(config(dir.path())).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "groups").await;
     assert_eq!(
         fetch_single(&mut client, "lifecycle").await,
         (42, 3, "note".into())
@@ -436,7 +392,7 @@ async fn offsets_after_restart(client: &mut Client) {
 async fn old_versions_join_and_leave_with_a_single_member() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path())).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "groups").await;
     // v0-v3 assign the member id on the first join; v0 has no rebalance
     // timeout, and its protocol name is not nullable.
     let joined = join(&mut client, 0, "old", "").await;
@@ -459,7 +415,7 @@ async fn old_versions_join_and_leave_with_a_single_member() {
 async fn offsets_of_a_deleted_topic_are_removed_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let broker = strom_broker::start(config(dir.path())).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "groups").await;
     create_topic(&mut client, "events", 2).await;
     // A standalone consumer's commit: generation -1, no member id.
     let first = commit(&mut client, "simple", -1, "", 7).await;
@@ -490,7 +446,7 @@ async fn offsets_of_a_deleted_topic_are_removed_for_good() {
     // The tombstones are in the log: a restart does not bring them back.
     broker.shutdown().await;
     let broker = strom_broker::start(config(dir.path())).await.unwrap();
-    let mut client = Client::connect(&broker).await;
+    let mut client = Client::connect(&broker, "groups").await;
     assert_eq!(fetch_single(&mut client, "simple").await.0, -1);
     broker.shutdown().await;
 }

@@ -1,0 +1,80 @@
+//! What the broker's socket tests share: a broker configuration on port 0 in
+//! a given directory, and a client that sends one request at a time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use strom_broker::{BrokerConfig, RunningBroker};
+use strom_protocol::messages::{
+    decode_response, encode_request_frame, request_header, Request, Response,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long any one step of a test may take.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A connection that sends a request and waits for its answer.
+pub struct Client {
+    stream: TcpStream,
+    correlation_id: i32,
+    client_id: &'static str,
+}
+
+impl Client {
+    /// Connects to the broker's first listener; requests carry `client_id`.
+    pub async fn connect(broker: &RunningBroker, client_id: &'static str) -> Client {
+        let address = broker.local_addresses()[0];
+        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(address))
+            .await
+            .expect("connect in time")
+            .expect("connect");
+        Client {
+            stream,
+            correlation_id: 0,
+            client_id,
+        }
+    }
+
+    /// Sends `request` at `api_version` and returns the decoded answer,
+    /// checking its correlation id.
+    pub async fn send(&mut self, request: Request, api_version: i16) -> Response {
+        self.correlation_id += 1;
+        let api_key = request.api_key() as i16;
+        let header = request_header(
+            &request,
+            api_version,
+            self.correlation_id,
+            Some(self.client_id),
+        );
+        let mut wire = BytesMut::new();
+        encode_request_frame(&header, &request, &mut wire).expect("encode");
+        let exchange = async {
+            self.stream.write_all(&wire).await.expect("write");
+            let size = self.stream.read_i32().await.expect("read size");
+            let mut body = vec![0; usize::try_from(size).expect("positive size")];
+            self.stream.read_exact(&mut body).await.expect("read body");
+            body
+        };
+        let body = tokio::time::timeout(TIMEOUT, exchange)
+            .await
+            .expect("answer in time");
+        let (header, response) =
+            decode_response(Bytes::from(body), api_key, api_version).expect("decode");
+        assert_eq!(header.correlation_id, self.correlation_id);
+        response
+    }
+}
+
+/// A broker configuration listening on a free loopback port with its data in
+/// `dir`, plus `extra` settings.
+pub fn config(dir: &std::path::Path, extra: &[(&str, &str)]) -> BrokerConfig {
+    let mut map = BTreeMap::new();
+    map.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
+    map.insert("log.dirs".to_owned(), dir.display().to_string());
+    for (key, value) in extra {
+        map.insert((*key).to_owned(), (*value).to_owned());
+    }
+    BrokerConfig::from_map(&map).expect("valid config").0
+}
