@@ -158,8 +158,11 @@ pub struct ReplicaManager {
     clock: Arc<dyn Clock>,
     partitions: RwLock<HashMap<TopicPartition, Arc<PartitionReplica>>>,
     topic_defaults: std::collections::BTreeMap<String, String>,
-    /// Serialises [`ReplicaManager::apply_image`] calls.
-    apply_lock: Mutex<()>,
+    /// Serialises [`ReplicaManager::apply_image`] calls and holds the offset
+    /// of the last image applied, so that an older image arriving late (the
+    /// metadata follower and a handler race) is never applied over a newer
+    /// one: that would drop, and delete the logs of, partitions created since.
+    applied: Mutex<Option<u64>>,
 }
 
 impl ReplicaManager {
@@ -177,7 +180,7 @@ impl ReplicaManager {
             clock,
             partitions: RwLock::new(HashMap::new()),
             topic_defaults,
-            apply_lock: Mutex::new(()),
+            applied: Mutex::new(None),
         }
     }
 
@@ -224,11 +227,16 @@ impl ReplicaManager {
     /// leader state for partitions this broker leads, applies topic configs,
     /// and deletes the logs of topics that are gone. Idempotent; handlers call
     /// it right after a controller write so the next request sees the result.
+    /// An image older than the last one applied is ignored.
     pub fn apply_image(&self, image: &MetadataImage) {
-        let _serial = self
-            .apply_lock
+        let mut applied = self
+            .applied
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if image.last_offset() < *applied {
+            return;
+        }
+        *applied = image.last_offset();
         let now_ms = self.now_ms();
         let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
         for topic in image.topics() {
