@@ -388,3 +388,101 @@ pub fn topic_log_config(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use strom_controller::records::{
+        uuid_to_bytes, BrokerEndpoint, MetadataRecord, PartitionRecord, Record,
+        RegisterBrokerRecord, TopicRecord,
+    };
+    use strom_storage::clock::SystemClock;
+    use strom_storage::LogManagerConfig;
+
+    use super::*;
+
+    fn records_for_topic(name: &str, id: Uuid) -> Vec<MetadataRecord> {
+        vec![
+            MetadataRecord::new(Record::Topic(TopicRecord {
+                name: name.into(),
+                topic_id: uuid_to_bytes(id),
+            })),
+            MetadataRecord::new(Record::Partition(PartitionRecord {
+                topic_id: uuid_to_bytes(id),
+                partition_index: 0,
+                replicas: vec![1],
+                isr: vec![1],
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            })),
+        ]
+    }
+
+    fn apply_all(
+        image: &MetadataImage,
+        first_offset: u64,
+        records: &[MetadataRecord],
+    ) -> MetadataImage {
+        let mut image = image.clone();
+        for (index, record) in records.iter().enumerate() {
+            image = image
+                .apply(first_offset + index as u64, record)
+                .expect("valid record");
+        }
+        image
+    }
+
+    #[test]
+    fn an_older_image_applied_late_does_not_drop_newer_partitions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = LogManagerConfig::new(vec![dir.path().to_owned()], LogConfig::default());
+        let logs = Arc::new(LogManager::open(config, BTreeMap::new(), 0).expect("log manager"));
+        let manager =
+            ReplicaManager::new(1, Arc::clone(&logs), Arc::new(SystemClock), BTreeMap::new());
+        let register = MetadataRecord::new(Record::RegisterBroker(RegisterBrokerRecord {
+            broker_id: 1,
+            incarnation_id: uuid_to_bytes(Uuid::from_u128(7)),
+            broker_epoch: 1,
+            endpoints: vec![BrokerEndpoint {
+                name: "PLAINTEXT".into(),
+                host: "127.0.0.1".into(),
+                port: 9092,
+                security_protocol: "PLAINTEXT".into(),
+            }],
+            rack: None,
+            fenced: false,
+        }));
+        let older = apply_all(&MetadataImage::empty(), 0, &[register]);
+        let mut with_topic = records_for_topic("fresh", Uuid::from_u128(1));
+        let newer = apply_all(&older, 1, &with_topic);
+        manager.apply_image(&newer);
+        let topic_partition = TopicPartition::new("fresh".to_owned(), 0);
+        assert!(
+            manager.get(&topic_partition).is_some(),
+            "the new partition is hosted"
+        );
+        // The metadata follower catches up late with the image from before
+        // the topic existed: it must not undo the newer one.
+        manager.apply_image(&older);
+        assert!(
+            manager.get(&topic_partition).is_some(),
+            "a stale image is ignored"
+        );
+        assert!(logs.get(&topic_partition).is_some(), "the log is kept");
+        // A genuinely newer image without the topic (a deletion) still applies.
+        with_topic.clear();
+        let removal = MetadataRecord::new(Record::RemoveTopic(
+            strom_controller::records::RemoveTopicRecord {
+                topic_id: uuid_to_bytes(Uuid::from_u128(1)),
+            },
+        ));
+        let deleted = apply_all(&newer, 3, &[removal]);
+        manager.apply_image(&deleted);
+        assert!(
+            manager.get(&topic_partition).is_none(),
+            "a deletion applies"
+        );
+    }
+}
