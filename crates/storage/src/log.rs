@@ -68,7 +68,24 @@ pub struct Log {
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<PendingDelete>,
     pub(crate) first_dirty_offset: i64,
+    /// Earliest KIP-534 delete horizon among retained tombstone batches;
+    /// `None` until the cleaner has looked (after open).
+    pub(crate) next_delete_horizon_ms: Option<i64>,
+    /// `segment.jitter.ms` drawn for the active segment (Kafka draws one per segment).
+    pub(crate) roll_jitter_ms: i64,
     pub(crate) backend: Arc<dyn FileBackend>,
+}
+
+/// A random roll jitter in `[0, min(segment.jitter.ms, segment.ms))`, as Kafka
+/// draws it for each new segment so that partitions created together do not
+/// all roll at the same moment.
+pub(crate) fn random_roll_jitter_ms(config: &LogConfig) -> i64 {
+    let bound = config.segment_jitter_ms.min(config.segment_ms);
+    if bound <= 0 {
+        0
+    } else {
+        fastrand::i64(0..bound)
+    }
 }
 
 /// Checks every batch of an append and returns each header with its position.
@@ -133,6 +150,8 @@ impl Log {
     /// Replaces the configuration (takes effect for later appends and rolls).
     pub fn set_config(&mut self, config: LogConfig) {
         self.config = config;
+        self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
+        self.next_delete_horizon_ms = None;
     }
 
     /// First offset still in the log.
@@ -372,9 +391,23 @@ impl Log {
             return false;
         }
         active.size_bytes() + append_bytes > u64::from(self.config.segment_bytes)
-            || now_ms - active.created_ms() >= self.config.segment_ms
+            || now_ms - active.created_ms() >= self.max_segment_ms() - self.roll_jitter_ms
             || active.indexes_full()
             || last_offset - active.base_offset() > i64::from(u32::MAX)
+    }
+
+    /// The age at which the active segment rolls before jitter: `segment.ms`,
+    /// or `max.compaction.lag.ms` when that is smaller on a compacted topic
+    /// (KIP-354: records must become cleanable within the maximum lag, and
+    /// the active segment is never cleaned).
+    pub(crate) fn max_segment_ms(&self) -> i64 {
+        if self.config.cleanup_policy.compact {
+            self.config
+                .segment_ms
+                .min(self.config.max_compaction_lag_ms)
+        } else {
+            self.config.segment_ms
+        }
     }
 
     /// Starts a new active segment at the log end offset (no-op when the
@@ -396,6 +429,7 @@ impl Log {
         self.producer_state.write_snapshot(&self.dir, base_offset)?;
         let segment = Segment::create(&self.dir, base_offset, settings, now_ms)?;
         self.segments.insert(base_offset, segment);
+        self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
         crate::checkpoint::sync_directory(&self.dir)?;
         self.recovery_point = self
             .recovery_point
