@@ -211,7 +211,27 @@ impl Log {
     /// Appends batches from a client: assigns offsets from the log end
     /// offset, stamps `leader_epoch`, applies `LogAppendTime` if configured,
     /// and checks idempotent producer sequences.
+    ///
+    /// When `flush.messages` says so, the log is flushed before this returns
+    /// (holding `&mut self` across the fsync); see
+    /// [`Log::append_as_leader_deferring_flush`] for flushing without it.
     pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        let info = self.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
+        self.flush_if_due(now_ms)?;
+        Ok(info)
+    }
+
+    /// Like [`Log::append_as_leader`] but never flushes: the caller checks
+    /// [`Log::flush_due`] and, if so, syncs a [`FlushTicket`] without
+    /// holding the log (see `flush.rs`).
+    ///
+    /// [`FlushTicket`]: crate::flush::FlushTicket
+    pub fn append_as_leader_deferring_flush(
         &mut self,
         records: Bytes,
         leader_epoch: i32,
@@ -281,7 +301,9 @@ impl Log {
                     .assign(header.partition_leader_epoch, header.base_offset)?;
             }
         }
-        self.write_batches(&records, &batches, now_ms)
+        let info = self.write_batches(&records, &batches, now_ms)?;
+        self.flush_if_due(now_ms)?;
+        Ok(info)
     }
 
     /// Returns the original append for a retried idempotent batch, checks
@@ -354,13 +376,6 @@ impl Log {
         }
         self.log_end_offset = last.next_offset();
         self.unflushed_messages += info.record_count;
-        if self
-            .config
-            .flush_messages
-            .is_some_and(|limit| self.unflushed_messages >= limit)
-        {
-            self.flush(now_ms)?;
-        }
         Ok(info)
     }
 
