@@ -150,7 +150,11 @@ async fn an_incremental_session_returns_only_partitions_with_news() {
     produce(&mut client, TOPIC, 0, 3, 1).await;
 
     // A full fetch opens a session and returns both partitions.
-    let full = fetch(&mut client, fetch_request(0, 0, vec![wanted(0, 0), wanted(1, 0)], 0)).await;
+    let full = fetch(
+        &mut client,
+        fetch_request(0, 0, vec![wanted(0, 0), wanted(1, 0)], 0),
+    )
+    .await;
     assert_eq!(full.error_code, 0);
     let session_id = full.session_id;
     assert!(session_id > 0, "a session was opened");
@@ -158,7 +162,11 @@ async fn an_incremental_session_returns_only_partitions_with_news() {
     assert_eq!(returned(&full), vec![(0, expected), (1, Vec::new())]);
 
     // Epoch 1 moves partition 0's offset: nothing new anywhere.
-    let quiet = fetch(&mut client, fetch_request(session_id, 1, vec![wanted(0, 3)], 0)).await;
+    let quiet = fetch(
+        &mut client,
+        fetch_request(session_id, 1, vec![wanted(0, 3)], 0),
+    )
+    .await;
     assert_eq!((quiet.error_code, quiet.session_id), (0, session_id));
     assert!(returned(&quiet).is_empty(), "{:?}", returned(&quiet));
 
@@ -187,7 +195,11 @@ async fn an_incremental_session_returns_only_partitions_with_news() {
     assert_eq!(returned(&after), vec![(0, vec![value(0, 0)])]);
 
     // The final epoch closes the session and answers in full without one.
-    let closing = fetch(&mut client, fetch_request(session_id, -1, vec![wanted(1, 0)], 0)).await;
+    let closing = fetch(
+        &mut client,
+        fetch_request(session_id, -1, vec![wanted(1, 0)], 0),
+    )
+    .await;
     assert_eq!(closing.session_id, 0);
     assert_eq!(returned(&closing)[0].1.len(), 3);
     let gone = fetch(&mut client, fetch_request(session_id, 5, Vec::new(), 0)).await;
@@ -202,18 +214,29 @@ async fn an_incremental_long_poll_wakes_on_an_append() {
     let mut client = Client::connect(&broker, "session-poll").await;
     let mut producer = Client::connect(&broker, "session-producer").await;
     create_topic(&mut client, TOPIC, 2, &[]).await;
-    let full = fetch(&mut client, fetch_request(0, 0, vec![wanted(0, 0), wanted(1, 0)], 0)).await;
+    let full = fetch(
+        &mut client,
+        fetch_request(0, 0, vec![wanted(0, 0), wanted(1, 0)], 0),
+    )
+    .await;
     let session_id = full.session_id;
     assert!(session_id > 0);
     let started = std::time::Instant::now();
     let waiting = tokio::spawn(async move {
-        let response = fetch(&mut client, fetch_request(session_id, 1, Vec::new(), 10_000)).await;
+        let response = fetch(
+            &mut client,
+            fetch_request(session_id, 1, Vec::new(), 10_000),
+        )
+        .await;
         (response, client)
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     produce(&mut producer, TOPIC, 1, 4, 1).await;
     let (response, _client) = waiting.await.expect("fetch task");
-    assert!(started.elapsed() < Duration::from_secs(5), "woken by the append");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "woken by the append"
+    );
     let expected: Vec<Vec<u8>> = (0..4).map(|index| value(1, index)).collect();
     assert_eq!(returned(&response), vec![(1, expected)]);
     broker.shutdown().await;
