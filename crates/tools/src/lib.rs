@@ -5,7 +5,7 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`perf`], [`dump`]), output formatting ([`format`],
+//! [`reset`], [`perf`], [`dump`]), output formatting ([`format`](mod@format),
 //! [`output`]), progress bars ([`progress`]) and exit codes ([`error`]).
 //! It does not speak the protocol itself beyond assembling requests the
 //! admin client lacks (DescribeGroups, an all-topics Metadata, an
