@@ -208,12 +208,15 @@ pub struct ConfigResource {
 pub enum ConfigsCommand {
     /// Show the configs of a topic or broker.
     #[command(
-        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --json"
+        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n\nWithout --all, only values that differ from the defaults are shown."
     )]
     Describe {
         /// The resource.
         #[command(flatten)]
         resource: ConfigResource,
+        /// Also show configs at their default values.
+        #[arg(long)]
+        all: bool,
         /// One JSON object of name to value.
         #[arg(long)]
         json: bool,

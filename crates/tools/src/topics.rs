@@ -136,10 +136,14 @@ async fn describe(
             .collect::<Result<_, _>>()?
     };
     for info in &selected {
-        let configs = admin
-            .describe_configs(RESOURCE_TYPE_TOPIC, &info.name)
-            .await
-            .map_err(|source| ToolError::client("describe topic configs", source))?;
+        let configs: BTreeMap<String, Option<String>> =
+            crate::configs::describe_entries(admin, RESOURCE_TYPE_TOPIC, &info.name)
+                .await
+                .map_err(|source| ToolError::client("describe topic configs", source))?
+                .into_iter()
+                .filter(|entry| !entry.is_default())
+                .map(|entry| (entry.name, entry.value))
+                .collect();
         if json {
             out.line(&describe_json(info, &configs).to_string())?;
         } else {

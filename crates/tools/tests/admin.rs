@@ -25,6 +25,10 @@ fn topics_create_list_describe_alter_delete() {
     assert!(described.contains("PartitionCount: 2"), "{described}");
     assert!(described.contains("retention.ms=3600000"), "{described}");
     assert_eq!(described.matches("\tPartition: ").count(), 2, "{described}");
+    assert!(
+        !described.contains("segment.jitter.ms"),
+        "defaults are not shown: {described}"
+    );
 
     strom(&[
         "topics",
@@ -108,6 +112,13 @@ fn configs_describe_and_alter_topics_and_brokers() {
     let described = strom(&["configs", "describe", "--topic", "tuned"]).ok();
     assert!(described.contains("retention.ms=1234"), "{described}");
     assert!(described.contains("segment.bytes=1048576"), "{described}");
+    assert!(described.contains("(DYNAMIC_TOPIC_CONFIG)"), "{described}");
+    assert!(!described.contains("segment.jitter.ms"), "{described}");
+    let all = strom(&["configs", "describe", "--topic", "tuned", "--all"]).ok();
+    assert!(
+        all.contains("segment.jitter.ms=0 (DEFAULT_CONFIG)"),
+        "{all}"
+    );
     strom(&[
         "configs",
         "alter",
@@ -121,9 +132,12 @@ fn configs_describe_and_alter_topics_and_brokers() {
     let value: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
     assert_ne!(value["retention.ms"], "1234", "{json}");
 
-    let broker = strom(&["configs", "describe", "--broker", "1", "--json"]);
+    let broker = strom(&["configs", "describe", "--broker", "1", "--all", "--json"]);
     let broker_id = if broker.code == 0 { "1" } else { "0" };
-    let json = strom(&["configs", "describe", "--broker", broker_id, "--json"]).ok();
+    let json = strom(&[
+        "configs", "describe", "--broker", broker_id, "--all", "--json",
+    ])
+    .ok();
     let value: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
     assert!(
         value.as_object().is_some_and(|configs| !configs.is_empty()),
