@@ -239,6 +239,15 @@ async fn describe(
     if json {
         return out.line(&describe_json(group, &description, &rows).to_string());
     }
+    describe_text(group, &description, &rows, out)
+}
+
+fn describe_text(
+    group: &str,
+    description: &GroupDescription,
+    rows: &[OffsetRow],
+    out: &mut Output,
+) -> Result<(), ToolError> {
     out.line(&format!(
         "Group {group} is {} ({} member(s), assignor {})",
         description.state,
@@ -260,7 +269,7 @@ async fn describe(
         "CONSUMER-ID",
         "HOST"
     ))?;
-    for row in &rows {
+    for row in rows {
         let show =
             |value: Option<i64>| value.map_or_else(|| "-".to_owned(), |value| value.to_string());
         let (member_id, host, client_id) = row.member.as_ref().map_or(("-", "-", "-"), |member| {
@@ -281,6 +290,32 @@ async fn describe(
             member_id,
             host,
             client_id
+        ))?;
+    }
+    if description.members.is_empty() {
+        return Ok(());
+    }
+    out.line("")?;
+    out.line(&format!(
+        "{:<40} {:<16} {:<20} ASSIGNMENT",
+        "MEMBER-ID", "HOST", "CLIENT-ID"
+    ))?;
+    for member in &description.members {
+        let assignment: Vec<String> = member
+            .assignment
+            .iter()
+            .map(|(topic, partition)| format!("{topic}-{partition}"))
+            .collect();
+        out.line(&format!(
+            "{:<40} {:<16} {:<20} {}",
+            member.member_id,
+            member.client_host,
+            member.client_id,
+            if assignment.is_empty() {
+                "-".to_owned()
+            } else {
+                assignment.join(",")
+            }
         ))?;
     }
     Ok(())

@@ -355,3 +355,55 @@ fn perf_produce_consume_and_latency() {
     assert!(human.contains("p99.9"), "{human}");
     strom(&["perf", "produce", "no-bench"]).fails_with(1, "does not exist");
 }
+
+#[test]
+fn a_group_with_live_members_shows_them_and_refuses_changes() {
+    create_topic("live", "1");
+    strom_with_input(&["produce", "live"], "a\nb\nc\n").ok();
+    let _member = common::spawn_strom(&[
+        "consume",
+        "live",
+        "--group",
+        "watchers",
+        "--from-beginning",
+        "--timeout-ms",
+        "20000",
+    ]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let described = loop {
+        let run = strom(&["groups", "describe", "watchers", "--json"]);
+        if run.code == 0 {
+            let value: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+            let assigned = value["members"].as_array().is_some_and(|members| {
+                members
+                    .iter()
+                    .any(|m| m["assignment"][0]["topic"] == "live")
+            });
+            if assigned {
+                break value;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no member joined: {run:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(described["state"], "Stable", "{described}");
+    let text = strom(&["groups", "describe", "watchers"]).ok();
+    assert!(
+        text.contains("MEMBER-ID") && text.contains("live-0"),
+        "{text}"
+    );
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "watchers",
+        "--topic",
+        "live",
+        "--to-earliest",
+        "--execute",
+    ])
+    .fails_with(1, "active member");
+    strom(&["groups", "delete", "watchers"]).fails_with(1, "NON_EMPTY_GROUP");
+}

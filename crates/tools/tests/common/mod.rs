@@ -145,3 +145,29 @@ pub fn unused_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("address").port()
 }
+
+/// A `strom` process running in the background against this file's
+/// broker; killed when dropped.
+pub struct Background(pub std::process::Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `strom ARGS` in the background (output discarded).
+pub fn spawn_strom(args: &[&str]) -> Background {
+    let bootstrap = broker().address.to_string();
+    Background(
+        Command::new(env!("CARGO_BIN_EXE_strom"))
+            .args(["--bootstrap-server", bootstrap.as_str()])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn strom"),
+    )
+}
