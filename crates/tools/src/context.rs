@@ -38,6 +38,21 @@ impl Context {
         })
     }
 
+    /// Properties of `--command-config` that no client (admin, producer or
+    /// consumer) knows; they are ignored, and the caller should warn.
+    pub fn unknown_properties(&self) -> Vec<&str> {
+        self.pairs()
+            .filter(|(key, value)| {
+                let known =
+                    |result: Result<bool, strom_client::ConfigError>| result.unwrap_or(true);
+                !known(ClientConfig::default().set(key, value))
+                    && !known(ProducerConfig::new(Vec::<String>::new()).set(key, value))
+                    && !known(ConsumerConfig::new(Vec::<String>::new()).set(key, value))
+            })
+            .map(|(key, _)| key)
+            .collect()
+    }
+
     /// The bootstrap servers as given.
     pub fn bootstrap_server(&self) -> &str {
         &self.bootstrap_server
@@ -216,6 +231,10 @@ mod tests {
             crate::error::ExitStatus::Usage,
             "{error}"
         );
+        let directory_path = directory.path().join("odd.properties");
+        std::fs::write(&directory_path, "client.id=x\nfrobnication.level=9\n").expect("write");
+        let context = Context::new(&global(Some(directory_path))).expect("context");
+        assert_eq!(context.unknown_properties(), ["frobnication.level"]);
         let missing = Context::new(&global(Some(PathBuf::from("/nonexistent/x.properties"))));
         assert!(matches!(missing, Err(ToolError::ReadFile { .. })));
     }

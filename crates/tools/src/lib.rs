@@ -92,6 +92,9 @@ fn run_networked(
     out: &mut Output,
 ) -> Result<(), ToolError> {
     let context = Context::new(global)?;
+    for key in context.unknown_properties() {
+        eprintln!("strom: warning: ignoring unknown client property `{key}` in --command-config");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
