@@ -170,14 +170,24 @@ fn the_bootstrap_server_comes_from_the_environment_too() {
 fn command_config_is_applied_and_checked() {
     let directory = tempfile::tempdir().expect("tempdir");
     let good = directory.path().join("good.properties");
-    std::fs::write(&good, "client.id=ops-tool\nrequest.timeout.ms=5000\n").expect("write");
-    strom(&[
+    std::fs::write(
+        &good,
+        "client.id=ops-tool\nrequest.timeout.ms=5000\nlinger.ms=1\nfrobnication.level=9\n",
+    )
+    .expect("write");
+    let run = strom(&[
         "--command-config",
         good.to_str().expect("utf-8"),
         "topics",
         "list",
-    ])
-    .ok();
+    ]);
+    assert!(
+        run.stderr
+            .contains("ignoring unknown client property `frobnication.level`"),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("linger.ms"), "{run:?}");
+    run.ok();
     let bad = directory.path().join("bad.properties");
     std::fs::write(&bad, "request.timeout.ms=soon\n").expect("write");
     strom(&[
