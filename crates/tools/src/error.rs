@@ -108,6 +108,14 @@ pub enum ToolError {
         /// Advice for the error code, starting with "; " (or empty).
         hint: &'static str,
     },
+    /// The broker's answer did not mention the resource asked about.
+    #[error("{operation} `{resource}`: the broker's answer does not mention it")]
+    MissingResult {
+        /// What was attempted.
+        operation: &'static str,
+        /// The topic, group or broker.
+        resource: String,
+    },
     /// A client request failed in another way.
     #[error("{operation} failed")]
     Client {

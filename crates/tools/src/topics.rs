@@ -74,7 +74,9 @@ pub async fn all_topics(cluster: &Cluster) -> Result<BTreeMap<String, TopicInfo>
     let Response::Metadata(response) = response else {
         return Err(ToolError::client(
             "fetch metadata",
-            strom_client::ClientError::UnexpectedResponse { api_key: 3 },
+            strom_client::ClientError::UnexpectedResponse {
+                api_key: strom_protocol::kafka::messages::ApiKey::Metadata as i16,
+            },
         ));
     };
     let now = Instant::now();
@@ -230,24 +232,21 @@ async fn create(
     out: &mut Output,
 ) -> Result<(), ToolError> {
     let name = topic.name.clone();
-    let results = admin
+    let mut results = admin
         .create_topics(std::slice::from_ref(&topic), false)
         .await
         .map_err(|source| ToolError::client("create topic", source))?;
-    match results.get(&name) {
-        Some(Ok(())) => out.line(&format!("Created topic {name}.")),
-        Some(Err(strom_client::ClientError::Broker {
+    match resource_outcome("create topic", &name, results.remove(&name)) {
+        Ok(()) => out.line(&format!("Created topic {name}.")),
+        Err(ToolError::Rejected {
             code: ErrorCode::TopicAlreadyExists,
-        })) if if_not_exists => out.line(&format!("Topic {name} already exists.")),
-        Some(Err(strom_client::ClientError::Broker {
+            ..
+        }) if if_not_exists => out.line(&format!("Topic {name} already exists.")),
+        Err(ToolError::Rejected {
             code: ErrorCode::TopicAlreadyExists,
-        })) => Err(ToolError::TopicExists { topic: name }),
-        Some(Err(error)) => Err(broker_error("create topic", &name, error)),
-        None => Err(ToolError::rejected(
-            "create topic",
-            &name,
-            ErrorCode::UnknownServerError,
-        )),
+            ..
+        }) => Err(ToolError::TopicExists { topic: name }),
+        Err(error) => Err(error),
     }
 }
 
@@ -258,33 +257,28 @@ async fn delete(
     out: &mut Output,
 ) -> Result<(), ToolError> {
     let names: Vec<&str> = topics.iter().map(String::as_str).collect();
-    let results = admin
+    let mut results = admin
         .delete_topics(&names)
         .await
         .map_err(|source| ToolError::client("delete topics", source))?;
     let mut first_error = None;
     for name in topics {
-        match results.get(name) {
-            Some(Ok(())) => out.line(&format!("Deleted topic {name}."))?,
-            Some(Err(strom_client::ClientError::Broker {
+        match resource_outcome("delete topic", name, results.remove(name)) {
+            Ok(()) => out.line(&format!("Deleted topic {name}."))?,
+            Err(ToolError::Rejected {
                 code: ErrorCode::UnknownTopicOrPartition,
-            })) if if_exists => out.line(&format!("Topic {name} does not exist."))?,
-            Some(Err(strom_client::ClientError::Broker {
+                ..
+            }) if if_exists => out.line(&format!("Topic {name} does not exist."))?,
+            Err(ToolError::Rejected {
                 code: ErrorCode::UnknownTopicOrPartition,
-            })) => {
+                ..
+            }) => {
                 first_error.get_or_insert(ToolError::UnknownTopic {
                     topic: name.clone(),
                 });
             }
-            Some(Err(error)) => {
-                first_error.get_or_insert(broker_error("delete topic", name, error));
-            }
-            None => {
-                first_error.get_or_insert(ToolError::rejected(
-                    "delete topic",
-                    name,
-                    ErrorCode::UnknownServerError,
-                ));
+            Err(error) => {
+                first_error.get_or_insert(error);
             }
         }
     }
@@ -307,13 +301,11 @@ async fn alter(
         });
     }
     if let Some(count) = partitions {
-        let results = admin
+        let mut results = admin
             .create_partitions(&[(topic, count)], false)
             .await
             .map_err(|source| ToolError::client("add partitions", source))?;
-        if let Some(Err(error)) = results.get(topic) {
-            return Err(broker_error("add partitions to topic", topic, error));
-        }
+        resource_outcome("add partitions to topic", topic, results.remove(topic))?;
         out.line(&format!("Topic {topic} now has {count} partitions."))?;
     }
     if !changes.is_empty() {
@@ -323,24 +315,22 @@ async fn alter(
     Ok(())
 }
 
-/// A per-resource error as a [`ToolError`] naming the resource.
-pub fn broker_error(
+/// One resource's outcome in a multi-resource answer as a [`ToolError`]
+/// naming the resource (`None`: the answer did not mention it).
+pub fn resource_outcome(
     operation: &'static str,
     resource: &str,
-    error: &strom_client::ClientError,
-) -> ToolError {
-    match error {
-        strom_client::ClientError::Broker { code } => {
-            ToolError::rejected(operation, resource, *code)
+    outcome: Option<Result<(), strom_client::ClientError>>,
+) -> Result<(), ToolError> {
+    match outcome {
+        Some(Ok(())) => Ok(()),
+        Some(Err(strom_client::ClientError::Broker { code })) => {
+            Err(ToolError::rejected(operation, resource, code))
         }
-        other => ToolError::rejected(
+        Some(Err(source)) => Err(ToolError::client(operation, source)),
+        None => Err(ToolError::MissingResult {
             operation,
-            resource,
-            if other.is_retriable() {
-                ErrorCode::RequestTimedOut
-            } else {
-                ErrorCode::UnknownServerError
-            },
-        ),
+            resource: resource.to_owned(),
+        }),
     }
 }
