@@ -72,37 +72,17 @@ pub async fn run(
     let cluster = context.cluster().await?;
     let info = crate::topics::topic_info(&cluster, &arguments.topic).await?;
     cluster.close();
-    let topic = arguments.topic.clone();
-    let consume_error = |source: ConsumerError| consumer_error(context, &topic, source);
-    let mut consumer = Consumer::new(config).await.map_err(consume_error)?;
-    if let Some(partition) = arguments.partition {
-        if info.partition(partition).is_none() {
-            return Err(ToolError::UnknownPartition {
-                topic: arguments.topic.clone(),
-                partition,
-                partitions: info.partitions.len(),
-            });
-        }
-        let assigned = TopicPartition::new(&arguments.topic, partition);
-        consumer.assign([assigned.clone()]).map_err(consume_error)?;
-        match start {
-            Some(StartOffset::Earliest) => consumer.seek_to_beginning(&[assigned]),
-            Some(StartOffset::Latest) => consumer.seek_to_end(&[assigned]),
-            Some(StartOffset::At(offset)) => consumer.seek(&assigned, offset),
-            None => Ok(()),
-        }
-        .map_err(consume_error)?;
-    } else if consumer.config().group_id.is_some() {
-        consumer
-            .subscribe([arguments.topic.clone()])
-            .map_err(consume_error)?;
-    } else {
-        let partitions = info
-            .partitions
-            .iter()
-            .map(|partition| TopicPartition::new(&arguments.topic, partition.partition));
-        consumer.assign(partitions).map_err(consume_error)?;
+    if let Some(partition) = arguments.partition.filter(|p| info.partition(*p).is_none()) {
+        return Err(ToolError::UnknownPartition {
+            topic: arguments.topic.clone(),
+            partition,
+            partitions: info.partitions.len(),
+        });
     }
+    let consume_error = |source: ConsumerError| consumer_error(context, &arguments.topic, source);
+    let mut consumer = Consumer::new(config).await.map_err(consume_error)?;
+    let partitions: Vec<i32> = info.partitions.iter().map(|p| p.partition).collect();
+    start_reading(&mut consumer, &arguments, &partitions, start).map_err(consume_error)?;
     let printer = Printer {
         topic: arguments.topic.clone(),
         format,
@@ -118,6 +98,35 @@ pub async fn run(
     closed.map_err(consume_error)?;
     eprintln!("Processed a total of {count} messages");
     Ok(())
+}
+
+/// Assigns one partition (at `start`), subscribes as a group member, or
+/// assigns every partition of the topic.
+fn start_reading(
+    consumer: &mut Consumer,
+    arguments: &ConsumeArguments,
+    partitions: &[i32],
+    start: Option<StartOffset>,
+) -> Result<(), ConsumerError> {
+    let topic = &arguments.topic;
+    if let Some(partition) = arguments.partition {
+        let assigned = TopicPartition::new(topic, partition);
+        consumer.assign([assigned.clone()])?;
+        return match start {
+            Some(StartOffset::Earliest) => consumer.seek_to_beginning(&[assigned]),
+            Some(StartOffset::Latest) => consumer.seek_to_end(&[assigned]),
+            Some(StartOffset::At(offset)) => consumer.seek(&assigned, offset),
+            None => Ok(()),
+        };
+    }
+    if consumer.config().group_id.is_some() {
+        return consumer.subscribe([topic.clone()]);
+    }
+    consumer.assign(
+        partitions
+            .iter()
+            .map(|partition| TopicPartition::new(topic, *partition)),
+    )
 }
 
 fn consumer_error(context: &Context, topic: &str, source: ConsumerError) -> ToolError {
