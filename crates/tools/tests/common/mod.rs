@@ -30,7 +30,13 @@ pub fn broker() -> &'static TestBroker {
 }
 
 fn start_broker() -> TestBroker {
-    let directory = tempfile::tempdir().expect("tempdir").keep();
+    // The broker lives as long as the test process, so its directory is
+    // kept, in Cargo's scratch space for tests rather than in /tmp.
+    let directory = tempfile::Builder::new()
+        .prefix("strom-tools-broker")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("tempdir")
+        .keep();
     let data_dir = directory.join("data");
     let mut settings = BTreeMap::new();
     for (key, value) in [
