@@ -67,9 +67,13 @@ impl AdminClient {
                 counts
                     .iter()
                     .map(|(name, count)| {
+                        // No explicit assignment: null, as the Java client sends
+                        // (the generated default is an empty list, which
+                        // brokers reject as INVALID_REPLICA_ASSIGNMENT).
                         CreatePartitionsTopic::default()
                             .with_name(topic_name(name))
                             .with_count(*count)
+                            .with_assignments(None)
                     })
                     .collect(),
             );
