@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use strom_consumer::config::OffsetReset;
-use strom_consumer::record::TopicPartition;
+use strom_consumer::record::{ConsumerRecord, TopicPartition};
 use strom_consumer::{Consumer, ConsumerError};
 
 use crate::cli::ConsumeArguments;
@@ -183,8 +183,12 @@ async fn consume_loop(
         if !records.is_empty() {
             last_record_at = Instant::now();
         }
-        for record in records {
+        let mut records = records.into_iter();
+        while let Some(record) = records.next() {
             if limits.max_messages.is_some_and(|max| count >= max) {
+                // Rewind to the first record not printed, so that the
+                // commit on close covers exactly what was printed.
+                rewind_unprinted(consumer, std::iter::once(record).chain(records), printer)?;
                 break;
             }
             buffer.clear();
@@ -199,6 +203,31 @@ async fn consume_loop(
         }
         out.flush()?;
     }
+}
+
+/// Seeks each partition of `unprinted` back to its first unprinted offset.
+fn rewind_unprinted(
+    consumer: &mut Consumer,
+    unprinted: impl Iterator<Item = ConsumerRecord>,
+    printer: &Printer,
+) -> Result<(), ToolError> {
+    let mut first_unprinted: std::collections::BTreeMap<TopicPartition, i64> =
+        std::collections::BTreeMap::new();
+    for record in unprinted {
+        first_unprinted
+            .entry(record.topic_partition())
+            .and_modify(|offset| *offset = (*offset).min(record.offset))
+            .or_insert(record.offset);
+    }
+    for (partition, offset) in first_unprinted {
+        consumer
+            .seek(&partition, offset)
+            .map_err(|source| ToolError::Consume {
+                topic: printer.topic.clone(),
+                source,
+            })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

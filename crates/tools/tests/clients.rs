@@ -407,3 +407,32 @@ fn a_group_with_live_members_shows_them_and_refuses_changes() {
     .fails_with(1, "active member");
     strom(&["groups", "delete", "watchers"]).fails_with(1, "NON_EMPTY_GROUP");
 }
+
+#[test]
+fn a_group_consume_with_max_messages_commits_only_what_it_printed() {
+    create_topic("paged", "1");
+    let input: String = (0..10).map(|index| format!("v{index}\n")).collect();
+    strom_with_input(&["produce", "paged"], &input).ok();
+    let page = |expected: &str| {
+        let out = strom(&[
+            "consume",
+            "paged",
+            "--group",
+            "pager",
+            "--from-beginning",
+            "--max-messages",
+            "3",
+            "--timeout-ms",
+            "15000",
+            "--format",
+            "%o=%v",
+        ])
+        .ok();
+        assert_eq!(out, expected);
+    };
+    // One poll returns all ten records; only three are printed each time,
+    // and the next run starts right after them: nothing skipped.
+    page("0=v0\n1=v1\n2=v2\n");
+    page("3=v3\n4=v4\n5=v5\n");
+    page("6=v6\n7=v7\n8=v8\n");
+}
