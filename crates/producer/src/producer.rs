@@ -124,6 +124,7 @@ impl Producer {
                 batch_size: config.batch_size,
                 linger: config.linger,
                 compression: config.compression,
+                max_in_flight_per_partition: config.max_in_flight_requests_per_connection,
             })),
             idempotence: Mutex::new(idempotence),
             idempotent,
