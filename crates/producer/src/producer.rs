@@ -235,7 +235,29 @@ impl Producer {
         Ok(receiver)
     }
 
+    /// The topic's partition count from the cached metadata when it is
+    /// fresh: the hot path of `send`, without the clone and the bookkeeping
+    /// of [`Cluster::topic`].
+    fn cached_partition_count(&self, topic: &str) -> Option<i32> {
+        let snapshot = self.cluster.metadata();
+        let fresh = snapshot
+            .topic_fetched_at
+            .get(topic)
+            .is_some_and(|at| at.elapsed() < self.config.client.metadata_max_age);
+        if !fresh || self.cluster.is_metadata_stale() {
+            return None;
+        }
+        snapshot
+            .topics
+            .get(topic)
+            .filter(|info| info.error == ErrorCode::None && !info.partitions.is_empty())
+            .map(|info| i32::try_from(info.partitions.len()).unwrap_or(i32::MAX))
+    }
+
     async fn partition_count(&self, topic: &str) -> Result<i32, ProduceError> {
+        if let Some(count) = self.cached_partition_count(topic) {
+            return Ok(count);
+        }
         let deadline = Instant::now() + self.config.max_block;
         loop {
             match self.cluster.topic(topic).await {

@@ -14,13 +14,16 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
 use tokio::sync::{mpsc, Notify};
+use uuid::Uuid;
 
 use crate::accumulator::{Accumulator, ProducerBatch, ProducerStamp, SplitOutcome, TopicPartition};
 use crate::config::{Acks, ProducerConfig};
 use crate::error::ProduceError;
 
-/// The highest Produce version used: v13 names topics by id only.
-const MAX_PRODUCE_VERSION: i16 = 12;
+/// The highest Produce version used.
+const MAX_PRODUCE_VERSION: i16 = 13;
+/// From this version Produce names topics by id only (KIP-516).
+const TOPIC_ID_PRODUCE_VERSION: i16 = 13;
 
 /// The idempotent producer's identity and per-partition sequences.
 #[derive(Debug, Default)]
@@ -127,6 +130,8 @@ struct Answer {
     leader: i32,
     batches: Vec<ProducerBatch>,
     result: Result<Option<ProduceResponse>, ClientError>,
+    /// Topic ids the request named topics by (v13), to read the answer.
+    topic_ids: HashMap<String, Uuid>,
 }
 
 /// Gets a producer id from any broker.
@@ -341,55 +346,88 @@ async fn dispatch(
             }
         }
     }
-    let request = ProduceRequest::default()
-        .with_acks(config.acks.wire())
-        .with_timeout_ms(
-            i32::try_from(config.client.request_timeout.as_millis()).unwrap_or(i32::MAX),
-        )
-        .with_topic_data(
-            topics
-                .into_iter()
-                .map(|(topic, partitions)| {
-                    TopicProduceData::default()
-                        .with_name(TopicName(StrBytes::from_string(topic)))
-                        .with_partition_data(partitions)
-                })
-                .collect(),
-        );
     let send = async {
         let connection = cluster.broker_connection(leader).await?;
-        let version = connection
+        let supported = connection
             .api_version(ApiKey::Produce)?
             .min(MAX_PRODUCE_VERSION);
+        let (request, version, topic_ids) = produce_request(cluster, config, topics, supported);
         if config.acks == Acks::None {
             connection.submit_without_response_at(request.into(), version)?;
-            return Ok(None);
+            return Ok((None, topic_ids));
         }
-        Ok(Some(connection.submit_at(
-            request.into(),
-            version,
-            config.client.request_timeout,
-        )?))
+        let response =
+            connection.submit_at(request.into(), version, config.client.request_timeout)?;
+        Ok((Some(response), topic_ids))
     };
     let outstanding = match send.await {
-        Ok(Some(response)) => Outstanding::Pending {
+        Ok((Some(response), topic_ids)) => Outstanding::Pending {
             leader,
             batches: sealed,
             response,
+            topic_ids,
         },
-        Ok(None) => Outstanding::Done(Answer {
+        Ok((None, _)) => Outstanding::Done(Answer {
             leader,
             batches: sealed,
             result: Ok(None),
+            topic_ids: HashMap::new(),
         }),
         Err(error) => Outstanding::Done(Answer {
             leader,
             batches: sealed,
             result: Err(error),
+            topic_ids: HashMap::new(),
         }),
     };
     // The forwarder only stops when the sender loop dropped its pipes.
     let _ = pipe.send(outstanding);
+}
+
+/// The Produce request for `topics` at the highest version both sides
+/// support: v13 (KIP-516) names topics by id, so it is used only when the
+/// metadata knows every topic's id. Returns the request, its version and
+/// the ids used (name to id; empty below v13).
+fn produce_request(
+    cluster: &Cluster,
+    config: &ProducerConfig,
+    topics: HashMap<String, Vec<PartitionProduceData>>,
+    supported_version: i16,
+) -> (ProduceRequest, i16, HashMap<String, Uuid>) {
+    let mut topic_ids = HashMap::new();
+    let mut version = supported_version;
+    if version >= TOPIC_ID_PRODUCE_VERSION {
+        let metadata = cluster.metadata();
+        for name in topics.keys() {
+            match metadata.topics.get(name).map(|topic| topic.topic_id) {
+                Some(id) if !id.is_nil() => {
+                    topic_ids.insert(name.clone(), id);
+                }
+                _ => {
+                    version = TOPIC_ID_PRODUCE_VERSION - 1;
+                    topic_ids.clear();
+                    break;
+                }
+            }
+        }
+    }
+    let topic_data = topics
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let data = TopicProduceData::default().with_partition_data(partitions);
+            match topic_ids.get(&topic) {
+                Some(id) => data.with_topic_id(*id),
+                None => data.with_name(TopicName(StrBytes::from_string(topic))),
+            }
+        })
+        .collect();
+    let request = ProduceRequest::default()
+        .with_acks(config.acks.wire())
+        .with_timeout_ms(
+            i32::try_from(config.client.request_timeout.as_millis()).unwrap_or(i32::MAX),
+        )
+        .with_topic_data(topic_data);
+    (request, version, topic_ids)
 }
 
 /// A request sent to a leader, in the order of sending.
@@ -399,6 +437,7 @@ enum Outstanding {
         leader: i32,
         batches: Vec<ProducerBatch>,
         response: ResponseFuture,
+        topic_ids: HashMap<String, Uuid>,
     },
     /// Answered already (acks=0, or it could not be sent).
     Done(Answer),
@@ -438,6 +477,7 @@ async fn forward_in_order(
                 leader,
                 batches,
                 response,
+                topic_ids,
             } => {
                 let result = match response.await {
                     Ok(Response::Produce(response)) => Ok(Some(response)),
@@ -450,6 +490,7 @@ async fn forward_in_order(
                     leader,
                     batches,
                     result,
+                    topic_ids,
                 }
             }
         };
@@ -462,7 +503,10 @@ async fn forward_in_order(
 /// Applies one answer to its batches.
 fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, answer: Answer) {
     let Answer {
-        batches, result, ..
+        batches,
+        result,
+        topic_ids,
+        ..
     } = answer;
     let response = match result {
         Ok(Some(response)) => response,
@@ -489,11 +533,18 @@ fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, an
             return;
         }
     };
+    let names_by_id: HashMap<Uuid, &String> =
+        topic_ids.iter().map(|(name, id)| (*id, name)).collect();
     let mut outcomes: HashMap<(String, i32), (i16, i64, i64)> = HashMap::new();
     for topic in &response.responses {
+        // v13 answers name topics by id only.
+        let name = match names_by_id.get(&topic.topic_id) {
+            Some(name) if topic.name.0.is_empty() => (*name).clone(),
+            _ => topic.name.0.to_string(),
+        };
         for partition in &topic.partition_responses {
             outcomes.insert(
-                (topic.name.0.to_string(), partition.index),
+                (name.clone(), partition.index),
                 (
                     partition.error_code,
                     partition.base_offset,
