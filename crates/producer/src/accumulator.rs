@@ -62,7 +62,9 @@ pub struct ProducerBatch {
     /// retry goes back in front of every batch with a greater position.
     order: (u64, usize),
     size_bytes: usize,
-    _permits: Vec<OwnedSemaphorePermit>,
+    /// Buffer memory held by its records (one permit per byte), merged
+    /// into one permit: released when the batch is dropped.
+    _permits: Option<OwnedSemaphorePermit>,
 }
 
 impl ProducerBatch {
@@ -122,10 +124,9 @@ impl ProducerBatch {
             Ok(halves) => halves,
             Err(error) => return SplitOutcome::Failed(self, error),
         };
+        // The halves share the buffer memory in proportion to their records.
+        let second_permits = self.second_half_permits(first_count);
         let second_completions = self.completions.split_off(first_count);
-        let second_permits = self
-            ._permits
-            .split_off(first_count.min(self._permits.len()));
         let second_stamp = self.stamp.map(|stamp| ProducerStamp {
             base_sequence: stamp
                 .base_sequence
@@ -141,7 +142,7 @@ impl ProducerBatch {
         );
         second.order.1 = self.order.1 + first_count;
         let first_completions = std::mem::take(&mut self.completions);
-        let first_permits = std::mem::take(&mut self._permits);
+        let first_permits = self._permits.take();
         let first = self.rebuilt(first_builder, first_completions, self.stamp, first_permits);
         SplitOutcome::Halves(Box::new((first, second)))
     }
@@ -194,12 +195,19 @@ impl ProducerBatch {
         Ok(halves)
     }
 
+    fn second_half_permits(&mut self, first_count: usize) -> Option<OwnedSemaphorePermit> {
+        let held = self._permits.as_mut()?;
+        let total = self.completions.len().max(1);
+        let second_count = total.saturating_sub(first_count);
+        held.split(held.num_permits() * second_count / total)
+    }
+
     fn rebuilt(
         &self,
         builder: RecordBatchBuilder,
         completions: Vec<(Completion, i64)>,
         stamp: Option<ProducerStamp>,
-        permits: Vec<OwnedSemaphorePermit>,
+        permits: Option<OwnedSemaphorePermit>,
     ) -> ProducerBatch {
         ProducerBatch {
             topic_partition: self.topic_partition.clone(),
@@ -333,7 +341,13 @@ impl Accumulator {
     ) -> Result<bool, (ProduceError, Completion)> {
         let size = record.estimated_size_bytes();
         let config = self.config;
-        let queue = self.queues.entry(topic_partition.clone()).or_default();
+        if !self.queues.contains_key(&topic_partition) {
+            self.queues
+                .insert(topic_partition.clone(), PartitionQueue::default());
+        }
+        let Some(queue) = self.queues.get_mut(&topic_partition) else {
+            return Err((ProduceError::Closed, completion));
+        };
         let fits = queue.batches.back().is_some_and(|batch| {
             batch.builder.as_ref().is_some_and(|builder| {
                 builder.estimated_size_in_bytes() + size <= config.batch_size
@@ -353,7 +367,7 @@ impl Accumulator {
                 stamp: None,
                 order: (self.next_order, 0),
                 size_bytes: 0,
-                _permits: Vec::new(),
+                _permits: None,
             });
         }
         let Some(batch) = queue.batches.back_mut() else {
@@ -377,7 +391,11 @@ impl Accumulator {
         }
         batch.size_bytes = builder.estimated_size_in_bytes();
         batch.completions.push((completion, timestamp_ms));
-        batch._permits.extend(permits);
+        match (batch._permits.as_mut(), permits) {
+            (Some(held), Some(more)) => held.merge(more),
+            (None, more) => batch._permits = more,
+            (Some(_), None) => {}
+        }
         Ok(new_batch)
     }
 
@@ -756,6 +774,42 @@ mod tests {
             accumulator.unmute(&tp(0));
         }
         assert_eq!(order, [b"0".to_vec(), b"1".to_vec(), b"234".to_vec()]);
+    }
+
+    #[test]
+    fn buffer_memory_is_held_per_batch_and_shared_by_split_halves() {
+        let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(1_000));
+        let now = Instant::now();
+        let mut accumulator = Accumulator::new(config(16_384, 0));
+        for _ in 0..4 {
+            let permit = std::sync::Arc::clone(&semaphore)
+                .try_acquire_many_owned(100)
+                .unwrap();
+            let (sender, _) = oneshot::channel();
+            accumulator
+                .append(
+                    tp(0),
+                    &ProducerRecord::new("t", "v"),
+                    0,
+                    sender,
+                    Some(permit),
+                    now,
+                )
+                .map_err(|(error, _)| error)
+                .unwrap();
+        }
+        assert_eq!(semaphore.available_permits(), 600);
+        let mut batch = accumulator.drain(&tp(0)).unwrap();
+        batch.seal(None).unwrap();
+        let SplitOutcome::Halves(halves) = batch.split(Compression::None) else {
+            panic!("four records split");
+        };
+        let (first, second) = *halves;
+        assert_eq!(semaphore.available_permits(), 600);
+        first.complete(0, -1);
+        assert_eq!(semaphore.available_permits(), 800);
+        second.fail(ProduceError::Closed);
+        assert_eq!(semaphore.available_permits(), 1_000);
     }
 
     #[test]
