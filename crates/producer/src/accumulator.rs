@@ -8,6 +8,7 @@
 //! and is drained only when nothing else of its partition is in flight.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -227,6 +228,7 @@ impl ProducerBatch {
     /// Resolves every record as written at `base_offset`.
     pub fn complete(self, base_offset: i64, log_append_time_ms: i64) {
         let TopicPartition { topic, partition } = self.topic_partition;
+        let topic: Arc<str> = topic.into();
         for (index, (completion, timestamp_ms)) in self.completions.into_iter().enumerate() {
             let offset = if base_offset < 0 {
                 -1
@@ -239,7 +241,7 @@ impl ProducerBatch {
                 timestamp_ms
             };
             let _ = completion.send(Ok(RecordMetadata {
-                topic: topic.clone(),
+                topic: Arc::clone(&topic),
                 partition,
                 offset,
                 timestamp_ms,
@@ -313,7 +315,9 @@ pub struct Readiness {
 #[derive(Debug)]
 pub struct Accumulator {
     config: AccumulatorConfig,
-    queues: BTreeMap<TopicPartition, PartitionQueue>,
+    /// Queues by topic, then partition: looked up by `&str` on every
+    /// append, without allocating a key.
+    queues: BTreeMap<String, BTreeMap<i32, PartitionQueue>>,
     flushing: bool,
     next_order: u64,
 }
@@ -329,10 +333,40 @@ impl Accumulator {
         }
     }
 
-    /// Appends a record; returns whether it started a new batch.
+    fn queue(&self, topic_partition: &TopicPartition) -> Option<&PartitionQueue> {
+        self.queues
+            .get(topic_partition.topic.as_str())?
+            .get(&topic_partition.partition)
+    }
+
+    fn queue_mut(&mut self, topic: &str, partition: i32) -> &mut PartitionQueue {
+        if !self.queues.contains_key(topic) {
+            self.queues.insert(topic.to_owned(), BTreeMap::new());
+        }
+        self.queues
+            .get_mut(topic)
+            .map(|partitions| partitions.entry(partition).or_default())
+            // Invariant: the topic's map was inserted just above.
+            .unwrap_or_else(|| unreachable!("the topic's map was just inserted"))
+    }
+
+    fn queues(&self) -> impl Iterator<Item = (&String, i32, &PartitionQueue)> {
+        self.queues.iter().flat_map(|(topic, partitions)| {
+            partitions
+                .iter()
+                .map(move |(partition, queue)| (topic, *partition, queue))
+        })
+    }
+
+    fn queues_mut(&mut self) -> impl Iterator<Item = &mut PartitionQueue> {
+        self.queues.values_mut().flat_map(BTreeMap::values_mut)
+    }
+
+    /// Appends a record to `(topic, partition)`; returns whether it started
+    /// a new batch.
     pub fn append(
         &mut self,
-        topic_partition: TopicPartition,
+        (topic, partition): (&str, i32),
         record: &ProducerRecord,
         timestamp_ms: i64,
         completion: Completion,
@@ -341,13 +375,8 @@ impl Accumulator {
     ) -> Result<bool, (ProduceError, Completion)> {
         let size = record.estimated_size_bytes();
         let config = self.config;
-        if !self.queues.contains_key(&topic_partition) {
-            self.queues
-                .insert(topic_partition.clone(), PartitionQueue::default());
-        }
-        let Some(queue) = self.queues.get_mut(&topic_partition) else {
-            return Err((ProduceError::Closed, completion));
-        };
+        let order = self.next_order + 1;
+        let queue = self.queue_mut(topic, partition);
         let fits = queue.batches.back().is_some_and(|batch| {
             batch.builder.as_ref().is_some_and(|builder| {
                 builder.estimated_size_in_bytes() + size <= config.batch_size
@@ -355,9 +384,11 @@ impl Accumulator {
         });
         let new_batch = !fits;
         if new_batch {
-            self.next_order += 1;
             queue.batches.push_back(ProducerBatch {
-                topic_partition,
+                topic_partition: TopicPartition {
+                    topic: topic.to_owned(),
+                    partition,
+                },
                 builder: Some(RecordBatchBuilder::new(config.compression)),
                 bytes: None,
                 completions: Vec::new(),
@@ -365,7 +396,7 @@ impl Accumulator {
                 attempts: 0,
                 retry_at: None,
                 stamp: None,
-                order: (self.next_order, 0),
+                order: (order, 0),
                 size_bytes: 0,
                 _permits: None,
             });
@@ -396,6 +427,9 @@ impl Accumulator {
             (None, more) => batch._permits = more,
             (Some(_), None) => {}
         }
+        if new_batch {
+            self.next_order = order;
+        }
         Ok(new_batch)
     }
 
@@ -407,7 +441,7 @@ impl Accumulator {
     /// retry goes out alone, after every earlier answer, so order holds.
     pub fn ready(&self, now: Instant) -> Readiness {
         let mut readiness = Readiness::default();
-        for (topic_partition, queue) in &self.queues {
+        for (topic, partition, queue) in self.queues() {
             let Some(front) = queue.batches.front() else {
                 continue;
             };
@@ -425,7 +459,10 @@ impl Accumulator {
                 None => front.created_at + self.config.linger,
             };
             if at <= now {
-                readiness.ready.push(topic_partition.clone());
+                readiness.ready.push(TopicPartition {
+                    topic: topic.clone(),
+                    partition,
+                });
             } else {
                 readiness.next_check = Some(readiness.next_check.map_or(at, |next| next.min(at)));
             }
@@ -444,11 +481,11 @@ impl Accumulator {
 
     /// Takes the front batch of a partition and counts it in flight.
     pub fn drain(&mut self, topic_partition: &TopicPartition) -> Option<ProducerBatch> {
-        let queue = self.queues.get(topic_partition)?;
+        let queue = self.queue(topic_partition)?;
         if !self.may_drain(queue) {
             return None;
         }
-        let queue = self.queues.get_mut(topic_partition)?;
+        let queue = self.queue_mut(&topic_partition.topic, topic_partition.partition);
         let mut batch = queue.batches.pop_front()?;
         queue.in_flight += 1;
         batch.attempts += 1;
@@ -458,19 +495,18 @@ impl Accumulator {
 
     /// Counts one in-flight batch of the partition as answered.
     pub fn unmute(&mut self, topic_partition: &TopicPartition) {
-        if let Some(queue) = self.queues.get_mut(topic_partition) {
-            queue.in_flight = queue.in_flight.saturating_sub(1);
-        }
+        let queue = self.queue_mut(&topic_partition.topic, topic_partition.partition);
+        queue.in_flight = queue.in_flight.saturating_sub(1);
     }
 
     /// Puts an answered batch back in its queue, before every batch
     /// created after it, to retry at `retry_at`.
     pub fn reenqueue(&mut self, mut batch: ProducerBatch, retry_at: Instant) {
         batch.retry_at = Some(retry_at);
-        let queue = self
-            .queues
-            .entry(batch.topic_partition.clone())
-            .or_default();
+        let queue = self.queue_mut(
+            &batch.topic_partition.topic,
+            batch.topic_partition.partition,
+        );
         queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.insert_in_order(batch);
     }
@@ -479,10 +515,10 @@ impl Accumulator {
     /// queue, unchanged but for its attempt count.
     pub fn undrain(&mut self, mut batch: ProducerBatch) {
         batch.attempts = batch.attempts.saturating_sub(1);
-        let queue = self
-            .queues
-            .entry(batch.topic_partition.clone())
-            .or_default();
+        let queue = self.queue_mut(
+            &batch.topic_partition.topic,
+            batch.topic_partition.partition,
+        );
         queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.insert_in_order(batch);
     }
@@ -490,10 +526,10 @@ impl Accumulator {
     /// Puts the two halves of an answered batch that was split back in its
     /// queue, ready at once, first half first.
     pub fn reenqueue_split(&mut self, first: ProducerBatch, second: ProducerBatch) {
-        let queue = self
-            .queues
-            .entry(first.topic_partition.clone())
-            .or_default();
+        let queue = self.queue_mut(
+            &first.topic_partition.topic,
+            first.topic_partition.partition,
+        );
         queue.in_flight = queue.in_flight.saturating_sub(1);
         queue.insert_in_order(first);
         queue.insert_in_order(second);
@@ -503,7 +539,7 @@ impl Accumulator {
     /// `now - delivery_timeout`.
     pub fn expire(&mut self, now: Instant, delivery_timeout: Duration) -> Vec<ProducerBatch> {
         let mut expired = Vec::new();
-        for queue in self.queues.values_mut() {
+        for queue in self.queues_mut() {
             while queue.batches.front().is_some_and(|batch| {
                 now.saturating_duration_since(batch.created_at) >= delivery_timeout
             }) {
@@ -522,15 +558,13 @@ impl Accumulator {
 
     /// Whether no batch is queued or in flight.
     pub fn is_empty(&self) -> bool {
-        self.queues
-            .values()
-            .all(|queue| queue.batches.is_empty() && queue.in_flight == 0)
+        self.queues()
+            .all(|(_, _, queue)| queue.batches.is_empty() && queue.in_flight == 0)
     }
 
     /// Removes every queued batch (on close).
     pub fn take_all(&mut self) -> Vec<ProducerBatch> {
-        self.queues
-            .values_mut()
+        self.queues_mut()
             .flat_map(|queue| queue.batches.drain(..))
             .collect()
     }
@@ -569,7 +603,7 @@ mod tests {
         let (sender, receiver) = oneshot::channel();
         let record = ProducerRecord::new("t", value);
         let new_batch = accumulator
-            .append(tp(partition), &record, 1, sender, None, now)
+            .append(("t", partition), &record, 1, sender, None, now)
             .map_err(|(error, _)| error)
             .unwrap();
         (new_batch, receiver)
@@ -700,7 +734,7 @@ mod tests {
                     .with_header("h", Some(Bytes::from_static(b"v")))
                     .with_timestamp_ms(100 + i64::from(index));
                 accumulator
-                    .append(tp(0), &record, 100 + i64::from(index), sender, None, now)
+                    .append(("t", 0), &record, 100 + i64::from(index), sender, None, now)
                     .map_err(|(error, _)| error)
                     .unwrap();
                 receivers.push(receiver);
@@ -788,7 +822,7 @@ mod tests {
             let (sender, _) = oneshot::channel();
             accumulator
                 .append(
-                    tp(0),
+                    ("t", 0),
                     &ProducerRecord::new("t", "v"),
                     0,
                     sender,
@@ -848,7 +882,7 @@ mod tests {
                         next_value[index] += 1;
                         let (sender, _receiver) = oneshot::channel();
                         let record = ProducerRecord::new("t", value.to_be_bytes().to_vec());
-                        accumulator.append(tp(partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
+                        accumulator.append(("t", partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
                     }
                     2 => {
                         for ready in accumulator.ready(now).ready {
@@ -911,7 +945,7 @@ mod tests {
                         next_value[index] += 1;
                         let (sender, _receiver) = oneshot::channel();
                         let record = ProducerRecord::new("t", value.to_be_bytes().to_vec());
-                        accumulator.append(tp(partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
+                        accumulator.append(("t", partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
                     }
                     2 => {
                         for ready in accumulator.ready(now).ready {

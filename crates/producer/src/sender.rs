@@ -737,7 +737,7 @@ mod tests {
             let (sender, _) = oneshot::channel();
             accumulator
                 .append(
-                    tp.clone(),
+                    ("t", 0),
                     &ProducerRecord::new("t", "v"),
                     0,
                     sender,

@@ -172,7 +172,7 @@ fn record_from_json(value: &Value) -> Result<ProducerRecord, &'static str> {
         }
     }
     Ok(ProducerRecord {
-        topic: topic.to_owned(),
+        topic: topic.into(),
         partition,
         key: hex_field(value.get("key"))?,
         value: hex_field(value.get("value"))?,
@@ -217,7 +217,7 @@ fn hex_digit(digit: u8) -> Result<u8, &'static str> {
 fn outcome_json(outcome: Result<RecordMetadata, ProduceError>) -> Value {
     match outcome {
         Ok(metadata) => json!({
-            "topic": metadata.topic,
+            "topic": metadata.topic.as_ref(),
             "partition": metadata.partition,
             "offset": metadata.offset,
             "timestamp": metadata.timestamp_ms,
