@@ -10,7 +10,8 @@
 //! `batch.size=65536`, idempotence on with acks=all and off with acks=1,
 //! unkeyed records of one fixed value) and the same latency measure: from
 //! `send` to the moment a collector awaiting the records' futures in send
-//! order sees the acknowledgement.
+//! order sees the acknowledgement. After each run the topic's end offsets
+//! must add up to the records sent (each written once), or the run fails.
 //!
 //! Run with `cargo bench -p strom-bench --bench producer-vs-rdkafka` after
 //! `cargo build --release -p strom-broker`. The record counts (5 M
@@ -28,7 +29,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use serde_json::{json, Value};
-use strom_client::admin::{AdminClient, NewTopic};
+use strom_client::admin::{AdminClient, NewTopic, OffsetSpec};
 use strom_client::{ClientConfig, Cluster};
 
 use broker_process::{default_broker_binary, BrokerProcess};
@@ -147,6 +148,10 @@ fn run_parent(arguments: &Arguments) -> Result<(), String> {
                         compression: compression.to_owned(),
                     };
                     let result = run_client_process(kind, &workload)?;
+                    let written = runtime.block_on(records_in_topic(&admin, &topic))?;
+                    if written != i64::try_from(records).unwrap_or(i64::MAX) {
+                        return Err(format!("{topic}: {written} records written of {records}"));
+                    }
                     print_row(&workload, kind, &result);
                     results.push(json!({
                         "client": kind.to_string(),
@@ -189,6 +194,20 @@ async fn create_topic(admin: &AdminClient, topic: &str) -> Result<(), String> {
         Some(Err(error)) => Err(format!("create {topic}: {error}")),
         None => Err(format!("create {topic}: no answer for it")),
     }
+}
+
+/// The records in a topic: the sum of its partitions' end offsets, checked
+/// against the records the client reported acknowledged.
+async fn records_in_topic(admin: &AdminClient, topic: &str) -> Result<i64, String> {
+    let mut total = 0;
+    for partition in 0..PARTITIONS {
+        total += admin
+            .list_offset(topic, partition, OffsetSpec::Latest)
+            .await
+            .map_err(|error| format!("end offset of {topic}-{partition}: {error}"))?
+            .offset;
+    }
+    Ok(total)
 }
 
 async fn delete_topic(admin: &AdminClient, topic: &str) -> Result<(), String> {
