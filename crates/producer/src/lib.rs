@@ -23,6 +23,10 @@
 //!   with MESSAGE_TOO_LARGE is split in two halves that take its place (and
 //!   its sequences); a single record too large fails alone with
 //!   [`ProduceError::RecordTooLarge`].
+//! * **Produce at the highest version both sides support**, v13 (topics
+//!   by id, KIP-516) when the metadata knows every topic's id, else up to
+//!   v12 by name. Answers of one broker's pipelined requests are handled in
+//!   the order the requests were sent.
 //! * **Sans-IO accumulator.** [`accumulator::Accumulator`] takes `now` in
 //!   every time-dependent call and does no I/O, so batching, readiness and
 //!   retry order are unit and property tested with an injected clock.
