@@ -272,3 +272,30 @@ async fn batches_too_large_for_the_topic_are_split_and_a_lone_large_record_fails
         .await
         .expect("test in time");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_lets_the_broker_create_a_missing_topic_and_admin_does_not() {
+    let run = async {
+        let harness = Harness::start().await;
+        // The admin client's metadata never creates a topic it looks at.
+        let admin = harness.admin().await;
+        let looked_at = admin.list_offset("looked-at", 0, OffsetSpec::Latest).await;
+        assert!(looked_at.is_err(), "{looked_at:?}");
+        let producer = harness.producer(&[("max.block.ms", "10000")]).await;
+        let acknowledged = send_all(
+            &producer,
+            (0..10).map(|index| keyed("auto-created", index)).collect(),
+        )
+        .await;
+        assert_eq!(acknowledged.len(), 10);
+        let counts = assert_consecutive_per_partition(&acknowledged);
+        assert_end_offsets(&harness, "auto-created", &counts).await;
+        producer.close(Duration::from_secs(5)).await;
+        let again = admin.list_offset("looked-at", 0, OffsetSpec::Latest).await;
+        assert!(again.is_err(), "still missing: {again:?}");
+        harness.broker.shutdown().await;
+    };
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("test in time");
+}

@@ -225,7 +225,7 @@ impl Cluster {
             .collect();
         let mut request = MetadataRequest::default().with_topics(Some(request_topics));
         if version >= 4 {
-            request.allow_auto_topic_creation = false;
+            request.allow_auto_topic_creation = self.inner.config.allow_auto_topic_creation;
         }
         match connection.send(request).await? {
             Response::Metadata(response) => Ok(response),

@@ -27,6 +27,11 @@ pub struct ClientConfig {
     pub metadata_max_age: Duration,
     /// `socket.connection.setup.timeout.ms`: TCP connect timeout.
     pub connection_setup_timeout: Duration,
+    /// `allow.auto.create.topics`: whether Metadata requests for topics let
+    /// the broker create missing ones (when its `auto.create.topics.enable`
+    /// allows). Off by default here (an admin client must not create what it
+    /// describes); the producer turns it on, as the Java producer does.
+    pub allow_auto_topic_creation: bool,
 }
 
 impl Default for ClientConfig {
@@ -40,6 +45,7 @@ impl Default for ClientConfig {
             retry_backoff: Duration::from_millis(100),
             metadata_max_age: Duration::from_millis(300_000),
             connection_setup_timeout: Duration::from_millis(10_000),
+            allow_auto_topic_creation: false,
         }
     }
 }
@@ -125,6 +131,19 @@ impl ClientConfig {
                     .collect();
             }
             "client.id" => self.client_id = value.to_owned(),
+            "allow.auto.create.topics" => {
+                self.allow_auto_topic_creation = match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(ConfigError::InvalidValue {
+                            key: key.to_owned(),
+                            value: value.to_owned(),
+                            expected: "true or false",
+                        })
+                    }
+                }
+            }
             "request.timeout.ms" => self.request_timeout = parse_duration_ms(key, value)?,
             "reconnect.backoff.ms" => self.reconnect_backoff = parse_duration_ms(key, value)?,
             "reconnect.backoff.max.ms" => {

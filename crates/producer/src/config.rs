@@ -59,8 +59,11 @@ pub struct ProducerConfig {
 impl ProducerConfig {
     /// Java's defaults with the given bootstrap servers.
     pub fn new<S: Into<String>>(bootstrap_servers: impl IntoIterator<Item = S>) -> Self {
+        let mut client = ClientConfig::new(bootstrap_servers);
+        // The Java producer always lets the broker create a missing topic.
+        client.allow_auto_topic_creation = true;
         ProducerConfig {
-            client: ClientConfig::new(bootstrap_servers),
+            client,
             acks: Acks::All,
             batch_size: 16_384,
             linger: Duration::from_millis(5),
