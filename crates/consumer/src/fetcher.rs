@@ -25,10 +25,6 @@ use crate::error::ConsumerError;
 use crate::fetch_session::{FetchSession, PartitionFetch};
 use crate::record::{ConsumerRecord, RecordHeader, TopicPartition};
 
-/// The highest Fetch version the consumer sends: v13 and later name topics
-/// by id only.
-pub const MAX_FETCH_VERSION: i16 = 12;
-
 /// Where a partition's next fetch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Position {
@@ -445,7 +441,9 @@ impl Fetcher {
         if top_error != ErrorCode::None {
             outcome.refresh_metadata = !matches!(
                 top_error,
-                ErrorCode::FetchSessionIdNotFound | ErrorCode::InvalidFetchSessionEpoch
+                ErrorCode::FetchSessionIdNotFound
+                    | ErrorCode::InvalidFetchSessionEpoch
+                    | ErrorCode::FetchSessionTopicIdError
             );
             return outcome;
         }
@@ -498,7 +496,9 @@ impl Fetcher {
             | ErrorCode::FencedLeaderEpoch
             | ErrorCode::UnknownLeaderEpoch
             | ErrorCode::KafkaStorageError
-            | ErrorCode::LeaderNotAvailable => {
+            | ErrorCode::LeaderNotAvailable
+            | ErrorCode::UnknownTopicId
+            | ErrorCode::InconsistentTopicId => {
                 outcome.refresh_metadata = true;
                 return;
             }
