@@ -9,6 +9,7 @@ what they printed after each poll. The binary comes from STROM_BIN_DIR (set by
 scripts/test) or is built with cargo on first use."""
 import json
 import os
+import struct
 import subprocess
 import threading
 import time
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+import rawwire
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 6
@@ -352,3 +355,38 @@ def test_strom_consumer_resumes_from_committed_offsets_after_restarts(
     # No record twice and none missing: every run started at the offsets the
     # previous one committed, across both broker restarts.
     check_exactly_once(runs, 4000)
+
+
+def broker_keeps_fetch_sessions(port: int, topic: str) -> bool:
+    """Whether the broker answers a full Fetch v7 asking for a new session
+    (session id 0, epoch 0) with a session id."""
+    partitions = rawwire.array([struct.pack(">iqqi", 0, 0, -1, 1 << 20)])
+    body = struct.pack(">iiiibii", -1, 0, 1, 1 << 20, 0, 0, 0)
+    body += rawwire.array([rawwire.string(topic) + partitions]) + rawwire.array([])
+    with rawwire.Connection(port) as connection:
+        response = connection.call(1, 7, body)
+    _throttle_ms, error_code, session_id = struct.unpack(">ihi", response[:10])
+    assert error_code == 0
+    return session_id != 0
+
+
+def test_strom_consumer_uses_fetch_sessions_where_the_broker_keeps_them(
+        broker, consumer_binary, tmp_path):
+    topic = "sessions"
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, 0, 3000)
+    member = StromMember(consumer_binary, broker.bootstrap, topic, "sessions", log_dir=tmp_path)
+    try:
+        wait_until(lambda: len(member.seen) >= 3000, "every record")
+        time.sleep(0.5)  # a few more (empty, incremental) fetches
+        member.stop()
+    finally:
+        member.kill()
+    check_exactly_once([member], 3000)
+    (sessions,) = [event["sessions"] for event in member.of_kind("fetch_sessions")]
+    print(f"fetch sessions held at the end: {sessions}")
+    assert list(sessions) == ["1"]
+    if broker_keeps_fetch_sessions(broker.port, topic):
+        assert sessions["1"] != 0, "the consumer fetched without the session the broker offered"
+    else:
+        assert sessions["1"] == 0

@@ -319,6 +319,12 @@ impl Consumer {
         .await
     }
 
+    /// The incremental fetch session (KIP-227) id held with each broker
+    /// fetched from; 0 where the broker keeps no session.
+    pub fn fetch_session_ids(&self) -> BTreeMap<i32, i32> {
+        self.fetcher.session_ids()
+    }
+
     /// Stops fetching `partitions` (positions are kept).
     pub fn pause(&mut self, partitions: &[TopicPartition]) -> Result<(), ConsumerError> {
         for partition in partitions {

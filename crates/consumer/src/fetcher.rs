@@ -293,6 +293,15 @@ impl Fetcher {
         self.errors.pop_front()
     }
 
+    /// The fetch session id held with each broker (0: sessionless, full
+    /// fetches every time).
+    pub fn session_ids(&self) -> BTreeMap<i32, i32> {
+        self.sessions
+            .iter()
+            .map(|(broker_id, session)| (*broker_id, session.session_id()))
+            .collect()
+    }
+
     /// The requests to send now, at most one per leader. `leader_of` gives a
     /// partition's leader and leader epoch; partitions without one are
     /// returned separately so the caller refreshes metadata.

@@ -7,7 +7,8 @@
 //! "key":..,"value":..,"time_ms":..}` for each record (key and value as
 //! UTF-8, lossy; null when absent), `assigned` / `revoked` / `lost` with the
 //! partitions of each rebalance callback, `started` once the consumer
-//! exists and `closed` after a clean close. After each poll it prints the
+//! exists, `fetch_sessions` (broker id to the KIP-227 session id it held,
+//! 0 for none) when it stops and `closed` after a clean close. After each poll it prints the
 //! batch and then commits the positions synchronously, so every printed
 //! record is committed before its partition can move to another member.
 //! It stops, closing cleanly (LeaveGroup), when stdin is closed, on
@@ -233,6 +234,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut consumer = build_consumer(&args).await?;
     emit(json!({"event": "started"}));
     let result = consume(&mut consumer, &args, stop).await;
+    let sessions: BTreeMap<String, i32> = consumer
+        .fetch_session_ids()
+        .into_iter()
+        .map(|(broker_id, session_id)| (broker_id.to_string(), session_id))
+        .collect();
+    emit(json!({"event": "fetch_sessions", "sessions": sessions}));
     consumer.close().await?;
     emit(json!({"event": "closed"}));
     result.map_err(Into::into)
