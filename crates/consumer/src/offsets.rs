@@ -358,3 +358,40 @@ pub fn group_error(group_id: &str, api: &'static str, code: i16) -> Result<(), C
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partitions() -> Vec<TopicPartition> {
+        vec![
+            TopicPartition::new("a", 0),
+            TopicPartition::new("a", 2),
+            TopicPartition::new("b", 1),
+        ]
+    }
+
+    #[test]
+    fn offset_fetch_before_v8_names_one_group_at_the_top() {
+        let request = offset_fetch_request("g", &partitions(), 7);
+        assert_eq!(request.group_id.0.as_str(), "g");
+        assert!(request.groups.is_empty());
+        let topics = request.topics.expect("topics");
+        assert_eq!(topics.len(), 2);
+        assert_eq!(topics[0].partition_indexes, [0, 2]);
+    }
+
+    #[test]
+    fn offset_fetch_from_v8_batches_groups() {
+        let request = offset_fetch_request("g", &partitions(), 9);
+        assert!(request.topics.as_ref().is_none_or(Vec::is_empty));
+        let [group] = request.groups.as_slice() else {
+            panic!("expected one group, got {:?}", request.groups);
+        };
+        assert_eq!(group.group_id.0.as_str(), "g");
+        assert_eq!((group.member_id.as_ref(), group.member_epoch), (None, -1));
+        let topics = group.topics.as_ref().expect("topics");
+        assert_eq!(topics[1].name.0.as_str(), "b");
+        assert_eq!(topics[1].partition_indexes, [1]);
+    }
+}

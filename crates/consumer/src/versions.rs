@@ -91,7 +91,9 @@ impl ApiVersionCaps {
     }
 
     /// Parses `librdkafka-mock`, `none`, or `Name=version` pairs separated
-    /// by commas (names as in [`CAPPABLE_APIS`], e.g. `JoinGroup=5`).
+    /// by commas. The names are Kafka's API names of Fetch, OffsetCommit,
+    /// OffsetFetch, JoinGroup, Heartbeat, LeaveGroup and SyncGroup (any case),
+    /// e.g. `JoinGroup=5`.
     pub fn parse(value: &str) -> Result<ApiVersionCaps, ConfigError> {
         let value = value.trim();
         match value {

@@ -244,3 +244,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     emit(json!({"event": "closed"}));
     result.map_err(Into::into)
 }
+
+#[cfg(test)]
+mod tests {
+    use strom_consumer::TimestampType;
+
+    use super::*;
+
+    fn record(partition: i32, offset: i64) -> ConsumerRecord {
+        ConsumerRecord {
+            topic: "t".into(),
+            partition,
+            offset,
+            timestamp_ms: 0,
+            timestamp_type: TimestampType::CreateTime,
+            leader_epoch: None,
+            key: None,
+            value: None,
+            headers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_cut_batch_commits_only_what_was_printed() {
+        let batch = [record(0, 5), record(1, 9), record(0, 6), record(2, 3)];
+        let offsets = printed_offsets(&batch, 2);
+        let committed: Vec<(i32, i64)> = offsets
+            .iter()
+            .map(|(tp, offset)| (tp.partition, offset.offset))
+            .collect();
+        // Partition 0: offset 5 printed, 6 not; 1: 9 printed; 2: nothing printed.
+        assert_eq!(committed, [(0, 6), (1, 10), (2, 3)]);
+    }
+}
