@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
 use crate::config::BrokerConfig;
+use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher};
 use crate::meta_properties;
@@ -173,6 +174,10 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         replicas,
         producer_ids,
         groups: Arc::clone(&groups),
+        fetch_sessions: Arc::new(FetchSessionCache::new(
+            config.max_incremental_fetch_session_cache_slots,
+            uuid::Uuid::new_v4().as_u64_pair().0,
+        )),
     });
     let tasks = vec![
         tokio::spawn(follow_metadata(Arc::clone(&context))),

@@ -135,6 +135,8 @@ pub struct BrokerConfig {
     pub log_cleaner_enable: bool,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
+    /// `max.incremental.fetch.session.cache.slots` (KIP-227).
+    pub max_incremental_fetch_session_cache_slots: usize,
     /// Topic-level defaults under topic-level names (see the module docs).
     topic_defaults: BTreeMap<String, String>,
     /// The properties as given (file and overrides), for DescribeConfigs.
@@ -161,6 +163,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("offsets.topic.replication.factor", "1"),
     ("offsets.retention.minutes", "10080"),
     ("group.initial.rebalance.delay.ms", "3000"),
+    ("max.incremental.fetch.session.cache.slots", "1000"),
     ("group.min.session.timeout.ms", "6000"),
     ("group.max.session.timeout.ms", "1800000"),
     ("group.max.size", "2147483647"),
@@ -317,6 +320,11 @@ impl BrokerConfig {
                 "num.recovery.threads.per.data.dir",
                 1,
                 1024,
+            )? as usize,
+            max_incremental_fetch_session_cache_slots: lookup.int(
+                "max.incremental.fetch.session.cache.slots",
+                0,
+                i32::MAX as i64,
             )? as usize,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),

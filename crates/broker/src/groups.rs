@@ -79,7 +79,7 @@ impl OffsetsLog for OffsetsTopicLog {
         let batch = builder.build().map_err(|_| LogError::Backend {
             reason: "record batch could not be built",
         })?;
-        let appended = blocking(|| replica.append(batch, false, now_ms));
+        let appended = blocking(|| replica.append_flushing_here(batch, false, now_ms));
         match appended {
             Ok(info) => Ok(info.last_offset),
             Err(error) => {

@@ -6,11 +6,13 @@
 //! protocol, storage, replication, controller or group logic: those live in
 //! the crates below it, and this crate only wires them together ([`groups`]
 //! gives the group coordinator its `__consumer_offsets` storage and loads
-//! the partitions this broker leads).
+//! the partitions this broker leads). The one piece of state it keeps of its
+//! own is per-client: incremental fetch sessions ([`fetch_session`]).
 
 pub mod broker;
 pub mod config;
 pub mod error;
+pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
 pub mod launch;

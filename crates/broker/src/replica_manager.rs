@@ -13,7 +13,8 @@ use bytes::Bytes;
 use strom_controller::image::{ConfigResource, MetadataImage};
 use strom_replication::{AckStatus, LeaderState, OffsetWatch, ReplicationError};
 use strom_storage::clock::Clock;
-use strom_storage::error::{AppendError, ReadError};
+use strom_storage::error::{AppendError, LogError, ReadError};
+use strom_storage::flush::FlushTicket;
 use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
 use strom_storage::{AppendInfo, LogConfig, LogManager, TopicPartition};
@@ -41,6 +42,30 @@ pub enum AppendFailure {
     /// The log refused it.
     #[error(transparent)]
     Log(#[from] AppendError),
+    /// The records were written but the flush `flush.messages` demands failed.
+    #[error(transparent)]
+    Flush(#[from] FlushFailure),
+}
+
+/// A successful append.
+#[derive(Debug)]
+pub struct Appended {
+    /// What the log says about the append.
+    pub info: AppendInfo,
+    /// A flush that `flush.messages` made due; the records are not
+    /// acknowledged, nor visible, until it is synced and completed.
+    pub pending_flush: Option<FlushTicket>,
+}
+
+/// Why a deferred flush failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FlushFailure {
+    /// The fsync failed.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The blocking task was cancelled (runtime shutting down).
+    #[error("the flush task was interrupted")]
+    Interrupted,
 }
 
 /// A read for a consumer or a follower.
@@ -88,20 +113,32 @@ impl PartitionReplica {
     /// Appends a producer's batches as leader and advances LEO and HW.
     ///
     /// The caller holds no lock; this takes the log's write lock for the
-    /// append and the replication state's lock after it.
+    /// append and the replication state's lock after it. It never fsyncs:
+    /// when `flush.messages` makes a flush due, the result carries a
+    /// [`FlushTicket`] and the HW stays where it is until the caller has
+    /// synced it off the async workers and called
+    /// [`PartitionReplica::complete_flush`] (so consumers and `acks=all`
+    /// only see flushed records, as they would with an inline flush).
     pub fn append(
         &self,
         records: Bytes,
         acks_all: bool,
         now_ms: i64,
-    ) -> Result<AppendInfo, AppendFailure> {
+    ) -> Result<Appended, AppendFailure> {
         let leader_epoch = {
             let leader = self.leader();
             leader.check_append(acks_all)?;
             leader.leader_epoch()
         };
         let mut log = self.log_mut();
-        let info = log.append_as_leader(records, leader_epoch, now_ms)?;
+        let info = log.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
+        if log.flush_due() {
+            let ticket = log.prepare_flush();
+            return Ok(Appended {
+                info,
+                pending_flush: Some(ticket),
+            });
+        }
         let log_end_offset = log.log_end_offset();
         let advanced = self.leader().on_local_append(log_end_offset);
         if let Some(high_watermark) = advanced {
@@ -109,7 +146,57 @@ impl PartitionReplica {
             drop(log);
             self.high_watermark.advance(high_watermark);
         }
-        Ok(info)
+        Ok(Appended {
+            info,
+            pending_flush: None,
+        })
+    }
+
+    /// Records a synced [`FlushTicket`]: moves the recovery point and lets
+    /// the HW follow the flushed records.
+    pub fn complete_flush(&self, ticket: &FlushTicket, now_ms: i64) {
+        let mut log = self.log_mut();
+        log.complete_flush(ticket, now_ms);
+        let advanced = {
+            let mut leader = self.leader();
+            let flushed_to = ticket.flushed_to().max(leader.log_end_offset());
+            leader.on_local_append(flushed_to.min(log.log_end_offset()))
+        };
+        if let Some(high_watermark) = advanced {
+            log.update_high_watermark(high_watermark);
+            drop(log);
+            self.high_watermark.advance(high_watermark);
+        }
+    }
+
+    /// [`PartitionReplica::append`], then the flush it made due, on the
+    /// calling thread (for callers already off the async workers).
+    pub fn append_flushing_here(
+        &self,
+        records: Bytes,
+        acks_all: bool,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendFailure> {
+        let appended = self.append(records, acks_all, now_ms)?;
+        if let Some(ticket) = appended.pending_flush {
+            ticket.sync().map_err(FlushFailure::from)?;
+            self.complete_flush(&ticket, now_ms);
+        }
+        Ok(appended.info)
+    }
+
+    /// Syncs a [`FlushTicket`] on the blocking thread pool, then completes
+    /// it. Errors are returned (the records stay unacknowledged).
+    pub async fn flush_off_worker(
+        self: &Arc<Self>,
+        ticket: FlushTicket,
+        now_ms: i64,
+    ) -> Result<(), FlushFailure> {
+        let ticket = tokio::task::spawn_blocking(move || ticket.sync().map(|()| ticket))
+            .await
+            .map_err(|_| FlushFailure::Interrupted)??;
+        self.complete_flush(&ticket, now_ms);
+        Ok(())
     }
 
     /// Whether an `acks=all` write ending before `required_offset` is done.

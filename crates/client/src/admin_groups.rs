@@ -17,8 +17,8 @@ use strom_protocol::kafka::messages::offset_commit_request::{
 use strom_protocol::kafka::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use strom_protocol::kafka::messages::{
     ApiKey, CreatePartitionsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
-    DescribeConfigsRequest, GroupId, IncrementalAlterConfigsRequest, ListGroupsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, TopicName,
+    DescribeConfigsRequest, DescribeGroupsRequest, GroupId, IncrementalAlterConfigsRequest,
+    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, TopicName,
 };
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
@@ -53,7 +53,77 @@ pub struct ListedGroup {
     pub state: String,
 }
 
+/// A group as DescribeGroups reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// The group id.
+    pub group_id: String,
+    /// The state (`Empty`, `Stable`, `PreparingRebalance`, `Dead`, ...).
+    pub state: String,
+    /// The protocol type (`consumer` for consumer groups; empty when none).
+    pub protocol_type: String,
+    /// The chosen protocol (the assignor, for consumer groups).
+    pub protocol: String,
+    /// The members.
+    pub members: Vec<GroupMember>,
+}
+
+/// A member of a described group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMember {
+    /// The member id the coordinator gave.
+    pub member_id: String,
+    /// The static member id (`group.instance.id`), if any.
+    pub group_instance_id: Option<String>,
+    /// The member's client id.
+    pub client_id: String,
+    /// The member's host as the coordinator saw it.
+    pub client_host: String,
+    /// The member's subscription metadata, as sent in JoinGroup (opaque;
+    /// its format belongs to the protocol type).
+    pub metadata: bytes::Bytes,
+    /// The member's assignment, as the leader sent it in SyncGroup.
+    pub assignment: bytes::Bytes,
+}
+
 impl AdminClient {
+    /// Describes a group at its coordinator: state, protocol and members.
+    /// A group the coordinator does not know comes back in state `Dead`
+    /// with no members, as Kafka reports it.
+    pub async fn describe_group(&self, group_id: &str) -> Result<GroupDescription, ClientError> {
+        let coordinator = self.cluster().find_coordinator(group_id, 0).await?;
+        let request = DescribeGroupsRequest::default().with_groups(vec![group_id_of(group_id)]);
+        let Response::DescribeGroups(response) =
+            self.cluster().send_to(coordinator, request).await?
+        else {
+            return Err(unexpected(ApiKey::DescribeGroups));
+        };
+        let group = response
+            .groups
+            .iter()
+            .find(|group| group.group_id.0.as_str() == group_id)
+            .ok_or_else(|| unexpected(ApiKey::DescribeGroups))?;
+        outcome(group.error_code)?;
+        Ok(GroupDescription {
+            group_id: group.group_id.0.to_string(),
+            state: group.group_state.to_string(),
+            protocol_type: group.protocol_type.to_string(),
+            protocol: group.protocol_data.to_string(),
+            members: group
+                .members
+                .iter()
+                .map(|member| GroupMember {
+                    member_id: member.member_id.to_string(),
+                    group_instance_id: member.group_instance_id.as_ref().map(|id| id.to_string()),
+                    client_id: member.client_id.to_string(),
+                    client_host: member.client_host.to_string(),
+                    metadata: member.member_metadata.clone(),
+                    assignment: member.member_assignment.clone(),
+                })
+                .collect(),
+        })
+    }
+
     /// Raises the partition count of topics (name to new total count).
     pub async fn create_partitions(
         &self,
@@ -67,9 +137,13 @@ impl AdminClient {
                 counts
                     .iter()
                     .map(|(name, count)| {
+                        // No explicit assignment: null, as the Java client sends
+                        // (the generated default is an empty list, which
+                        // brokers reject as INVALID_REPLICA_ASSIGNMENT).
                         CreatePartitionsTopic::default()
                             .with_name(topic_name(name))
                             .with_count(*count)
+                            .with_assignments(None)
                     })
                     .collect(),
             );

@@ -323,6 +323,16 @@ impl Connection {
     /// Queues a request that gets no response (Produce with `acks=0`).
     pub fn submit_without_response(&self, request: Request) -> Result<(), ClientError> {
         let api_version = self.api_version(request.api_key())?;
+        self.submit_without_response_at(request, api_version)
+    }
+
+    /// Like [`submit_without_response`](Self::submit_without_response) at an
+    /// explicit version.
+    pub fn submit_without_response_at(
+        &self,
+        request: Request,
+        api_version: i16,
+    ) -> Result<(), ClientError> {
         self.queue(Outgoing {
             request,
             api_version,

@@ -2,15 +2,17 @@
 //! construction, and the sans-IO decision of which are ready to send.
 //!
 //! Every method that depends on time takes `now`, so tests drive it with an
-//! injected clock. The sender keeps at most one batch per partition in
-//! flight (it mutes the partition until the answer), which keeps records in
-//! order across retries: a batch to retry goes back to the front of its queue.
+//! injected clock. It counts each partition's batches in flight (at most
+//! `max_in_flight_per_partition`) and keeps records in order across
+//! retries: a batch to retry goes back before every batch created after it,
+//! and is drained only when nothing else of its partition is in flight.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use strom_protocol::records::{BatchHeaderMut, Compression, RecordBatchBuilder};
+use strom_protocol::records::{BatchHeaderMut, Compression, RecordBatch, RecordBatchBuilder};
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
 use crate::error::ProduceError;
@@ -55,8 +57,15 @@ pub struct ProducerBatch {
     pub retry_at: Option<Instant>,
     /// The producer stamp it was sealed with.
     pub stamp: Option<ProducerStamp>,
+    /// Where its records stand in the partition's order: the batch's
+    /// creation number in the accumulator, then the index of its first
+    /// record in the batch it was split from (0 if never split). A batch to
+    /// retry goes back in front of every batch with a greater position.
+    order: (u64, usize),
     size_bytes: usize,
-    _permits: Vec<OwnedSemaphorePermit>,
+    /// Buffer memory held by its records (one permit per byte), merged
+    /// into one permit: released when the batch is dropped.
+    _permits: Option<OwnedSemaphorePermit>,
 }
 
 impl ProducerBatch {
@@ -101,9 +110,125 @@ impl ProducerBatch {
         })
     }
 
+    /// Splits a batch the broker rejected as too large (MESSAGE_TOO_LARGE)
+    /// into two batches of the first and second half of its records, as the
+    /// Java client does. The halves keep the records' order, completions
+    /// and timestamps, and, for an idempotent producer, take the original's
+    /// sequences (`base_sequence` and `base_sequence + first half`), so they
+    /// take its place in the partition's sequence.
+    pub fn split(mut self, compression: Compression) -> SplitOutcome {
+        if self.record_count() < 2 {
+            return SplitOutcome::Single(self);
+        }
+        let first_count = self.record_count() / 2;
+        let [first_builder, second_builder] = match self.split_records(compression, first_count) {
+            Ok(halves) => halves,
+            Err(error) => return SplitOutcome::Failed(self, error),
+        };
+        // The halves share the buffer memory in proportion to their records.
+        let second_permits = self.second_half_permits(first_count);
+        let second_completions = self.completions.split_off(first_count);
+        let second_stamp = self.stamp.map(|stamp| ProducerStamp {
+            base_sequence: stamp
+                .base_sequence
+                .wrapping_add(i32::try_from(first_count).unwrap_or(i32::MAX))
+                & i32::MAX,
+            ..stamp
+        });
+        let mut second = self.rebuilt(
+            second_builder,
+            second_completions,
+            second_stamp,
+            second_permits,
+        );
+        second.order.1 = self.order.1 + first_count;
+        let first_completions = std::mem::take(&mut self.completions);
+        let first_permits = self._permits.take();
+        let first = self.rebuilt(first_builder, first_completions, self.stamp, first_permits);
+        SplitOutcome::Halves(Box::new((first, second)))
+    }
+
+    /// Re-encodes the records into two builders, `first_count` in the first.
+    fn split_records(
+        &self,
+        compression: Compression,
+        first_count: usize,
+    ) -> Result<[RecordBatchBuilder; 2], ProduceError> {
+        let bytes = match (&self.bytes, &self.builder) {
+            (Some(bytes), _) => bytes.clone(),
+            (None, Some(builder)) => builder.clone().build()?,
+            (None, None) => {
+                return Err(ProduceError::InvalidRecord {
+                    reason: "batch has no records".to_owned(),
+                })
+            }
+        };
+        let parsed = RecordBatch::parse(bytes)?;
+        let mut halves = [
+            RecordBatchBuilder::new(compression),
+            RecordBatchBuilder::new(compression),
+        ];
+        let mut timestamps = self
+            .completions
+            .iter()
+            .map(|(_, timestamp_ms)| *timestamp_ms);
+        for (index, record) in parsed.records()?.enumerate() {
+            let record = record?;
+            let timestamp_ms = timestamps
+                .next()
+                .unwrap_or_else(|| parsed.record_timestamp(&record));
+            let headers: Vec<(&[u8], Option<&[u8]>)> = record
+                .headers()
+                .iter()
+                .map(|header| (header.key, header.value))
+                .collect();
+            let half = usize::from(index >= first_count);
+            if let Some(builder) = halves.get_mut(half) {
+                builder.append(timestamp_ms, record.key(), record.value(), &headers)?;
+            }
+        }
+        let [first, second] = &halves;
+        if first.len() != first_count || first.len() + second.len() != self.record_count() {
+            return Err(ProduceError::InvalidRecord {
+                reason: "the batch's records do not match its completions".to_owned(),
+            });
+        }
+        Ok(halves)
+    }
+
+    fn second_half_permits(&mut self, first_count: usize) -> Option<OwnedSemaphorePermit> {
+        let held = self._permits.as_mut()?;
+        let total = self.completions.len().max(1);
+        let second_count = total.saturating_sub(first_count);
+        held.split(held.num_permits() * second_count / total)
+    }
+
+    fn rebuilt(
+        &self,
+        builder: RecordBatchBuilder,
+        completions: Vec<(Completion, i64)>,
+        stamp: Option<ProducerStamp>,
+        permits: Option<OwnedSemaphorePermit>,
+    ) -> ProducerBatch {
+        ProducerBatch {
+            topic_partition: self.topic_partition.clone(),
+            size_bytes: builder.estimated_size_in_bytes(),
+            builder: Some(builder),
+            bytes: None,
+            completions,
+            created_at: self.created_at,
+            attempts: self.attempts,
+            retry_at: None,
+            stamp,
+            order: self.order,
+            _permits: permits,
+        }
+    }
+
     /// Resolves every record as written at `base_offset`.
     pub fn complete(self, base_offset: i64, log_append_time_ms: i64) {
         let TopicPartition { topic, partition } = self.topic_partition;
+        let topic: Arc<str> = topic.into();
         for (index, (completion, timestamp_ms)) in self.completions.into_iter().enumerate() {
             let offset = if base_offset < 0 {
                 -1
@@ -116,7 +241,7 @@ impl ProducerBatch {
                 timestamp_ms
             };
             let _ = completion.send(Ok(RecordMetadata {
-                topic: topic.clone(),
+                topic: Arc::clone(&topic),
                 partition,
                 offset,
                 timestamp_ms,
@@ -132,6 +257,19 @@ impl ProducerBatch {
     }
 }
 
+/// What [`ProducerBatch::split`] made of a batch.
+#[derive(Debug)]
+pub enum SplitOutcome {
+    /// The batch holds one record: it cannot be split.
+    Single(ProducerBatch),
+    /// The first and the second half of its records, in order (boxed: a
+    /// rare path, and two batches are large).
+    Halves(Box<(ProducerBatch, ProducerBatch)>),
+    /// Its bytes could not be re-read (a bug of the producer's own
+    /// encoding): the batch, unchanged, and why.
+    Failed(ProducerBatch, ProduceError),
+}
+
 /// Batching settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AccumulatorConfig {
@@ -141,12 +279,27 @@ pub struct AccumulatorConfig {
     pub linger: Duration,
     /// `compression.type`.
     pub compression: Compression,
+    /// Batches of one partition in flight at once (at least 1): the
+    /// producer's `max.in.flight.requests.per.connection`.
+    pub max_in_flight_per_partition: usize,
 }
 
 #[derive(Debug, Default)]
 struct PartitionQueue {
     batches: VecDeque<ProducerBatch>,
-    in_flight: bool,
+    in_flight: usize,
+}
+
+impl PartitionQueue {
+    /// Inserts a batch to retry before every batch created after it.
+    fn insert_in_order(&mut self, batch: ProducerBatch) {
+        let position = self
+            .batches
+            .iter()
+            .position(|queued| queued.order > batch.order)
+            .unwrap_or(self.batches.len());
+        self.batches.insert(position, batch);
+    }
 }
 
 /// What [`Accumulator::ready`] found.
@@ -162,8 +315,11 @@ pub struct Readiness {
 #[derive(Debug)]
 pub struct Accumulator {
     config: AccumulatorConfig,
-    queues: BTreeMap<TopicPartition, PartitionQueue>,
+    /// Queues by topic, then partition: looked up by `&str` on every
+    /// append, without allocating a key.
+    queues: BTreeMap<String, BTreeMap<i32, PartitionQueue>>,
     flushing: bool,
+    next_order: u64,
 }
 
 impl Accumulator {
@@ -173,13 +329,44 @@ impl Accumulator {
             config,
             queues: BTreeMap::new(),
             flushing: false,
+            next_order: 0,
         }
     }
 
-    /// Appends a record; returns whether it started a new batch.
+    fn queue(&self, topic_partition: &TopicPartition) -> Option<&PartitionQueue> {
+        self.queues
+            .get(topic_partition.topic.as_str())?
+            .get(&topic_partition.partition)
+    }
+
+    fn queue_mut(&mut self, topic: &str, partition: i32) -> &mut PartitionQueue {
+        if !self.queues.contains_key(topic) {
+            self.queues.insert(topic.to_owned(), BTreeMap::new());
+        }
+        self.queues
+            .get_mut(topic)
+            .map(|partitions| partitions.entry(partition).or_default())
+            // Invariant: the topic's map was inserted just above.
+            .unwrap_or_else(|| unreachable!("the topic's map was just inserted"))
+    }
+
+    fn queues(&self) -> impl Iterator<Item = (&String, i32, &PartitionQueue)> {
+        self.queues.iter().flat_map(|(topic, partitions)| {
+            partitions
+                .iter()
+                .map(move |(partition, queue)| (topic, *partition, queue))
+        })
+    }
+
+    fn queues_mut(&mut self) -> impl Iterator<Item = &mut PartitionQueue> {
+        self.queues.values_mut().flat_map(BTreeMap::values_mut)
+    }
+
+    /// Appends a record to `(topic, partition)`; returns whether it started
+    /// a new batch.
     pub fn append(
         &mut self,
-        topic_partition: TopicPartition,
+        (topic, partition): (&str, i32),
         record: &ProducerRecord,
         timestamp_ms: i64,
         completion: Completion,
@@ -188,7 +375,8 @@ impl Accumulator {
     ) -> Result<bool, (ProduceError, Completion)> {
         let size = record.estimated_size_bytes();
         let config = self.config;
-        let queue = self.queues.entry(topic_partition.clone()).or_default();
+        let order = self.next_order + 1;
+        let queue = self.queue_mut(topic, partition);
         let fits = queue.batches.back().is_some_and(|batch| {
             batch.builder.as_ref().is_some_and(|builder| {
                 builder.estimated_size_in_bytes() + size <= config.batch_size
@@ -197,7 +385,10 @@ impl Accumulator {
         let new_batch = !fits;
         if new_batch {
             queue.batches.push_back(ProducerBatch {
-                topic_partition,
+                topic_partition: TopicPartition {
+                    topic: topic.to_owned(),
+                    partition,
+                },
                 builder: Some(RecordBatchBuilder::new(config.compression)),
                 bytes: None,
                 completions: Vec::new(),
@@ -205,8 +396,9 @@ impl Accumulator {
                 attempts: 0,
                 retry_at: None,
                 stamp: None,
+                order: (order, 0),
                 size_bytes: 0,
-                _permits: Vec::new(),
+                _permits: None,
             });
         }
         let Some(batch) = queue.batches.back_mut() else {
@@ -230,20 +422,30 @@ impl Accumulator {
         }
         batch.size_bytes = builder.estimated_size_in_bytes();
         batch.completions.push((completion, timestamp_ms));
-        batch._permits.extend(permits);
+        match (batch._permits.as_mut(), permits) {
+            (Some(held), Some(more)) => held.merge(more),
+            (None, more) => batch._permits = more,
+            (Some(_), None) => {}
+        }
+        if new_batch {
+            self.next_order = order;
+        }
         Ok(new_batch)
     }
 
     /// Which partitions have a batch to send at `now`: the front batch is
     /// full, has lingered long enough, is a retry whose backoff passed, or a
-    /// flush is in progress. Muted (in-flight) partitions are skipped.
+    /// flush is in progress. A partition with
+    /// `max_in_flight_per_partition` batches in flight is skipped, and so is
+    /// one whose front batch is a retry while any batch is in flight: a
+    /// retry goes out alone, after every earlier answer, so order holds.
     pub fn ready(&self, now: Instant) -> Readiness {
         let mut readiness = Readiness::default();
-        for (topic_partition, queue) in &self.queues {
+        for (topic, partition, queue) in self.queues() {
             let Some(front) = queue.batches.front() else {
                 continue;
             };
-            if queue.in_flight {
+            if !self.may_drain(queue) {
                 continue;
             }
             let at = match front.retry_at {
@@ -257,7 +459,10 @@ impl Accumulator {
                 None => front.created_at + self.config.linger,
             };
             if at <= now {
-                readiness.ready.push(topic_partition.clone());
+                readiness.ready.push(TopicPartition {
+                    topic: topic.clone(),
+                    partition,
+                });
             } else {
                 readiness.next_check = Some(readiness.next_check.map_or(at, |next| next.min(at)));
             }
@@ -265,43 +470,76 @@ impl Accumulator {
         readiness
     }
 
-    /// Takes the front batch of a partition and mutes the partition.
+    fn may_drain(&self, queue: &PartitionQueue) -> bool {
+        let limit = self.config.max_in_flight_per_partition.max(1);
+        let front_is_retry = queue
+            .batches
+            .front()
+            .is_some_and(|batch| batch.attempts > 0);
+        queue.in_flight < limit && !(front_is_retry && queue.in_flight > 0)
+    }
+
+    /// Takes the front batch of a partition and counts it in flight.
     pub fn drain(&mut self, topic_partition: &TopicPartition) -> Option<ProducerBatch> {
-        let queue = self.queues.get_mut(topic_partition)?;
-        if queue.in_flight {
+        let queue = self.queue(topic_partition)?;
+        if !self.may_drain(queue) {
             return None;
         }
+        let queue = self.queue_mut(&topic_partition.topic, topic_partition.partition);
         let mut batch = queue.batches.pop_front()?;
-        queue.in_flight = true;
+        queue.in_flight += 1;
         batch.attempts += 1;
         batch.retry_at = None;
         Some(batch)
     }
 
-    /// Unmutes a partition after its in-flight batch was answered.
+    /// Counts one in-flight batch of the partition as answered.
     pub fn unmute(&mut self, topic_partition: &TopicPartition) {
-        if let Some(queue) = self.queues.get_mut(topic_partition) {
-            queue.in_flight = false;
-        }
+        let queue = self.queue_mut(&topic_partition.topic, topic_partition.partition);
+        queue.in_flight = queue.in_flight.saturating_sub(1);
     }
 
-    /// Puts a batch back at the front of its queue to retry at `retry_at`,
-    /// and unmutes the partition.
+    /// Puts an answered batch back in its queue, before every batch
+    /// created after it, to retry at `retry_at`.
     pub fn reenqueue(&mut self, mut batch: ProducerBatch, retry_at: Instant) {
         batch.retry_at = Some(retry_at);
-        let queue = self
-            .queues
-            .entry(batch.topic_partition.clone())
-            .or_default();
-        queue.in_flight = false;
-        queue.batches.push_front(batch);
+        let queue = self.queue_mut(
+            &batch.topic_partition.topic,
+            batch.topic_partition.partition,
+        );
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.insert_in_order(batch);
+    }
+
+    /// Puts a drained batch that was not sent back at the front of its
+    /// queue, unchanged but for its attempt count.
+    pub fn undrain(&mut self, mut batch: ProducerBatch) {
+        batch.attempts = batch.attempts.saturating_sub(1);
+        let queue = self.queue_mut(
+            &batch.topic_partition.topic,
+            batch.topic_partition.partition,
+        );
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.insert_in_order(batch);
+    }
+
+    /// Puts the two halves of an answered batch that was split back in its
+    /// queue, ready at once, first half first.
+    pub fn reenqueue_split(&mut self, first: ProducerBatch, second: ProducerBatch) {
+        let queue = self.queue_mut(
+            &first.topic_partition.topic,
+            first.topic_partition.partition,
+        );
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        queue.insert_in_order(first);
+        queue.insert_in_order(second);
     }
 
     /// Removes batches (of partitions not in flight) created before
     /// `now - delivery_timeout`.
     pub fn expire(&mut self, now: Instant, delivery_timeout: Duration) -> Vec<ProducerBatch> {
         let mut expired = Vec::new();
-        for queue in self.queues.values_mut() {
+        for queue in self.queues_mut() {
             while queue.batches.front().is_some_and(|batch| {
                 now.saturating_duration_since(batch.created_at) >= delivery_timeout
             }) {
@@ -320,15 +558,13 @@ impl Accumulator {
 
     /// Whether no batch is queued or in flight.
     pub fn is_empty(&self) -> bool {
-        self.queues
-            .values()
-            .all(|queue| queue.batches.is_empty() && !queue.in_flight)
+        self.queues()
+            .all(|(_, _, queue)| queue.batches.is_empty() && queue.in_flight == 0)
     }
 
     /// Removes every queued batch (on close).
     pub fn take_all(&mut self) -> Vec<ProducerBatch> {
-        self.queues
-            .values_mut()
+        self.queues_mut()
             .flat_map(|queue| queue.batches.drain(..))
             .collect()
     }
@@ -341,6 +577,7 @@ mod tests {
 
     fn config(batch_size: usize, linger_ms: u64) -> AccumulatorConfig {
         AccumulatorConfig {
+            max_in_flight_per_partition: 1,
             batch_size,
             linger: Duration::from_millis(linger_ms),
             compression: Compression::None,
@@ -366,7 +603,7 @@ mod tests {
         let (sender, receiver) = oneshot::channel();
         let record = ProducerRecord::new("t", value);
         let new_batch = accumulator
-            .append(tp(partition), &record, 1, sender, None, now)
+            .append(("t", partition), &record, 1, sender, None, now)
             .map_err(|(error, _)| error)
             .unwrap();
         (new_batch, receiver)
@@ -465,6 +702,163 @@ mod tests {
         assert_eq!(parsed.record_count(), 2);
     }
 
+    fn values_of(bytes: Bytes) -> Vec<(Vec<u8>, i64, usize)> {
+        let parsed = strom_protocol::records::RecordBatch::parse(bytes).unwrap();
+        parsed.validate_crc().unwrap();
+        parsed
+            .records()
+            .unwrap()
+            .map(|record| {
+                let record = record.unwrap();
+                (
+                    record.value().unwrap().to_vec(),
+                    parsed.record_timestamp(&record),
+                    record.headers().len(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_halves_keep_records_order_timestamps_and_sequences() {
+        for compression in [Compression::None, Compression::Lz4] {
+            let now = Instant::now();
+            let mut accumulator = Accumulator::new(AccumulatorConfig {
+                compression,
+                ..config(16_384, 0)
+            });
+            let mut receivers = Vec::new();
+            for index in 0..5u8 {
+                let (sender, receiver) = oneshot::channel();
+                let record = ProducerRecord::new("t", vec![index; 3])
+                    .with_header("h", Some(Bytes::from_static(b"v")))
+                    .with_timestamp_ms(100 + i64::from(index));
+                accumulator
+                    .append(("t", 0), &record, 100 + i64::from(index), sender, None, now)
+                    .map_err(|(error, _)| error)
+                    .unwrap();
+                receivers.push(receiver);
+            }
+            let mut batch = accumulator.drain(&tp(0)).unwrap();
+            let stamp = ProducerStamp {
+                producer_id: 9,
+                producer_epoch: 1,
+                base_sequence: 40,
+            };
+            batch.seal(Some(stamp)).unwrap();
+            let SplitOutcome::Halves(halves) = batch.split(compression) else {
+                panic!("a batch of five records splits");
+            };
+            let (mut first, mut second) = *halves;
+            assert_eq!((first.record_count(), second.record_count()), (2, 3));
+            assert_eq!(first.stamp, Some(stamp));
+            let second_stamp = second.stamp.unwrap();
+            assert_eq!(second_stamp.base_sequence, 42);
+            let first_bytes = first.seal(first.stamp).unwrap();
+            let second_bytes = second.seal(second.stamp).unwrap();
+            let parsed = strom_protocol::records::RecordBatch::parse(second_bytes.clone()).unwrap();
+            assert_eq!((parsed.producer_id(), parsed.base_sequence()), (9, 42));
+            assert_eq!(parsed.attributes().compression(), compression);
+            let mut all = values_of(first_bytes);
+            all.extend(values_of(second_bytes));
+            let expected: Vec<(Vec<u8>, i64, usize)> = (0..5u8)
+                .map(|index| (vec![index; 3], 100 + i64::from(index), 1))
+                .collect();
+            assert_eq!(all, expected);
+            accumulator.reenqueue_split(first, second);
+            assert_eq!(accumulator.ready(now).ready, vec![tp(0)]);
+            let again = accumulator.drain(&tp(0)).unwrap();
+            assert_eq!(again.record_count(), 2);
+            again.complete(10, -1);
+            let offsets: Vec<i64> = receivers
+                .into_iter()
+                .take(2)
+                .map(|receiver| receiver.blocking_recv().unwrap().unwrap().offset)
+                .collect();
+            assert_eq!(offsets, [10, 11]);
+        }
+    }
+
+    #[test]
+    fn pieces_of_a_split_half_go_before_the_other_half() {
+        let now = Instant::now();
+        let mut accumulator = Accumulator::new(config(16_384, 0));
+        for value in [b"0", b"1", b"2", b"3", b"4"] {
+            append(&mut accumulator, 0, value, now);
+        }
+        let mut drained = accumulator.drain(&tp(0)).unwrap();
+        drained.seal(None).unwrap();
+        let SplitOutcome::Halves(halves) = drained.split(Compression::None) else {
+            panic!("five records split");
+        };
+        accumulator.reenqueue_split(halves.0, halves.1);
+        let mut first = accumulator.drain(&tp(0)).unwrap();
+        first.seal(None).unwrap();
+        let SplitOutcome::Halves(halves) = first.split(Compression::None) else {
+            panic!("two records split");
+        };
+        accumulator.reenqueue_split(halves.0, halves.1);
+        let mut order = Vec::new();
+        while let Some(mut batch) = accumulator.drain(&tp(0)) {
+            let values: Vec<u8> = values_of(batch.seal(None).unwrap())
+                .into_iter()
+                .flat_map(|(value, _, _)| value)
+                .collect();
+            order.push(values);
+            accumulator.unmute(&tp(0));
+        }
+        assert_eq!(order, [b"0".to_vec(), b"1".to_vec(), b"234".to_vec()]);
+    }
+
+    #[test]
+    fn buffer_memory_is_held_per_batch_and_shared_by_split_halves() {
+        let semaphore = std::sync::Arc::new(tokio::sync::Semaphore::new(1_000));
+        let now = Instant::now();
+        let mut accumulator = Accumulator::new(config(16_384, 0));
+        for _ in 0..4 {
+            let permit = std::sync::Arc::clone(&semaphore)
+                .try_acquire_many_owned(100)
+                .unwrap();
+            let (sender, _) = oneshot::channel();
+            accumulator
+                .append(
+                    ("t", 0),
+                    &ProducerRecord::new("t", "v"),
+                    0,
+                    sender,
+                    Some(permit),
+                    now,
+                )
+                .map_err(|(error, _)| error)
+                .unwrap();
+        }
+        assert_eq!(semaphore.available_permits(), 600);
+        let mut batch = accumulator.drain(&tp(0)).unwrap();
+        batch.seal(None).unwrap();
+        let SplitOutcome::Halves(halves) = batch.split(Compression::None) else {
+            panic!("four records split");
+        };
+        let (first, second) = *halves;
+        assert_eq!(semaphore.available_permits(), 600);
+        first.complete(0, -1);
+        assert_eq!(semaphore.available_permits(), 800);
+        second.fail(ProduceError::Closed);
+        assert_eq!(semaphore.available_permits(), 1_000);
+    }
+
+    #[test]
+    fn a_single_record_batch_does_not_split() {
+        let now = Instant::now();
+        let mut accumulator = Accumulator::new(config(16_384, 0));
+        append(&mut accumulator, 0, b"only", now);
+        let mut batch = accumulator.drain(&tp(0)).unwrap();
+        batch.seal(None).unwrap();
+        assert!(matches!(
+            batch.split(Compression::None),
+            SplitOutcome::Single(batch) if batch.record_count() == 1
+        ));
+    }
+
     proptest! {
         /// Whatever the interleaving of appends, drains, retries and time,
         /// each partition's records come out in append order and no
@@ -488,7 +882,7 @@ mod tests {
                         next_value[index] += 1;
                         let (sender, _receiver) = oneshot::channel();
                         let record = ProducerRecord::new("t", value.to_be_bytes().to_vec());
-                        accumulator.append(tp(partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
+                        accumulator.append(("t", partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
                     }
                     2 => {
                         for ready in accumulator.ready(now).ready {
@@ -518,6 +912,72 @@ mod tests {
                 }
             }
             for values in delivered {
+                let expected: Vec<u32> = (0..values.len() as u32).collect();
+                prop_assert_eq!(values, expected);
+            }
+        }
+
+        /// With several batches in flight per partition and a broker that,
+        /// like one checking idempotent sequences, refuses a batch that does
+        /// not start where the partition's log ends (and fails some
+        /// batches at random), every record is written once and in order,
+        /// and a retry is only drained while nothing else of its partition
+        /// is in flight.
+        #[test]
+        fn pipelined_batches_stay_in_order_against_a_sequence_checking_broker(
+            max_in_flight in 1usize..5,
+            steps in proptest::collection::vec((0u8..5, 0i32..3, 0u64..20), 1..300),
+        ) {
+            let mut now = Instant::now();
+            let mut accumulator = Accumulator::new(AccumulatorConfig {
+                max_in_flight_per_partition: max_in_flight,
+                ..config(120, 3)
+            });
+            let mut next_value = [0u32; 3];
+            let mut in_flight: VecDeque<(ProducerBatch, Vec<u32>)> = VecDeque::new();
+            let mut written: Vec<Vec<u32>> = vec![Vec::new(); 3];
+            for (action, partition, advance_ms) in steps {
+                now += Duration::from_millis(advance_ms);
+                match action {
+                    0 | 1 => {
+                        let index = partition as usize;
+                        let value = next_value[index];
+                        next_value[index] += 1;
+                        let (sender, _receiver) = oneshot::channel();
+                        let record = ProducerRecord::new("t", value.to_be_bytes().to_vec());
+                        accumulator.append(("t", partition), &record, 0, sender, None, now).map_err(|(error, _)| error).unwrap();
+                    }
+                    2 => {
+                        for ready in accumulator.ready(now).ready {
+                            while let Some(mut batch) = accumulator.drain(&ready) {
+                                let same = in_flight.iter().filter(|(queued, _)| queued.topic_partition == ready).count();
+                                prop_assert!(same < max_in_flight);
+                                prop_assert!(batch.attempts == 1 || same == 0, "a retry went out behind another batch");
+                                let parsed = strom_protocol::records::RecordBatch::parse(batch.seal(None).unwrap()).unwrap();
+                                let values = parsed.records().unwrap().map(|record| {
+                                    let value = record.unwrap().value().unwrap().to_vec();
+                                    u32::from_be_bytes([value[0], value[1], value[2], value[3]])
+                                }).collect();
+                                in_flight.push_back((batch, values));
+                            }
+                        }
+                    }
+                    _ => {
+                        // Answers come back in the order the requests went out.
+                        let Some((batch, values)) = in_flight.pop_front() else { continue };
+                        let index = batch.topic_partition.partition as usize;
+                        let expected = written[index].len() as u32;
+                        let accepted = advance_ms % 3 != 0 && values.first() == Some(&expected);
+                        if accepted {
+                            written[index].extend(values);
+                            accumulator.unmute(&batch.topic_partition);
+                        } else {
+                            accumulator.reenqueue(batch, now + Duration::from_millis(advance_ms));
+                        }
+                    }
+                }
+            }
+            for values in written {
                 let expected: Vec<u32> = (0..values.len() as u32).collect();
                 prop_assert_eq!(values, expected);
             }

@@ -8,7 +8,8 @@ use strom_protocol::ErrorCode;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProduceError {
     /// The record is larger than `max.request.size` or the broker's limit
-    /// (MESSAGE_TOO_LARGE; batches are not split and retried).
+    /// (MESSAGE_TOO_LARGE for a batch of this one record; a larger batch
+    /// is split and retried first).
     #[error("record of {size_bytes} bytes is too large")]
     RecordTooLarge {
         /// The record's estimated size, or its batch's size when the broker

@@ -12,17 +12,31 @@
 //!
 //! Design decisions a newcomer must know:
 //!
-//! * **One batch in flight per partition.** The sender mutes a partition
-//!   while its batch is in flight and puts a batch to retry back at the front
-//!   of its queue, so records stay in order per partition whatever fails;
-//!   `max.in.flight.requests.per.connection` bounds requests per broker.
+//! * **Up to `max.in.flight.requests.per.connection` batches in flight per
+//!   partition**, as the Java client: requests to one broker are pipelined
+//!   and answered in order. A batch to retry goes back in its queue before
+//!   every later batch and is sent alone, once every earlier answer is in;
+//!   with idempotence (the default) sequences keep records in order and
+//!   written once whatever fails. Without idempotence a retry may land
+//!   after a later batch, as in Kafka (set the setting to 1 to forbid it).
+//! * **Batches too large for the broker are split.** A batch answered
+//!   with MESSAGE_TOO_LARGE is split in two halves that take its place (and
+//!   its sequences); a single record too large fails alone with
+//!   [`ProduceError::RecordTooLarge`].
+//! * **Produce at the highest version both sides support**, v13 (topics
+//!   by id, KIP-516) when the metadata knows every topic's id, else up to
+//!   v12 by name. Answers of one broker's pipelined requests are handled in
+//!   the order the requests were sent.
 //! * **Sans-IO accumulator.** [`accumulator::Accumulator`] takes `now` in
 //!   every time-dependent call and does no I/O, so batching, readiness and
 //!   retry order are unit and property tested with an injected clock.
 //! * **Idempotent retries.** A retried batch keeps its sequence; the broker
 //!   answers a duplicate with DUPLICATE_SEQUENCE_NUMBER, which counts as
-//!   written once. OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID get a
-//!   new producer id (sequences restart at 0) and the batch is restamped.
+//!   written once. OUT_OF_ORDER_SEQUENCE_NUMBER behind an unacknowledged
+//!   earlier batch is retried after it; otherwise, and on
+//!   UNKNOWN_PRODUCER_ID or a batch failed for good, the producer gets a new
+//!   id once nothing is in flight (sequences restart at 0) and queued
+//!   batches are restamped.
 
 pub mod accumulator;
 pub mod config;

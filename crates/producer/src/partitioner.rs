@@ -75,13 +75,16 @@ impl Partitioner for DefaultPartitioner {
             .sticky
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let current = sticky
-            .entry(topic.to_owned())
-            .or_insert_with(|| random_partition(partitions));
-        if *current >= partitions {
-            *current = random_partition(partitions);
+        // Look up by `&str` first: no key allocation per record.
+        if let Some(current) = sticky.get_mut(topic) {
+            if *current >= partitions {
+                *current = random_partition(partitions);
+            }
+            return *current;
         }
-        *current
+        let chosen = random_partition(partitions);
+        sticky.insert(topic.to_owned(), chosen);
+        chosen
     }
 
     fn on_new_batch(&self, topic: &str, partition: i32, partitions: i32) {

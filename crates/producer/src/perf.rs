@@ -153,6 +153,7 @@ pub async fn run(options: &PerfOptions) -> Result<PerfReport, ProducerCreateErro
     config.client.client_id = "strom-perf-produce".to_owned();
     let producer = Producer::new(config).await?;
     let value = Bytes::from(vec![b'x'; options.record_size]);
+    let topic: std::sync::Arc<str> = options.topic.as_str().into();
     let (deliveries, mut receiver) = mpsc::unbounded_channel::<(Instant, DeliveryFuture)>();
     let collector = tokio::spawn(async move {
         let mut latencies_us = Vec::new();
@@ -176,7 +177,10 @@ pub async fn run(options: &PerfOptions) -> Result<PerfReport, ProducerCreateErro
         }
         let sent_at = Instant::now();
         let delivery = producer
-            .send(ProducerRecord::new(options.topic.clone(), value.clone()))
+            .send(ProducerRecord::new(
+                std::sync::Arc::clone(&topic),
+                value.clone(),
+            ))
             .await;
         if deliveries.send((sent_at, delivery)).is_err() {
             break;

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use strom_client::Cluster;
 use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::ErrorCode;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 
-use crate::accumulator::{Accumulator, AccumulatorConfig, TopicPartition};
+use crate::accumulator::{Accumulator, AccumulatorConfig};
 use crate::config::{Acks, ProducerConfig};
 use crate::error::{ProduceError, ProducerCreateError};
 use crate::partitioner::{DefaultPartitioner, Partitioner};
@@ -124,6 +124,7 @@ impl Producer {
                 batch_size: config.batch_size,
                 linger: config.linger,
                 compression: config.compression,
+                max_in_flight_per_partition: config.max_in_flight_requests_per_connection,
             })),
             idempotence: Mutex::new(idempotence),
             idempotent,
@@ -188,7 +189,7 @@ impl Producer {
             Some(partition) if (0..partitions).contains(&partition) => partition,
             Some(partition) => {
                 return Err(ProduceError::UnknownTopicOrPartition {
-                    topic: record.topic.clone(),
+                    topic: record.topic.to_string(),
                     partition,
                 })
             }
@@ -196,30 +197,16 @@ impl Producer {
                 .partitioner
                 .partition(&record.topic, record.key.as_deref(), partitions),
         };
-        let permits = u32::try_from(size_bytes).unwrap_or(u32::MAX);
-        let remaining = self.config.max_block.saturating_sub(started.elapsed());
-        let permit = tokio::time::timeout(
-            remaining,
-            Arc::clone(&self.buffer).acquire_many_owned(permits),
-        )
-        .await
-        .map_err(|_| ProduceError::Timeout {
-            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        })?
-        .map_err(|_| ProduceError::Closed)?;
+        let (permit, now) = self.buffer_memory(size_bytes, started).await?;
         let timestamp_ms = record.timestamp_ms.unwrap_or_else(now_ms);
         let (completion, receiver) = oneshot::channel();
-        let topic_partition = TopicPartition {
-            topic: record.topic.clone(),
-            partition,
-        };
         let appended = self.shared.accumulator().append(
-            topic_partition,
+            (&record.topic, partition),
             &record,
             timestamp_ms,
             completion,
             Some(permit),
-            Instant::now(),
+            now,
         );
         let new_batch = appended.map_err(|(error, _)| error)?;
         if new_batch {
@@ -234,7 +221,53 @@ impl Producer {
         Ok(receiver)
     }
 
+    /// `size_bytes` of buffer memory: at once when free, else waiting up to
+    /// what is left of `max.block.ms` since `started`. Returns the permit and
+    /// the time after it was obtained.
+    async fn buffer_memory(
+        &self,
+        size_bytes: usize,
+        started: Instant,
+    ) -> Result<(OwnedSemaphorePermit, Instant), ProduceError> {
+        let permits = u32::try_from(size_bytes).unwrap_or(u32::MAX);
+        match Arc::clone(&self.buffer).try_acquire_many_owned(permits) {
+            Ok(permit) => return Ok((permit, started)),
+            Err(TryAcquireError::Closed) => return Err(ProduceError::Closed),
+            Err(TryAcquireError::NoPermits) => {}
+        }
+        let remaining = self.config.max_block.saturating_sub(started.elapsed());
+        let permit = tokio::time::timeout(
+            remaining,
+            Arc::clone(&self.buffer).acquire_many_owned(permits),
+        )
+        .await
+        .map_err(|_| ProduceError::Timeout {
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        })?
+        .map_err(|_| ProduceError::Closed)?;
+        Ok((permit, Instant::now()))
+    }
+
+    /// The topic's partition count from the cached metadata, unless a
+    /// refresh was requested: the hot path of `send`, without the clone and
+    /// the bookkeeping of [`Cluster::topic`]. Once a topic was looked up, the
+    /// sender task keeps its metadata within `metadata.max.age.ms`.
+    fn cached_partition_count(&self, topic: &str) -> Option<i32> {
+        if self.cluster.is_metadata_stale() {
+            return None;
+        }
+        let snapshot = self.cluster.metadata();
+        snapshot
+            .topics
+            .get(topic)
+            .filter(|info| info.error == ErrorCode::None && !info.partitions.is_empty())
+            .map(|info| i32::try_from(info.partitions.len()).unwrap_or(i32::MAX))
+    }
+
     async fn partition_count(&self, topic: &str) -> Result<i32, ProduceError> {
+        if let Some(count) = self.cached_partition_count(topic) {
+            return Ok(count);
+        }
         let deadline = Instant::now() + self.config.max_block;
         loop {
             match self.cluster.topic(topic).await {

@@ -1,12 +1,14 @@
 //! Records given to the producer and the metadata returned for them.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 /// A record to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerRecord {
-    /// The topic.
-    pub topic: String,
+    /// The topic (shared: records to one topic clone it without copying).
+    pub topic: Arc<str>,
     /// An explicit partition; `None` lets the partitioner choose.
     pub partition: Option<i32>,
     /// The key (keyed records are partitioned by murmur2 of it).
@@ -21,7 +23,7 @@ pub struct ProducerRecord {
 
 impl ProducerRecord {
     /// A record with only a value.
-    pub fn new(topic: impl Into<String>, value: impl Into<Bytes>) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, value: impl Into<Bytes>) -> Self {
         ProducerRecord {
             topic: topic.into(),
             partition: None,
@@ -73,8 +75,8 @@ impl ProducerRecord {
 /// Where an acknowledged record was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordMetadata {
-    /// The topic.
-    pub topic: String,
+    /// The topic (shared by the records of a batch).
+    pub topic: Arc<str>,
     /// The partition.
     pub partition: i32,
     /// The offset (-1 with `acks=0`, or for a retry the broker recognised

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use strom_client::connection::ResponseFuture;
 use strom_client::{ClientError, Cluster};
 use strom_protocol::kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use strom_protocol::kafka::messages::{
@@ -13,13 +14,16 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
 use tokio::sync::{mpsc, Notify};
+use uuid::Uuid;
 
-use crate::accumulator::{Accumulator, ProducerBatch, ProducerStamp, TopicPartition};
+use crate::accumulator::{Accumulator, ProducerBatch, ProducerStamp, SplitOutcome, TopicPartition};
 use crate::config::{Acks, ProducerConfig};
 use crate::error::ProduceError;
 
-/// The highest Produce version used: v13 names topics by id only.
-const MAX_PRODUCE_VERSION: i16 = 12;
+/// The highest Produce version used.
+const MAX_PRODUCE_VERSION: i16 = 13;
+/// From this version Produce names topics by id only (KIP-516).
+const TOPIC_ID_PRODUCE_VERSION: i16 = 13;
 
 /// The idempotent producer's identity and per-partition sequences.
 #[derive(Debug, Default)]
@@ -30,9 +34,42 @@ pub struct Idempotence {
     pub sequences: HashMap<TopicPartition, i32>,
     /// Set when the broker lost track of us: get a new producer id.
     pub needs_reset: bool,
+    /// Per partition, the sequence after the last acknowledged batch: the
+    /// one the broker expects next.
+    pub acknowledged: HashMap<TopicPartition, i32>,
 }
 
 impl Idempotence {
+    /// Records that the broker acknowledged a batch stamped with `stamp`.
+    pub fn acknowledge(&mut self, batch: &ProducerBatch) {
+        let Some(stamp) = batch.stamp else { return };
+        if self.producer != Some((stamp.producer_id, stamp.producer_epoch)) {
+            return;
+        }
+        let count = i32::try_from(batch.record_count()).unwrap_or(i32::MAX);
+        self.acknowledged.insert(
+            batch.topic_partition.clone(),
+            stamp.base_sequence.wrapping_add(count) & i32::MAX,
+        );
+    }
+
+    /// Whether an OUT_OF_ORDER_SEQUENCE_NUMBER for `batch` only means that
+    /// an earlier batch of its partition is not written yet (it is being
+    /// retried): then the batch is simply retried after it. Otherwise the
+    /// broker lost our sequence and the producer needs a new id.
+    pub fn is_behind_unacknowledged(&self, batch: &ProducerBatch) -> bool {
+        let Some(stamp) = batch.stamp else {
+            return false;
+        };
+        let expected = self
+            .acknowledged
+            .get(&batch.topic_partition)
+            .copied()
+            .unwrap_or(0);
+        self.producer == Some((stamp.producer_id, stamp.producer_epoch))
+            && stamp.base_sequence != expected
+    }
+
     /// The stamp for a batch about to be sent: reuses its sequence on a plain
     /// retry, assigns the next one otherwise.
     pub fn stamp(&mut self, batch: &ProducerBatch) -> Option<ProducerStamp> {
@@ -93,6 +130,8 @@ struct Answer {
     leader: i32,
     batches: Vec<ProducerBatch>,
     result: Result<Option<ProduceResponse>, ClientError>,
+    /// Topic ids the request named topics by (v13), to read the answer.
+    topic_ids: HashMap<String, Uuid>,
 }
 
 /// Gets a producer id from any broker.
@@ -117,9 +156,17 @@ pub async fn init_producer_id(cluster: &Cluster) -> Result<(i64, i16), ClientErr
 /// The sender loop; returns when the producer closes and nothing is left.
 pub async fn run(shared: Arc<Shared>, cluster: Cluster, config: ProducerConfig) {
     let (answers, mut answer_receiver) = mpsc::unbounded_channel::<Answer>();
+    let mut pipes = AnswerPipes {
+        answers,
+        by_leader: HashMap::new(),
+    };
     let mut in_flight: HashMap<i32, usize> = HashMap::new();
     loop {
-        if shared.idempotent && shared.idempotence().needs_reset {
+        // A new producer id only once every batch stamped with the old one
+        // was answered, and nothing is sent until then: batches restamped
+        // from sequence 0 must not overtake older ones still in flight.
+        let resetting = shared.idempotent && shared.idempotence().needs_reset;
+        if resetting && in_flight.values().all(|count| *count == 0) {
             reset_producer_id(&shared, &cluster, &config).await;
         }
         if let Err(error) = cluster.refresh_metadata_if_needed().await {
@@ -127,8 +174,17 @@ pub async fn run(shared: Arc<Shared>, cluster: Cluster, config: ProducerConfig) 
         }
         let now = Instant::now();
         expire(&shared, now, config.delivery_timeout);
-        let next_check =
-            send_ready(&shared, &cluster, &config, &answers, &mut in_flight, now).await;
+        let mut next_check = None;
+        if !(shared.idempotent && shared.idempotence().needs_reset) {
+            loop {
+                let (check, dispatched) =
+                    send_ready(&shared, &cluster, &config, &mut pipes, &mut in_flight, now).await;
+                next_check = check;
+                if !dispatched {
+                    break;
+                }
+            }
+        }
         if shared.accumulator().is_empty() {
             shared.drained.notify_waiters();
             if shared.closing.load(std::sync::atomic::Ordering::Acquire) {
@@ -161,6 +217,7 @@ async fn reset_producer_id(shared: &Shared, cluster: &Cluster, config: &Producer
             let mut idempotence = shared.idempotence();
             idempotence.producer = Some(producer);
             idempotence.sequences.clear();
+            idempotence.acknowledged.clear();
             idempotence.needs_reset = false;
         }
         Err(error) => {
@@ -174,7 +231,7 @@ fn expire(shared: &Shared, now: Instant, delivery_timeout: Duration) {
     let expired = shared.accumulator().expire(now, delivery_timeout);
     for batch in expired {
         let elapsed_ms = millis(now.saturating_duration_since(batch.created_at));
-        batch.fail(ProduceError::Timeout { elapsed_ms });
+        fail_for_good(shared, batch, ProduceError::Timeout { elapsed_ms });
     }
 }
 
@@ -188,10 +245,10 @@ async fn send_ready(
     shared: &Arc<Shared>,
     cluster: &Cluster,
     config: &ProducerConfig,
-    answers: &mpsc::UnboundedSender<Answer>,
+    pipes: &mut AnswerPipes,
     in_flight: &mut HashMap<i32, usize>,
     now: Instant,
-) -> Option<Instant> {
+) -> (Option<Instant>, bool) {
     let readiness = shared.accumulator().ready(now);
     let metadata = cluster.metadata();
     let mut by_leader: HashMap<i32, Vec<TopicPartition>> = HashMap::new();
@@ -214,6 +271,7 @@ async fn send_ready(
             }
         }
     }
+    let mut dispatched = false;
     for (leader, partitions) in by_leader {
         let count = in_flight.entry(leader).or_insert(0);
         if *count >= config.max_in_flight_requests_per_connection {
@@ -224,9 +282,11 @@ async fn send_ready(
             continue;
         }
         *count += 1;
-        dispatch(shared, cluster, config, answers, leader, batches).await;
+        dispatched = true;
+        let pipe = pipes.for_leader(leader);
+        dispatch(shared, cluster, config, &pipe, leader, batches).await;
     }
-    next_check
+    (next_check, dispatched)
 }
 
 fn drain_for_leader(
@@ -242,7 +302,7 @@ fn drain_for_leader(
             continue;
         };
         if !batches.is_empty() && size + batch.size_bytes() > max_request_size {
-            accumulator.reenqueue(batch, Instant::now());
+            accumulator.undrain(batch);
             break;
         }
         size += batch.size_bytes();
@@ -256,7 +316,7 @@ async fn dispatch(
     shared: &Arc<Shared>,
     cluster: &Cluster,
     config: &ProducerConfig,
-    answers: &mpsc::UnboundedSender<Answer>,
+    pipe: &mpsc::UnboundedSender<Outstanding>,
     leader: i32,
     batches: Vec<ProducerBatch>,
 ) {
@@ -282,71 +342,160 @@ async fn dispatch(
             }
             Err(error) => {
                 shared.accumulator().unmute(&batch.topic_partition);
-                batch.fail(error);
+                fail_for_good(shared, batch, error);
             }
         }
     }
+    let send = async {
+        let connection = cluster.broker_connection(leader).await?;
+        let supported = connection
+            .api_version(ApiKey::Produce)?
+            .min(MAX_PRODUCE_VERSION);
+        let (request, version, topic_ids) = produce_request(cluster, config, topics, supported);
+        if config.acks == Acks::None {
+            connection.submit_without_response_at(request.into(), version)?;
+            return Ok((None, topic_ids));
+        }
+        let response =
+            connection.submit_at(request.into(), version, config.client.request_timeout)?;
+        Ok((Some(response), topic_ids))
+    };
+    let outstanding = match send.await {
+        Ok((Some(response), topic_ids)) => Outstanding::Pending {
+            leader,
+            batches: sealed,
+            response,
+            topic_ids,
+        },
+        Ok((None, _)) => Outstanding::Done(Answer {
+            leader,
+            batches: sealed,
+            result: Ok(None),
+            topic_ids: HashMap::new(),
+        }),
+        Err(error) => Outstanding::Done(Answer {
+            leader,
+            batches: sealed,
+            result: Err(error),
+            topic_ids: HashMap::new(),
+        }),
+    };
+    // The forwarder only stops when the sender loop dropped its pipes.
+    let _ = pipe.send(outstanding);
+}
+
+/// The Produce request for `topics` at the highest version both sides
+/// support: v13 (KIP-516) names topics by id, so it is used only when the
+/// metadata knows every topic's id. Returns the request, its version and
+/// the ids used (name to id; empty below v13).
+fn produce_request(
+    cluster: &Cluster,
+    config: &ProducerConfig,
+    topics: HashMap<String, Vec<PartitionProduceData>>,
+    supported_version: i16,
+) -> (ProduceRequest, i16, HashMap<String, Uuid>) {
+    let mut topic_ids = HashMap::new();
+    let mut version = supported_version;
+    if version >= TOPIC_ID_PRODUCE_VERSION {
+        let metadata = cluster.metadata();
+        for name in topics.keys() {
+            match metadata.topics.get(name).map(|topic| topic.topic_id) {
+                Some(id) if !id.is_nil() => {
+                    topic_ids.insert(name.clone(), id);
+                }
+                _ => {
+                    version = TOPIC_ID_PRODUCE_VERSION - 1;
+                    topic_ids.clear();
+                    break;
+                }
+            }
+        }
+    }
+    let topic_data = topics
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let data = TopicProduceData::default().with_partition_data(partitions);
+            match topic_ids.get(&topic) {
+                Some(id) => data.with_topic_id(*id),
+                None => data.with_name(TopicName(StrBytes::from_string(topic))),
+            }
+        })
+        .collect();
     let request = ProduceRequest::default()
         .with_acks(config.acks.wire())
         .with_timeout_ms(
             i32::try_from(config.client.request_timeout.as_millis()).unwrap_or(i32::MAX),
         )
-        .with_topic_data(
-            topics
-                .into_iter()
-                .map(|(topic, partitions)| {
-                    TopicProduceData::default()
-                        .with_name(TopicName(StrBytes::from_string(topic)))
-                        .with_partition_data(partitions)
-                })
-                .collect(),
-        );
-    let answers = answers.clone();
-    let send = async {
-        let connection = cluster.broker_connection(leader).await?;
-        let version = connection
-            .api_version(ApiKey::Produce)?
-            .min(MAX_PRODUCE_VERSION);
-        if config.acks == Acks::None {
-            connection.submit_without_response(request.into())?;
-            return Ok(None);
-        }
-        Ok(Some(connection.submit_at(
-            request.into(),
-            version,
-            config.client.request_timeout,
-        )?))
-    };
-    match send.await {
-        Ok(None) => {
-            let _ = answers.send(Answer {
+        .with_topic_data(topic_data);
+    (request, version, topic_ids)
+}
+
+/// A request sent to a leader, in the order of sending.
+enum Outstanding {
+    /// Awaiting its response.
+    Pending {
+        leader: i32,
+        batches: Vec<ProducerBatch>,
+        response: ResponseFuture,
+        topic_ids: HashMap<String, Uuid>,
+    },
+    /// Answered already (acks=0, or it could not be sent).
+    Done(Answer),
+}
+
+/// One forwarder task per leader hands the sender loop the answers of that
+/// leader's requests in the order they were sent, whatever order their
+/// futures wake up in: the per-partition bookkeeping (sequences
+/// acknowledged, retries) relies on it.
+struct AnswerPipes {
+    answers: mpsc::UnboundedSender<Answer>,
+    by_leader: HashMap<i32, mpsc::UnboundedSender<Outstanding>>,
+}
+
+impl AnswerPipes {
+    fn for_leader(&mut self, leader: i32) -> mpsc::UnboundedSender<Outstanding> {
+        let answers = &self.answers;
+        self.by_leader
+            .entry(leader)
+            .or_insert_with(|| {
+                let (pipe, requests) = mpsc::unbounded_channel();
+                tokio::spawn(forward_in_order(requests, answers.clone()));
+                pipe
+            })
+            .clone()
+    }
+}
+
+async fn forward_in_order(
+    mut requests: mpsc::UnboundedReceiver<Outstanding>,
+    answers: mpsc::UnboundedSender<Answer>,
+) {
+    while let Some(outstanding) = requests.recv().await {
+        let answer = match outstanding {
+            Outstanding::Done(answer) => answer,
+            Outstanding::Pending {
                 leader,
-                batches: sealed,
-                result: Ok(None),
-            });
-        }
-        Ok(Some(pending)) => {
-            tokio::spawn(async move {
-                let result = match pending.await {
+                batches,
+                response,
+                topic_ids,
+            } => {
+                let result = match response.await {
                     Ok(Response::Produce(response)) => Ok(Some(response)),
                     Ok(_) => Err(ClientError::UnexpectedResponse {
                         api_key: ApiKey::Produce as i16,
                     }),
                     Err(error) => Err(error),
                 };
-                let _ = answers.send(Answer {
+                Answer {
                     leader,
-                    batches: sealed,
+                    batches,
                     result,
-                });
-            });
-        }
-        Err(error) => {
-            let _ = answers.send(Answer {
-                leader,
-                batches: sealed,
-                result: Err(error),
-            });
+                    topic_ids,
+                }
+            }
+        };
+        if answers.send(answer).is_err() {
+            return;
         }
     }
 }
@@ -354,7 +503,10 @@ async fn dispatch(
 /// Applies one answer to its batches.
 fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, answer: Answer) {
     let Answer {
-        batches, result, ..
+        batches,
+        result,
+        topic_ids,
+        ..
     } = answer;
     let response = match result {
         Ok(Some(response)) => response,
@@ -381,11 +533,18 @@ fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, an
             return;
         }
     };
+    let names_by_id: HashMap<Uuid, &String> =
+        topic_ids.iter().map(|(name, id)| (*id, name)).collect();
     let mut outcomes: HashMap<(String, i32), (i16, i64, i64)> = HashMap::new();
     for topic in &response.responses {
+        // v13 answers name topics by id only.
+        let name = match names_by_id.get(&topic.topic_id) {
+            Some(name) if topic.name.0.is_empty() => (*name).clone(),
+            _ => topic.name.0.to_string(),
+        };
         for partition in &topic.partition_responses {
             outcomes.insert(
-                (topic.name.0.to_string(), partition.index),
+                (name.clone(), partition.index),
                 (
                     partition.error_code,
                     partition.base_offset,
@@ -434,16 +593,31 @@ fn handle_partition(
     match code {
         ErrorCode::None => {
             shared.accumulator().unmute(&batch.topic_partition);
+            if shared.idempotent {
+                shared.idempotence().acknowledge(&batch);
+            }
             batch.complete(base_offset, log_append_time_ms);
         }
         // A retry of a batch the broker already has: it was written once.
         ErrorCode::DuplicateSequenceNumber => {
             shared.accumulator().unmute(&batch.topic_partition);
+            shared.idempotence().acknowledge(&batch);
             batch.complete(-1, log_append_time_ms);
         }
-        ErrorCode::OutOfOrderSequenceNumber | ErrorCode::UnknownProducerId if shared.idempotent => {
+        ErrorCode::OutOfOrderSequenceNumber if shared.idempotent => {
+            let mut idempotence = shared.idempotence();
+            if !idempotence.is_behind_unacknowledged(&batch) {
+                idempotence.needs_reset = true;
+            }
+            drop(idempotence);
+            retry_or_fail(shared, config, batch, ProduceError::Broker { code });
+        }
+        ErrorCode::UnknownProducerId if shared.idempotent => {
             shared.idempotence().needs_reset = true;
             retry_or_fail(shared, config, batch, ProduceError::Broker { code });
+        }
+        ErrorCode::MessageTooLarge | ErrorCode::RecordListTooLarge => {
+            split_or_fail(shared, config, batch, code);
         }
         code if code.is_retriable() => {
             cluster.request_metadata_refresh();
@@ -462,9 +636,52 @@ fn handle_partition(
                 },
                 other => other,
             };
-            batch.fail(error);
+            fail_for_good(shared, batch, error);
         }
     }
+}
+
+/// Splits a batch the broker found too large and sends the halves at once
+/// in its place; a single record too large fails with
+/// [`ProduceError::RecordTooLarge`].
+fn split_or_fail(shared: &Shared, config: &ProducerConfig, batch: ProducerBatch, code: ErrorCode) {
+    let topic_partition = batch.topic_partition.clone();
+    let size_bytes = batch.size_bytes();
+    match batch.split(config.compression) {
+        SplitOutcome::Halves(halves) => {
+            let (first, second) = *halves;
+            tracing::debug!(
+                topic = %topic_partition.topic,
+                partition = topic_partition.partition,
+                size_bytes,
+                %code,
+                "batch too large for the broker; split in two"
+            );
+            shared.accumulator().reenqueue_split(first, second);
+            shared.wake.notify_one();
+        }
+        SplitOutcome::Single(batch) => {
+            shared.accumulator().unmute(&topic_partition);
+            fail_for_good(shared, batch, ProduceError::RecordTooLarge { size_bytes });
+        }
+        SplitOutcome::Failed(batch, error) => {
+            tracing::warn!(%error, "could not split a batch that was too large");
+            shared.accumulator().unmute(&topic_partition);
+            fail_for_good(shared, batch, error);
+        }
+    }
+}
+
+/// Fails a batch's records. A stamped batch of an idempotent producer
+/// leaves a hole in its partition's sequence (and may even have been
+/// written, when its last attempt timed out): the producer gets a new id,
+/// so the batches behind it are restamped from sequence 0, as the Java
+/// client bumps its epoch.
+fn fail_for_good(shared: &Shared, batch: ProducerBatch, error: ProduceError) {
+    if shared.idempotent && batch.stamp.is_some() {
+        shared.idempotence().needs_reset = true;
+    }
+    batch.fail(error);
 }
 
 /// Re-enqueues a batch after `retry.backoff.ms`, or fails it when its
@@ -488,7 +705,7 @@ fn retry_or_fail(
             },
             other => other,
         };
-        batch.fail(error);
+        fail_for_good(shared, batch, error);
         return;
     }
     shared
@@ -507,6 +724,7 @@ mod tests {
 
     fn batch_of(records: usize) -> ProducerBatch {
         let mut accumulator = Accumulator::new(AccumulatorConfig {
+            max_in_flight_per_partition: 1,
             batch_size: 1 << 20,
             linger: Duration::ZERO,
             compression: Compression::None,
@@ -519,7 +737,7 @@ mod tests {
             let (sender, _) = oneshot::channel();
             accumulator
                 .append(
-                    tp.clone(),
+                    ("t", 0),
                     &ProducerRecord::new("t", "v"),
                     0,
                     sender,

@@ -21,6 +21,13 @@ fn config(bootstrap: &str) -> ProducerConfig {
     config.client.request_timeout = Duration::from_millis(2_000);
     config.client.reconnect_backoff = Duration::from_millis(10);
     config.delivery_timeout = Duration::from_secs(20);
+    // One batch per partition in flight: the mock checks no sequences of a
+    // non-transactional producer (see `read_back`), so a batch pipelined
+    // behind one that fails would be appended before its retry, where a real
+    // broker answers OUT_OF_ORDER_SEQUENCE_NUMBER. Pipelining with
+    // idempotence is tested against Strom's broker (tests/producer_broker.rs)
+    // and against a sequence-checking model (the accumulator's proptests).
+    config.max_in_flight_requests_per_connection = 1;
     config
 }
 

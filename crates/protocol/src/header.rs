@@ -26,6 +26,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::error::HeaderError;
 use crate::kafka::messages::{ApiKey, RequestHeader, ResponseHeader};
+use crate::kafka::protocol::buf::ByteBufMut;
 use crate::kafka::protocol::{Decodable, Encodable};
 
 /// Bytes of the fields every request header starts with: api key (2),
@@ -159,10 +160,10 @@ pub fn decode_response_header(
 }
 
 /// Appends `header` encoded at `header_version` to `dst`.
-pub fn encode_response_header(
+pub fn encode_response_header<B: ByteBufMut>(
     header: &ResponseHeader,
     header_version: i16,
-    dst: &mut BytesMut,
+    dst: &mut B,
 ) -> Result<(), HeaderError> {
     check_response_header_version(header_version)?;
     header

@@ -20,6 +20,7 @@
 //!   stored without being re-encoded.
 
 pub mod api;
+pub mod chunked;
 pub mod error;
 pub mod error_code;
 pub mod frame;

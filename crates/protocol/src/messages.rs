@@ -24,6 +24,7 @@ use crate::header::{
     peek_request_prefix, request_header_version, response_header_version,
 };
 use crate::kafka::messages::*;
+use crate::kafka::protocol::buf::ByteBufMut;
 use crate::kafka::protocol::{Decodable, Encodable, Message, StrBytes, VersionRange};
 
 /// Declares [`Request`] and [`Response`] with one variant per served API and
@@ -96,7 +97,7 @@ macro_rules! served_messages {
                 }
             }
 
-            fn encode_unchecked(&self, version: i16, dst: &mut BytesMut) -> Result<(), CodecError> {
+            fn encode_unchecked<B: ByteBufMut>(&self, version: i16, dst: &mut B) -> Result<(), CodecError> {
                 match self {
                     $(Request::$variant(body) => Ok(body.encode(dst, version)?),)*
                 }
@@ -132,7 +133,7 @@ macro_rules! served_messages {
                 }
             }
 
-            fn encode_unchecked(&self, version: i16, dst: &mut BytesMut) -> Result<(), CodecError> {
+            fn encode_unchecked<B: ByteBufMut>(&self, version: i16, dst: &mut B) -> Result<(), CodecError> {
                 match self {
                     $(Response::$variant(body) => Ok(body.encode(dst, version)?),)*
                 }
@@ -213,7 +214,7 @@ impl Request {
     }
 
     /// Appends the body encoded at `api_version` to `dst`.
-    pub fn encode(&self, api_version: i16, dst: &mut BytesMut) -> Result<(), MessageError> {
+    pub fn encode<B: ByteBufMut>(&self, api_version: i16, dst: &mut B) -> Result<(), MessageError> {
         let api_key = self.api_key() as i16;
         check_version(api_key, api_version)?;
         self.encode_unchecked(api_version, dst)
@@ -254,7 +255,7 @@ impl Response {
     }
 
     /// Appends the body encoded at `api_version` to `dst`.
-    pub fn encode(&self, api_version: i16, dst: &mut BytesMut) -> Result<(), MessageError> {
+    pub fn encode<B: ByteBufMut>(&self, api_version: i16, dst: &mut B) -> Result<(), MessageError> {
         let api_key = self.api_key() as i16;
         check_version(api_key, api_version)?;
         self.encode_unchecked(api_version, dst)
@@ -388,11 +389,11 @@ pub fn encode_request_frame(
 
 /// Appends a response (header, then body, no size prefix) to `dst`, at the
 /// version of the request it answers.
-pub fn encode_response(
+pub fn encode_response<B: ByteBufMut>(
     correlation_id: i32,
     api_version: i16,
     body: &Response,
-    dst: &mut BytesMut,
+    dst: &mut B,
 ) -> Result<(), MessageError> {
     let api_key = body.api_key();
     check_version(api_key as i16, api_version)?;

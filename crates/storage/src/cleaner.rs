@@ -6,6 +6,12 @@
 //! `.swap` rename leaves the originals untouched (`.cleaned` files are
 //! discarded on open); a crash after it is completed on open by
 //! `complete_interrupted_swaps` when the log is opened.
+//!
+//! One output may replace several originals (small segments are merged),
+//! and it may end before the last of them does (its trailing records were
+//! removed). Before the `.swap` rename, the end offset of each group is
+//! written to `<base>.cleaner-cover`, so recovery removes every original
+//! whose base lies in `[output base, max(output end, group end))`.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -19,6 +25,22 @@ use crate::segment::{parse_base_offset, LOG_SUFFIX};
 pub const SWAP_SUFFIX: &str = ".swap";
 /// Suffix of cleaner output still being written.
 pub const CLEANED_SUFFIX: &str = ".cleaned";
+
+/// Suffix of the file that records where the group of original segments
+/// replaced by the cleaner output of the same base ends (one decimal offset).
+pub const COVER_SUFFIX: &str = ".cleaner-cover";
+
+/// The cover file of the cleaner output based at `base`.
+pub(crate) fn cover_path(dir: &Path, base: i64) -> PathBuf {
+    dir.join(format!("{}{COVER_SUFFIX}", crate::segment::file_stem(base)))
+}
+
+/// The group end recorded for the output at `base`, if a readable cover exists.
+fn read_cover(dir: &Path, base: i64) -> Option<i64> {
+    std::fs::read_to_string(cover_path(dir, base))
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+}
 
 /// Offset after the last whole batch of the `.log` file at `path`.
 pub(crate) fn next_offset_of_file(path: &Path, base_offset: i64) -> Result<i64, RecoveryError> {
@@ -63,7 +85,7 @@ pub(crate) fn complete_interrupted_swaps(dir: &Path) -> Result<(), RecoveryError
         }
     }
     for (base, swap_path) in swaps {
-        let end = next_offset_of_file(&swap_path, base)?;
+        let end = next_offset_of_file(&swap_path, base)?.max(read_cover(dir, base).unwrap_or(base));
         for covered in live
             .iter()
             .copied()
@@ -81,6 +103,21 @@ pub(crate) fn complete_interrupted_swaps(dir: &Path) -> Result<(), RecoveryError
                 // A missing index is rebuilt when the segment opens.
                 std::fs::remove_file(dir.join(format!("{stem}{suffix}"))).ok();
             }
+        }
+    }
+    remove_covers(dir)
+}
+
+/// Removes every cover file (they matter only while a swap is pending).
+fn remove_covers(dir: &Path) -> Result<(), RecoveryError> {
+    for entry in std::fs::read_dir(dir).at(dir)? {
+        let path = entry.at(dir)?.path();
+        if path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.ends_with(COVER_SUFFIX))
+        {
+            std::fs::remove_file(&path).at(&path)?;
         }
     }
     Ok(())

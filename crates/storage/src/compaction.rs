@@ -2,25 +2,35 @@
 //!
 //! A pass cleans whole segments below the first uncleanable offset (the
 //! active segment, the high watermark, and `min.compaction.lag.ms` bound
-//! it) when the dirty share of those bytes reaches
-//! `min.cleanable.dirty.ratio`:
+//! it). A pass is due when the dirty share of those bytes reaches
+//! `min.cleanable.dirty.ratio`, when a dirty record is older than
+//! `max.compaction.lag.ms` (KIP-354), or when a retained tombstone's delete
+//! horizon has passed (KIP-534):
 //!
 //! 1. an offset map `key → latest offset` is built over the dirty segments
 //!    (those at or after the first dirty offset);
-//! 2. every cleanable segment is rewritten into `<base>.log.cleaned`: a
-//!    record survives if it has a key, no later offset of that key is in
-//!    the map, and it is not a tombstone older than `delete.retention.ms`
-//!    (by its timestamp). Batches whose records all survive are copied
-//!    byte for byte; others are rebuilt with the same base offset,
-//!    producer fields and compression, records keeping their offsets;
-//! 3. the output is swapped in crash-safely (see [`crate::cleaner`]):
+//! 2. the cleanable segments are grouped so that each group fits one
+//!    segment (`segment.bytes`, the index sizes, 32-bit relative offsets),
+//!    which merges the small segments cleaning leaves behind, and each group
+//!    is rewritten into `<base of its first segment>.log.cleaned`. A record
+//!    survives if it has a key, no later offset of that key is in the map,
+//!    and it is not a tombstone whose batch's delete horizon has passed;
+//! 3. a batch that keeps a tombstone and has no delete horizon yet gets one,
+//!    `now + delete.retention.ms`, stored as its base timestamp with
+//!    attribute bit 6, exactly as Kafka's cleaner writes it, so tombstones
+//!    stay readable for `delete.retention.ms` after the pass that first
+//!    cleaned them whatever their own timestamps say. Batches whose records
+//!    all survive unchanged are copied byte for byte; others are rebuilt with
+//!    the same base offset, producer fields and compression, records keeping
+//!    their offsets and timestamps;
+//! 4. the output is swapped in crash-safely (see [`crate::cleaner`]):
 //!    `.cleaned` → `.swap`, originals → `.deleted`, `.swap` → live.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 
 use bytes::{Bytes, BytesMut};
-use strom_protocol::records::{RecordBatch, RecordBatchBuilder, TimestampType};
+use strom_protocol::records::{BatchAttributes, RecordBatch, RecordBatchBuilder, TimestampType};
 
 use crate::batch::BatchHeader;
 use crate::cleaner::{CLEANED_SUFFIX, SWAP_SUFFIX};
@@ -169,7 +179,8 @@ impl Log {
         (ratio, cleanable, dirty)
     }
 
-    /// Runs one cleaning pass if the log is compacted and dirty enough.
+    /// Runs one cleaning pass if the log is compacted and a pass is due
+    /// (dirty ratio, maximum compaction lag or a passed delete horizon).
     /// Returns `None` when there was nothing to do.
     pub fn clean(
         &mut self,
@@ -180,7 +191,7 @@ impl Log {
             return Ok(None);
         }
         let (ratio, cleanable, dirty) = self.dirty_split(now_ms);
-        if dirty.is_empty() || ratio < self.config.min_cleanable_dirty_ratio {
+        if cleanable.is_empty() || !self.cleaning_due(ratio, &cleanable, &dirty, now_ms)? {
             return Ok(None);
         }
         let (offset_map, end_dirty) = self.build_offset_map(&dirty, options)?;
@@ -196,21 +207,121 @@ impl Log {
             first_dirty_offset: end_dirty,
             ..CleanStats::default()
         };
+        let mut next_horizon: Option<i64> = None;
         let mut cleaned = Vec::new();
-        for base in &targets {
-            let Some(source) = self.segments.get(base) else {
-                continue;
-            };
-            stats.bytes_before += source.size_bytes();
-            let output = self.clean_segment(source, &offset_map, now_ms, &mut stats)?;
+        for group in self.group_by_size(&targets) {
+            let output =
+                self.clean_group(&group, &offset_map, now_ms, &mut stats, &mut next_horizon)?;
             stats.bytes_after += output.size_bytes();
-            cleaned.push(output);
+            cleaned.push((output, group));
         }
-        stats.segments_cleaned = cleaned.len();
+        stats.segments_cleaned = cleaned.iter().map(|(_, group)| group.len()).sum();
         if self.swap_in(cleaned, now_ms, options.stop_after)? {
             self.first_dirty_offset = end_dirty;
+            self.next_delete_horizon_ms = Some(next_horizon.unwrap_or(i64::MAX));
         }
         Ok(Some(stats))
+    }
+
+    /// Whether a pass should run now.
+    fn cleaning_due(
+        &mut self,
+        ratio: f64,
+        cleanable: &[i64],
+        dirty: &[i64],
+        now_ms: i64,
+    ) -> Result<bool, CleanError> {
+        if !dirty.is_empty() && ratio >= self.config.min_cleanable_dirty_ratio {
+            return Ok(true);
+        }
+        if !dirty.is_empty() && self.max_compaction_lag_exceeded(dirty, now_ms)? {
+            return Ok(true);
+        }
+        let horizon = match self.next_delete_horizon_ms {
+            Some(horizon) => horizon,
+            None => {
+                let horizon = self.scan_delete_horizons(cleanable)?;
+                self.next_delete_horizon_ms = Some(horizon);
+                horizon
+            }
+        };
+        Ok(horizon <= now_ms)
+    }
+
+    /// Whether the oldest dirty record is older than `max.compaction.lag.ms`
+    /// (judged, as Kafka does, by the first batch of each dirty segment).
+    fn max_compaction_lag_exceeded(&self, dirty: &[i64], now_ms: i64) -> Result<bool, CleanError> {
+        let max_lag_ms = self.config.max_compaction_lag_ms;
+        if max_lag_ms == i64::MAX {
+            return Ok(false);
+        }
+        for base in dirty {
+            let Some(segment) = self.segments.get(base) else {
+                continue;
+            };
+            if let Some(first) = segment.batch_at(0)? {
+                let timestamp = first.header.max_timestamp;
+                if timestamp >= 0 && now_ms.saturating_sub(timestamp) > max_lag_ms {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The earliest delete horizon among the batches of `bases` that carry
+    /// one (`i64::MAX` when none do); reads batch headers only.
+    fn scan_delete_horizons(&self, bases: &[i64]) -> Result<i64, CleanError> {
+        let mut earliest = i64::MAX;
+        for base in bases {
+            let Some(segment) = self.segments.get(base) else {
+                continue;
+            };
+            let mut position = 0u64;
+            while let Some(location) = segment.batch_at(position)? {
+                let attributes = location.header.attributes;
+                if attributes & BatchAttributes::DELETE_HORIZON_BIT != 0 {
+                    earliest = earliest.min(location.header.base_timestamp);
+                }
+                position += location.header.size_in_bytes() as u64;
+            }
+        }
+        Ok(earliest)
+    }
+
+    /// Splits consecutive segments into groups that each fit in one segment:
+    /// at most `segment.bytes` of log, indexes within `segment.index.bytes`,
+    /// and offsets within 32 bits of the group's base offset.
+    fn group_by_size(&self, bases: &[i64]) -> Vec<Vec<i64>> {
+        let max_log_bytes = u64::from(self.config.segment_bytes);
+        let max_index_bytes = u64::from(self.config.segment_index_bytes);
+        let mut groups: Vec<Vec<i64>> = Vec::new();
+        let mut current: Vec<i64> = Vec::new();
+        let (mut log_bytes, mut offset_index_bytes, mut time_index_bytes) = (0u64, 0u64, 0u64);
+        for base in bases {
+            let Some(segment) = self.segments.get(base) else {
+                continue;
+            };
+            let fits = current.first().is_some_and(|first| {
+                log_bytes + segment.size_bytes() <= max_log_bytes
+                    && offset_index_bytes + segment.offset_index().len() as u64 * 8
+                        <= max_index_bytes
+                    && time_index_bytes + segment.time_index().len() as u64 * 12 <= max_index_bytes
+                    && segment.next_offset() - 1 - first <= i64::from(i32::MAX)
+            });
+            if !fits && !current.is_empty() {
+                groups.push(std::mem::take(&mut current));
+                (log_bytes, offset_index_bytes, time_index_bytes) = (0, 0, 0);
+            }
+            current.push(*base);
+            log_bytes += segment.size_bytes();
+            offset_index_bytes += segment.offset_index().len() as u64 * 8;
+            time_index_bytes += segment.time_index().len() as u64 * 12;
+        }
+        if !current.is_empty() {
+            groups.push(current);
+        }
+        groups
     }
 
     /// `key → latest offset` over the dirty segments, and the offset where
@@ -253,60 +364,80 @@ impl Log {
         Ok((map, end))
     }
 
-    /// Writes the retained records of `source` into a `.cleaned` segment.
-    fn clean_segment(
+    /// Writes the retained records of the segments `group` (consecutive
+    /// bases) into one `.cleaned` segment based at the first of them.
+    fn clean_group(
         &self,
-        source: &Segment,
+        group: &[i64],
         offset_map: &HashMap<Bytes, i64>,
         now_ms: i64,
         stats: &mut CleanStats,
+        next_horizon: &mut Option<i64>,
     ) -> Result<Segment, CleanError> {
-        let mut output = Segment::create_with_suffix(
-            &self.dir,
-            source.base_offset(),
-            self.settings(),
+        let base = group.first().copied().unwrap_or(self.log_start_offset);
+        let mut output =
+            Segment::create_with_suffix(&self.dir, base, self.settings(), now_ms, CLEANED_SUFFIX)?;
+        let policy = TombstonePolicy {
             now_ms,
-            CLEANED_SUFFIX,
-        )?;
-        let tombstone_horizon_ms = now_ms.saturating_sub(self.config.delete_retention_ms);
-        for_each_batch(source, |batch, header| {
-            let retained = if header.is_control() {
-                Some(batch.into_bytes())
-            } else {
-                filter_batch(&batch, &header, offset_map, tombstone_horizon_ms, stats)?
+            delete_retention_ms: self.config.delete_retention_ms,
+        };
+        for source_base in group {
+            let Some(source) = self.segments.get(source_base) else {
+                continue;
             };
-            if let Some(bytes) = retained {
-                let kept = crate::batch::validate_batch_at(&bytes, 0)?;
-                output.append(&bytes, &[(kept, 0)])?;
-            }
-            Ok(())
-        })?;
+            stats.bytes_before += source.size_bytes();
+            for_each_batch(source, |batch, header| {
+                let retained = if header.is_control() {
+                    Some((batch.into_bytes(), None))
+                } else {
+                    filter_batch(&batch, &header, offset_map, policy, stats)?
+                };
+                if let Some((bytes, horizon)) = retained {
+                    if let Some(horizon) = horizon {
+                        *next_horizon = Some(next_horizon.map_or(horizon, |h| h.min(horizon)));
+                    }
+                    let kept = crate::batch::validate_batch_at(&bytes, 0)?;
+                    output.append(&bytes, &[(kept, 0)])?;
+                }
+                Ok(())
+            })?;
+        }
         output.seal()?;
         output.flush()?;
         Ok(output)
     }
 
     /// Swaps cleaned segments in; returns `false` if stopped early.
+    /// Each cleaned segment replaces the originals of its group.
     fn swap_in(
         &mut self,
-        mut cleaned: Vec<Segment>,
+        mut cleaned: Vec<(Segment, Vec<i64>)>,
         now_ms: i64,
         stop_after: Option<SwapStep>,
     ) -> Result<bool, CleanError> {
+        // Each output may end before its group does (trailing records were
+        // removed): record the group's end so that recovery knows every
+        // original a `.swap` file replaces.
+        for (segment, group) in &cleaned {
+            let group_end = group
+                .last()
+                .and_then(|base| self.segments.get(base))
+                .map_or(segment.next_offset(), Segment::next_offset);
+            write_cover(&self.dir, segment.base_offset(), group_end)?;
+        }
         crate::checkpoint::sync_directory(&self.dir)?;
         if stop_after == Some(SwapStep::CleanedWritten) {
             return Ok(false);
         }
-        for segment in &mut cleaned {
+        for (segment, _) in &mut cleaned {
             segment.set_suffix(SWAP_SUFFIX)?;
         }
         crate::checkpoint::sync_directory(&self.dir)?;
         if stop_after == Some(SwapStep::RenamedToSwap) {
             return Ok(false);
         }
-        let bases: Vec<i64> = cleaned.iter().map(Segment::base_offset).collect();
         let mut doomed = Vec::new();
-        for base in &bases {
+        for base in cleaned.iter().flat_map(|(_, group)| group) {
             if let Some(mut original) = self.segments.remove(base) {
                 doomed.extend(original.set_suffix(DELETED_SUFFIX)?);
             }
@@ -316,8 +447,9 @@ impl Log {
         if stop_after == Some(SwapStep::OriginalsDeleted) {
             return Ok(false);
         }
-        for mut segment in cleaned {
+        for (mut segment, _) in cleaned {
             segment.set_suffix("")?;
+            remove_cover(&self.dir, segment.base_offset())?;
             self.segments.insert(segment.base_offset(), segment);
         }
         crate::checkpoint::sync_directory(&self.dir)?;
@@ -325,20 +457,60 @@ impl Log {
     }
 }
 
-/// The batch with only its retained records: `None` if none survive, the
-/// original bytes if all do, a rebuilt batch otherwise.
+/// Writes (and fsyncs) the cover file of the cleaner output at `base`.
+fn write_cover(dir: &std::path::Path, base: i64, group_end: i64) -> Result<(), CleanError> {
+    let path = crate::cleaner::cover_path(dir, base);
+    let mut file = std::fs::File::create(&path).at(&path)?;
+    std::io::Write::write_all(&mut file, group_end.to_string().as_bytes()).at(&path)?;
+    file.sync_all().at(&path)?;
+    Ok(())
+}
+
+/// Removes the cover file of the cleaner output at `base` (if any).
+fn remove_cover(dir: &std::path::Path, base: i64) -> Result<(), CleanError> {
+    let path = crate::cleaner::cover_path(dir, base);
+    match std::fs::remove_file(&path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(CleanError::from(crate::error::IoError {
+                path,
+                source: error,
+            }))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// When tombstones may go: the pass's clock and `delete.retention.ms`.
+#[derive(Debug, Clone, Copy)]
+struct TombstonePolicy {
+    now_ms: i64,
+    delete_retention_ms: i64,
+}
+
+/// The batch with only its retained records and the delete horizon it
+/// carries: `None` if no record survives, the original bytes if nothing
+/// changes, a rebuilt batch otherwise. Tombstones go once the batch's delete
+/// horizon has passed; a batch that keeps a tombstone gets a horizon
+/// (`now + delete.retention.ms`) if it has none, and a batch left without
+/// tombstones loses its horizon so it is not looked at again.
 fn filter_batch(
     batch: &RecordBatch,
     header: &BatchHeader,
     offset_map: &HashMap<Bytes, i64>,
-    tombstone_horizon_ms: i64,
+    policy: TombstonePolicy,
     stats: &mut CleanStats,
-) -> Result<Option<Bytes>, CleanError> {
+) -> Result<Option<(Bytes, Option<i64>)>, CleanError> {
     let record_error = |source| CleanError::Record {
         base_offset: header.base_offset,
         source,
     };
+    let attributes = batch.attributes();
+    let existing_horizon = attributes
+        .has_delete_horizon()
+        .then_some(header.base_timestamp);
+    let horizon_passed = existing_horizon.is_some_and(|horizon| policy.now_ms >= horizon);
     let mut retained = Vec::new();
+    let mut keeps_tombstone = false;
     let mut total = 0usize;
     for record in batch.records().map_err(record_error)? {
         let record = record.map_err(record_error)?;
@@ -350,19 +522,24 @@ fn filter_batch(
         if offset_map.get(key).is_some_and(|latest| *latest > offset) {
             continue;
         }
-        if record.value().is_none() && batch.record_timestamp(&record) < tombstone_horizon_ms {
-            continue;
+        if record.value().is_none() {
+            if horizon_passed {
+                continue;
+            }
+            keeps_tombstone = true;
         }
         retained.push(record);
     }
     stats.records_removed += (total - retained.len()) as u64;
-    if retained.len() == total {
-        return Ok(Some(batch.as_bytes().clone()));
+    let horizon = keeps_tombstone.then(|| {
+        existing_horizon.unwrap_or_else(|| policy.now_ms.saturating_add(policy.delete_retention_ms))
+    });
+    if retained.len() == total && horizon == existing_horizon {
+        return Ok(Some((batch.as_bytes().clone(), horizon)));
     }
     if retained.is_empty() {
         return Ok(None);
     }
-    let attributes = batch.attributes();
     let mut builder = RecordBatchBuilder::new(attributes.compression())
         .with_base_offset(header.base_offset)
         .with_partition_leader_epoch(header.partition_leader_epoch)
@@ -374,6 +551,9 @@ fn filter_batch(
         .with_transactional(attributes.is_transactional());
     if attributes.timestamp_type() == TimestampType::LogAppendTime {
         builder = builder.with_log_append_time(header.max_timestamp);
+    }
+    if let Some(horizon) = horizon {
+        builder = builder.with_delete_horizon_ms(horizon);
     }
     for record in &retained {
         let headers = record.headers();
@@ -389,5 +569,6 @@ fn filter_batch(
             )
             .map_err(record_error)?;
     }
-    Ok(Some(builder.build().map_err(record_error)?))
+    let rebuilt = builder.build().map_err(record_error)?;
+    Ok(Some((rebuilt, horizon)))
 }

@@ -41,6 +41,7 @@ pub mod compaction;
 pub mod config;
 pub mod epoch_cache;
 pub mod error;
+pub mod flush;
 pub mod index;
 pub mod log;
 pub mod manager;

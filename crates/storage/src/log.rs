@@ -13,6 +13,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::backend::FileBackend;
+use strom_protocol::records::layout;
+
 use crate::batch::{self, BatchHeader};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
@@ -68,7 +70,113 @@ pub struct Log {
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<PendingDelete>,
     pub(crate) first_dirty_offset: i64,
+    /// Earliest KIP-534 delete horizon among retained tombstone batches;
+    /// `None` until the cleaner has looked (after open).
+    pub(crate) next_delete_horizon_ms: Option<i64>,
+    /// `segment.jitter.ms` drawn for the active segment (Kafka draws one per segment).
+    pub(crate) roll_jitter_ms: i64,
     pub(crate) backend: Arc<dyn FileBackend>,
+}
+
+/// A random roll jitter in `[0, min(segment.jitter.ms, segment.ms))`, as Kafka
+/// draws it for each new segment so that partitions created together do not
+/// all roll at the same moment.
+pub(crate) fn random_roll_jitter_ms(config: &LogConfig) -> i64 {
+    let bound = config.segment_jitter_ms.min(config.segment_ms);
+    if bound <= 0 {
+        0
+    } else {
+        fastrand::i64(0..bound)
+    }
+}
+
+/// Bytes at the start of a batch that the CRC does not cover and that hold
+/// every field a leader assigns without `LogAppendTime`: base offset
+/// (0..8), batch length (8..12), partition leader epoch (12..16).
+const LEADER_PREFIX_BYTES: usize = layout::MAGIC;
+
+/// A leader append's batches with their assigned fields written.
+enum Stamped {
+    /// The whole buffer, edited.
+    InPlace(BytesMut),
+    /// The caller's (shared) buffer and stamped copies of each batch's
+    /// first [`LEADER_PREFIX_BYTES`].
+    Prefixes(Bytes, Vec<[u8; LEADER_PREFIX_BYTES]>),
+}
+
+/// Writes the already-assigned fields of `batches` (base offset, leader
+/// epoch, `LogAppendTime`) into `owned`.
+fn stamp_in_place(
+    owned: &mut [u8],
+    batches: &[(BatchHeader, usize)],
+    log_append_time_ms: Option<i64>,
+) -> Result<(), AppendError> {
+    for (header, position) in batches {
+        let end = position + header.size_in_bytes();
+        let bytes = owned.get_mut(*position..end).ok_or(BatchError::Truncated {
+            position: *position,
+        })?;
+        batch::assign(
+            bytes,
+            header.base_offset,
+            header.partition_leader_epoch,
+            log_append_time_ms,
+            *position,
+        )?;
+    }
+    Ok(())
+}
+
+/// Whether `batches` are exactly the bytes of `records`, back to back.
+fn covers(records: &[u8], batches: &[(BatchHeader, usize)]) -> bool {
+    let mut expected = 0;
+    for (header, position) in batches {
+        if *position != expected || header.size_in_bytes() < LEADER_PREFIX_BYTES {
+            return false;
+        }
+        expected += header.size_in_bytes();
+    }
+    expected == records.len()
+}
+
+/// Copies of each batch's first [`LEADER_PREFIX_BYTES`] with the assigned
+/// base offset and leader epoch.
+fn stamped_prefixes(
+    records: &[u8],
+    batches: &[(BatchHeader, usize)],
+) -> Vec<[u8; LEADER_PREFIX_BYTES]> {
+    batches
+        .iter()
+        .map(|(header, position)| {
+            let mut prefix = [0u8; LEADER_PREFIX_BYTES];
+            if let Some(original) = records.get(*position..position + LEADER_PREFIX_BYTES) {
+                prefix.copy_from_slice(original);
+            }
+            prefix[layout::BASE_OFFSET..layout::BASE_OFFSET + 8]
+                .copy_from_slice(&header.base_offset.to_be_bytes());
+            prefix[layout::PARTITION_LEADER_EPOCH..layout::PARTITION_LEADER_EPOCH + 4]
+                .copy_from_slice(&header.partition_leader_epoch.to_be_bytes());
+            prefix
+        })
+        .collect()
+}
+
+/// The parts to write: each batch's stamped prefix, then the rest of it
+/// from the caller's buffer (checked by [`covers`] first).
+fn interleave<'a>(
+    records: &'a [u8],
+    batches: &[(BatchHeader, usize)],
+    prefixes: &'a [[u8; LEADER_PREFIX_BYTES]],
+) -> Vec<&'a [u8]> {
+    let mut parts = Vec::with_capacity(batches.len() * 2);
+    for ((header, position), prefix) in batches.iter().zip(prefixes) {
+        parts.push(&prefix[..]);
+        let rest = records
+            .get(position + LEADER_PREFIX_BYTES..position + header.size_in_bytes())
+            .unwrap_or_default();
+        parts.push(rest);
+    }
+    parts
 }
 
 /// Checks every batch of an append and returns each header with its position.
@@ -133,6 +241,8 @@ impl Log {
     /// Replaces the configuration (takes effect for later appends and rolls).
     pub fn set_config(&mut self, config: LogConfig) {
         self.config = config;
+        self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
+        self.next_delete_horizon_ms = None;
     }
 
     /// First offset still in the log.
@@ -211,7 +321,27 @@ impl Log {
     /// Appends batches from a client: assigns offsets from the log end
     /// offset, stamps `leader_epoch`, applies `LogAppendTime` if configured,
     /// and checks idempotent producer sequences.
+    ///
+    /// When `flush.messages` says so, the log is flushed before this returns
+    /// (holding `&mut self` across the fsync); see
+    /// [`Log::append_as_leader_deferring_flush`] for flushing without it.
     pub fn append_as_leader(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        let info = self.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
+        self.flush_if_due(now_ms)?;
+        Ok(info)
+    }
+
+    /// Like [`Log::append_as_leader`] but never flushes: the caller checks
+    /// [`Log::flush_due`] and, if so, syncs a [`FlushTicket`] without
+    /// holding the log (see `flush.rs`).
+    ///
+    /// [`FlushTicket`]: crate::flush::FlushTicket
+    pub fn append_as_leader_deferring_flush(
         &mut self,
         records: Bytes,
         leader_epoch: i32,
@@ -224,21 +354,8 @@ impl Log {
         let log_append_time_ms = (self.config.message_timestamp_type
             == MessageTimestampType::LogAppendTime)
             .then_some(now_ms);
-        // Edit in place when the caller's buffer is not shared (a request
-        // frame usually is not); copy once otherwise.
-        let mut owned = records
-            .try_into_mut()
-            .unwrap_or_else(|shared| BytesMut::from(shared.as_ref()));
         let mut next_offset = self.log_end_offset;
-        for (header, position) in &mut batches {
-            let bytes = &mut owned[*position..*position + header.size_in_bytes()];
-            batch::assign(
-                bytes,
-                next_offset,
-                leader_epoch,
-                log_append_time_ms,
-                *position,
-            )?;
+        for (header, _) in &mut batches {
             header.base_offset = next_offset;
             header.partition_leader_epoch = leader_epoch;
             if let Some(time) = log_append_time_ms {
@@ -246,8 +363,32 @@ impl Log {
             }
             next_offset = header.next_offset();
         }
+        let stamped = match records.try_into_mut() {
+            // Not shared: edit in place.
+            Ok(mut owned) => {
+                stamp_in_place(&mut owned, &batches, log_append_time_ms)?;
+                Stamped::InPlace(owned)
+            }
+            // Shared (a slice of a request frame) and no CRC to recompute:
+            // rewrite copies of the leader-owned prefixes only.
+            Err(shared) if log_append_time_ms.is_none() && covers(&shared, &batches) => {
+                let prefixes = stamped_prefixes(&shared, &batches);
+                Stamped::Prefixes(shared, prefixes)
+            }
+            Err(shared) => {
+                let mut owned = BytesMut::from(shared.as_ref());
+                stamp_in_place(&mut owned, &batches, log_append_time_ms)?;
+                Stamped::InPlace(owned)
+            }
+        };
         self.epoch_cache.assign(leader_epoch, self.log_end_offset)?;
-        let mut info = self.write_batches(&owned, &batches, now_ms)?;
+        let mut info = match &stamped {
+            Stamped::InPlace(owned) => self.write_batches(&[owned], &batches, now_ms)?,
+            Stamped::Prefixes(shared, prefixes) => {
+                let parts = interleave(shared, &batches, prefixes);
+                self.write_batches(&parts, &batches, now_ms)?
+            }
+        };
         info.log_append_time_ms = log_append_time_ms;
         Ok(info)
     }
@@ -281,7 +422,9 @@ impl Log {
                     .assign(header.partition_leader_epoch, header.base_offset)?;
             }
         }
-        self.write_batches(&records, &batches, now_ms)
+        let info = self.write_batches(&[&records], &batches, now_ms)?;
+        self.flush_if_due(now_ms)?;
+        Ok(info)
     }
 
     /// Returns the original append for a retried idempotent batch, checks
@@ -323,16 +466,17 @@ impl Log {
     /// Writes batches whose offsets are final, rolling first if needed.
     fn write_batches(
         &mut self,
-        bytes: &[u8],
+        parts: &[&[u8]],
         batches: &[(BatchHeader, usize)],
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
         let (first, _) = batches[0];
         let (last, _) = batches[batches.len() - 1];
-        if self.should_roll(bytes.len() as u64, last.last_offset(), now_ms) {
+        let append_bytes: usize = parts.iter().map(|part| part.len()).sum();
+        if self.should_roll(append_bytes as u64, last.last_offset(), now_ms) {
             self.roll_at(first.base_offset, now_ms)?;
         }
-        self.active_mut().append(bytes, batches)?;
+        self.active_mut().append_parts(parts, batches)?;
         let mut info = AppendInfo {
             first_offset: first.base_offset,
             last_offset: last.last_offset(),
@@ -341,7 +485,7 @@ impl Log {
             log_append_time_ms: None,
             log_start_offset: self.log_start_offset,
             record_count: 0,
-            valid_bytes: bytes.len() as u64,
+            valid_bytes: append_bytes as u64,
             duplicate: false,
         };
         for (header, _) in batches {
@@ -354,13 +498,6 @@ impl Log {
         }
         self.log_end_offset = last.next_offset();
         self.unflushed_messages += info.record_count;
-        if self
-            .config
-            .flush_messages
-            .is_some_and(|limit| self.unflushed_messages >= limit)
-        {
-            self.flush(now_ms)?;
-        }
         Ok(info)
     }
 
@@ -372,9 +509,23 @@ impl Log {
             return false;
         }
         active.size_bytes() + append_bytes > u64::from(self.config.segment_bytes)
-            || now_ms - active.created_ms() >= self.config.segment_ms
+            || now_ms - active.created_ms() >= self.max_segment_ms() - self.roll_jitter_ms
             || active.indexes_full()
             || last_offset - active.base_offset() > i64::from(u32::MAX)
+    }
+
+    /// The age at which the active segment rolls before jitter: `segment.ms`,
+    /// or `max.compaction.lag.ms` when that is smaller on a compacted topic
+    /// (KIP-354: records must become cleanable within the maximum lag, and
+    /// the active segment is never cleaned).
+    pub(crate) fn max_segment_ms(&self) -> i64 {
+        if self.config.cleanup_policy.compact {
+            self.config
+                .segment_ms
+                .min(self.config.max_compaction_lag_ms)
+        } else {
+            self.config.segment_ms
+        }
     }
 
     /// Starts a new active segment at the log end offset (no-op when the
@@ -396,6 +547,7 @@ impl Log {
         self.producer_state.write_snapshot(&self.dir, base_offset)?;
         let segment = Segment::create(&self.dir, base_offset, settings, now_ms)?;
         self.segments.insert(base_offset, segment);
+        self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
         crate::checkpoint::sync_directory(&self.dir)?;
         self.recovery_point = self
             .recovery_point

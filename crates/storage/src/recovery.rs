@@ -125,8 +125,11 @@ impl Log {
             last_flush_ms: options.now_ms,
             pending_deletes: Vec::new(),
             first_dirty_offset: 0,
+            next_delete_horizon_ms: None,
+            roll_jitter_ms: 0,
             backend,
         };
+        log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config);
         let report = log.load_segments(&bases, &options)?;
         log.finish_open(options.now_ms)?;
         Ok((log, report))

@@ -341,12 +341,27 @@ impl Segment {
         bytes: &[u8],
         batches: &[(BatchHeader, usize)],
     ) -> Result<(), IoError> {
-        self.settings
-            .backend
-            .write_all_at(&self.log_path, &self.file, bytes, self.size_bytes)
-            .at(&self.log_path)?;
+        self.append_parts(&[bytes], batches)
+    }
+
+    /// Like [`Segment::append`] for batches given as consecutive `parts`
+    /// (positions in `batches` count from the start of the first part).
+    /// Nothing counts as written unless every part is.
+    pub fn append_parts(
+        &mut self,
+        parts: &[&[u8]],
+        batches: &[(BatchHeader, usize)],
+    ) -> Result<(), IoError> {
+        let mut position = self.size_bytes;
+        for part in parts {
+            self.settings
+                .backend
+                .write_all_at(&self.log_path, &self.file, part, position)
+                .at(&self.log_path)?;
+            position += part.len() as u64;
+        }
         self.index_batches(self.size_bytes, batches);
-        self.size_bytes += bytes.len() as u64;
+        self.size_bytes = position;
         Ok(())
     }
 

@@ -158,17 +158,36 @@ fn cleaning_keeps_the_latest_value_per_key_at_its_offset() {
         .is_some());
 }
 
+/// Every batch of the log, parsed.
+fn batches(log: &Log) -> Vec<RecordBatch> {
+    let mut all = Vec::new();
+    for segment in log.segments() {
+        let mut position = 0u64;
+        while let Some(location) = segment.batch_at(position).expect("batch") {
+            let mut buffer = vec![0u8; location.header.size_in_bytes()];
+            std::os::unix::fs::FileExt::read_exact_at(&**segment.file(), &mut buffer, position)
+                .expect("read batch");
+            all.push(RecordBatch::parse(Bytes::from(buffer)).expect("parse"));
+            position += location.header.size_in_bytes() as u64;
+        }
+    }
+    all
+}
+
 #[test]
 fn tombstones_vanish_only_after_delete_retention() {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = partition_dir(root.path());
     let mut log = open_log(&dir, &compacted_config(), true);
+    // The tombstone's own timestamp is long past delete.retention.ms when
+    // the first pass runs: it must still be kept for delete.retention.ms
+    // after that pass (KIP-534), or a consumer could miss the deletion.
     put(&mut log, "gone", Some("v1"), 100);
     let tombstone = put(&mut log, "gone", None, 500);
     put(&mut log, "kept", Some("v"), 500);
     log.roll(0).expect("roll");
     log.update_high_watermark(log.log_end_offset());
-    log.clean(1000, &CleanOptions::default())
+    log.clean(10_000, &CleanOptions::default())
         .expect("clean")
         .expect("cleaned");
     let all = records(&log);
@@ -179,25 +198,283 @@ fn tombstones_vanish_only_after_delete_retention() {
     );
     assert_eq!(all.len(), 2);
 
-    // New dirty data after delete.retention.ms makes the next pass drop it.
-    put(&mut log, "other", Some("v"), 2000);
-    log.roll(0).expect("roll");
-    log.update_high_watermark(log.log_end_offset());
-    log.clean(1499, &CleanOptions::default()).expect("clean");
-    assert!(
-        records(&log).contains_key(&tombstone),
-        "still within delete.retention.ms"
-    );
-    put(&mut log, "more", Some("v"), 2000);
-    log.roll(0).expect("roll");
-    log.update_high_watermark(log.log_end_offset());
-    log.clean(1501, &CleanOptions::default()).expect("clean");
+    // The batch holding the tombstone now carries the delete horizon
+    // (now + delete.retention.ms) as its base timestamp, with attribute
+    // bit 6, and the record keeps its own timestamp.
+    let holder = batches(&log)
+        .into_iter()
+        .find(|batch| batch.base_offset() <= tombstone && tombstone <= batch.last_offset())
+        .expect("batch with the tombstone");
+    assert!(holder.attributes().has_delete_horizon());
+    assert_eq!(holder.base_timestamp(), 11_000);
+    holder
+        .validate_crc()
+        .expect("rebuilt batch has a valid CRC");
+    let record = holder
+        .records()
+        .expect("records")
+        .next()
+        .expect("one record")
+        .expect("record");
+    assert_eq!(holder.record_timestamp(&record), 500);
+
+    // Before the horizon nothing is due; at the horizon a pass runs on its
+    // own (no new dirty data) and removes the tombstone.
+    assert!(log
+        .clean(10_999, &CleanOptions::default())
+        .expect("clean")
+        .is_none());
+    assert!(records(&log).contains_key(&tombstone));
+    log.clean(11_000, &CleanOptions::default())
+        .expect("clean")
+        .expect("a pass is due at the delete horizon");
     let all = records(&log);
     assert!(
         !all.contains_key(&tombstone),
         "tombstone removed after delete.retention.ms"
     );
     assert!(all.values().all(|record| record.0.as_ref() != b"gone"));
+    assert!(
+        batches(&log)
+            .iter()
+            .all(|batch| !batch.attributes().has_delete_horizon()),
+        "no batch keeps a horizon once its tombstones are gone"
+    );
+    assert!(log
+        .clean(1_000_000, &CleanOptions::default())
+        .expect("clean")
+        .is_none());
+}
+
+#[test]
+fn the_delete_horizon_survives_a_restart() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = compacted_config();
+    config.min_cleanable_dirty_ratio = 0.99;
+    let mut log = open_log(&dir, &config, true);
+    put(&mut log, "gone", Some("v1"), 100);
+    let tombstone = put(&mut log, "gone", None, 100);
+    put(&mut log, "kept", Some("v"), 100);
+    log.roll(0).expect("roll");
+    log.update_high_watermark(log.log_end_offset());
+    let first_dirty = log
+        .clean(5_000, &CleanOptions::default())
+        .expect("clean")
+        .expect("cleaned")
+        .first_dirty_offset;
+    log.close(5_000).expect("close");
+    // Reopen as the log manager does (first dirty offset from the cleaner
+    // checkpoint), then add a little dirty data, too little for the ratio.
+    let mut log = open_log(&dir, &config, true);
+    log.set_first_dirty_offset(first_dirty);
+    log.roll(5_000).expect("roll");
+    put(&mut log, "other", Some("v"), 5_000);
+    log.roll(0).expect("roll");
+    log.update_high_watermark(log.log_end_offset());
+    assert!(log
+        .clean(5_999, &CleanOptions::default())
+        .expect("clean")
+        .is_none());
+    log.clean(6_000, &CleanOptions::default())
+        .expect("clean")
+        .expect("the horizon read back from the batch headers makes a pass due");
+    assert!(!records(&log).contains_key(&tombstone));
+}
+
+#[test]
+fn later_passes_merge_the_small_segments_cleaning_leaves() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = compacted_config();
+    config.min_cleanable_dirty_ratio = 0.01;
+    let mut log = open_log(&dir, &config, true);
+    fill(&mut log);
+    let segments_before = log.segment_count();
+    assert!(segments_before > 4, "fill spans many segments");
+    let stats = log
+        .clean(200, &CleanOptions::default())
+        .expect("clean")
+        .expect("cleaned");
+    assert_eq!(stats.segments_cleaned, segments_before - 1);
+    // Groups are formed from the sizes before cleaning (as Kafka does), so
+    // this pass leaves small (here mostly empty) segments behind.
+    assert_eq!(
+        log.segments().next().expect("first").base_offset(),
+        0,
+        "the log start offset is kept"
+    );
+
+    // A second fill with new keys: the small segments the first pass left
+    // are merged with the second fill's cleaned data by the next pass.
+    let mut latest = BTreeMap::new();
+    for round in 0..20 {
+        for key in 0..8 {
+            let key = format!("second-{key}");
+            let value = format!("value-{round}-{}", "z".repeat(40));
+            let offset = put(&mut log, &key, Some(&value), 300 + round);
+            latest.insert(key, (offset, value));
+        }
+    }
+    log.roll(0).expect("roll");
+    log.update_high_watermark(log.log_end_offset());
+    log.clean(400, &CleanOptions::default())
+        .expect("clean")
+        .expect("cleaned");
+    log.clean(500, &CleanOptions::default()).expect("clean");
+    // The next pass merges what the previous ones left: the 16 latest
+    // values end up in one segment, the emptied ones are folded into it.
+    put(&mut log, "third", Some("v"), 500);
+    log.roll(0).expect("roll");
+    log.update_high_watermark(log.log_end_offset());
+    log.clean(600, &CleanOptions::default())
+        .expect("clean")
+        .expect("cleaned");
+    latest.insert(
+        "third".to_owned(),
+        (log.log_end_offset() - 1, "v".to_owned()),
+    );
+    let sizes: Vec<u64> = log.segments().map(|segment| segment.size_bytes()).collect();
+    assert_eq!(
+        sizes.len(),
+        2,
+        "one cleaned segment and the active one: {sizes:?}"
+    );
+    assert!(log
+        .segments()
+        .all(|segment| segment.size_bytes() <= u64::from(config.segment_bytes)));
+    assert_eq!(records(&log).len(), 17);
+    assert_latest_values(&log, &latest);
+    // The merged segment's index finds every surviving offset.
+    for (offset, _) in latest.values() {
+        let read = log
+            .read(*offset, 1 << 20, log.log_end_offset(), true)
+            .expect("read")
+            .records
+            .expect("records at the offset");
+        assert!(!read.to_bytes().expect("bytes").is_empty());
+    }
+    drop(log);
+    let log = open_log(&dir, &config, false);
+    assert_eq!(
+        log.segments().filter(|segment| !segment.is_empty()).count(),
+        1,
+        "the merged segment reopens as it was"
+    );
+    assert_latest_values(&log, &latest);
+}
+
+#[test]
+fn groups_never_exceed_segment_bytes() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let config = compacted_config();
+    let mut log = open_log(&dir, &config, true);
+    // Unique keys: nothing is removed, so cleaned segments stay full and
+    // must not be merged beyond segment.bytes.
+    let mut offsets = Vec::new();
+    for key in 0..120 {
+        let value = "y".repeat(60);
+        offsets.push(put(&mut log, &format!("unique-{key}"), Some(&value), 100));
+    }
+    log.roll(0).expect("roll");
+    log.update_high_watermark(log.log_end_offset());
+    let before = log.segment_count();
+    log.clean(200, &CleanOptions::default())
+        .expect("clean")
+        .expect("cleaned");
+    assert!(log.segment_count() > 2, "full segments stay apart");
+    assert!(log.segment_count() <= before);
+    assert!(log
+        .segments()
+        .all(|segment| segment.size_bytes() <= u64::from(config.segment_bytes)));
+    assert_eq!(records(&log).len(), offsets.len());
+}
+
+#[test]
+fn max_compaction_lag_forces_a_pass_below_the_dirty_ratio() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = compacted_config();
+    config.min_cleanable_dirty_ratio = 0.99;
+    config.max_compaction_lag_ms = 10_000;
+    let mut log = open_log(&dir, &config, true);
+    fill(&mut log);
+    let first = log.clean(200, &CleanOptions::default()).expect("clean");
+    assert!(first.is_some(), "everything dirty: ratio 1.0");
+    // A little dirty data on a large clean section: ratio far below 0.99.
+    put(&mut log, "key-0", Some("newer"), 1_000);
+    log.roll(0).expect("roll");
+    log.update_high_watermark(log.log_end_offset());
+    assert!(log.dirty_ratio(1_000) < 0.99);
+    assert!(log
+        .clean(11_000, &CleanOptions::default())
+        .expect("clean")
+        .is_none());
+    log.clean(11_001, &CleanOptions::default())
+        .expect("clean")
+        .expect("dirty record older than max.compaction.lag.ms");
+}
+
+#[test]
+fn max_compaction_lag_rolls_the_active_segment() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut config = compacted_config();
+    config.max_compaction_lag_ms = 1_000;
+    let mut log = open_log(&dir, &config, true);
+    log.append_as_leader(single("a", 0), 0, 0).expect("append");
+    log.append_as_leader(single("b", 999), 0, 999)
+        .expect("append");
+    assert_eq!(log.segment_count(), 1);
+    log.append_as_leader(single("c", 1_000), 0, 1_000)
+        .expect("append");
+    assert_eq!(log.segment_count(), 2, "rolled at max.compaction.lag.ms");
+
+    // Without compaction the lag does not apply.
+    let other = partition_dir(&root.path().join("other"));
+    let mut config = config.clone();
+    config.cleanup_policy = CleanupPolicy {
+        delete: true,
+        compact: false,
+    };
+    let mut log = open_log(&other, &config, true);
+    log.append_as_leader(single("a", 0), 0, 0).expect("append");
+    log.append_as_leader(single("c", 5_000), 0, 5_000)
+        .expect("append");
+    assert_eq!(log.segment_count(), 1);
+}
+
+#[test]
+fn segment_jitter_rolls_between_segment_ms_minus_jitter_and_segment_ms() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut config = small_config();
+    config.segment_ms = 1_000;
+    config.segment_jitter_ms = 400;
+    for round in 0..20 {
+        let dir = partition_dir(&root.path().join(format!("round-{round}")));
+        let mut log = open_log(&dir, &config, true);
+        log.append_as_leader(single("a", 0), 0, 0).expect("append");
+        log.append_as_leader(single("b", 599), 0, 599)
+            .expect("append");
+        assert_eq!(log.segment_count(), 1, "never before segment.ms - jitter");
+        log.append_as_leader(single("c", 1_000), 0, 1_000)
+            .expect("append");
+        assert_eq!(log.segment_count(), 2, "always by segment.ms");
+    }
+}
+
+fn single(key: &str, timestamp: i64) -> Bytes {
+    keyed_batch(
+        &BatchSpec {
+            base_timestamp: timestamp,
+            ..BatchSpec::default()
+        },
+        &[TestRecord {
+            key: Some(key.as_bytes().to_vec()),
+            value: Some(b"v".to_vec()),
+        }],
+    )
 }
 
 #[test]
@@ -266,5 +543,85 @@ fn a_crash_at_each_swap_step_loses_no_latest_value() {
                 "{step:?}: swap completed on open"
             );
         }
+    }
+}
+
+#[test]
+fn a_crash_while_swapping_a_merged_group_loses_nothing_and_leaves_no_stale_segment() {
+    for step in [
+        SwapStep::CleanedWritten,
+        SwapStep::RenamedToSwap,
+        SwapStep::OriginalsDeleted,
+    ] {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dir = partition_dir(root.path());
+        let config = compacted_config();
+        let mut log = open_log(&dir, &config, true);
+        let mut latest = fill(&mut log);
+        log.clean(200, &CleanOptions::default())
+            .expect("clean")
+            .expect("cleaned");
+        // A small segment whose values are all superseded by the next,
+        // full segment: the first group (the small segments) comes out
+        // empty, ending long before the originals it replaces do.
+        for key in 0..8 {
+            put(&mut log, &format!("key-{key}"), Some("short-lived"), 300);
+        }
+        log.roll(0).expect("roll");
+        for key in 0..8 {
+            let key = format!("key-{key}");
+            let offset = put(&mut log, &key, Some("final"), 301);
+            latest.insert(key, (offset, "final".to_owned()));
+        }
+        for filler in 0..30 {
+            let key = format!("filler-{filler}");
+            let value = "f".repeat(40);
+            let offset = put(&mut log, &key, Some(&value), 302);
+            latest.insert(key, (offset, value));
+        }
+        log.roll(0).expect("roll");
+        log.update_high_watermark(log.log_end_offset());
+        let options = CleanOptions {
+            stop_after: Some(step),
+            ..CleanOptions::default()
+        };
+        let stats = log
+            .clean(400, &options)
+            .expect("clean until the crash")
+            .expect("a pass ran");
+        assert!(
+            stats.segments_cleaned > 1,
+            "the pass rewrote several segments"
+        );
+        drop(log);
+        let log = open_log(&dir, &config, false);
+        assert_latest_values(&log, &latest);
+        let all = records(&log);
+        if step == SwapStep::CleanedWritten {
+            assert!(all.len() > latest.len(), "originals untouched");
+        } else {
+            assert_eq!(
+                all.len(),
+                latest.len(),
+                "{step:?}: every replaced original is gone after recovery"
+            );
+        }
+        let leftovers: Vec<String> = std::fs::read_dir(&dir)
+            .expect("dir")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| {
+                name.ends_with(".swap")
+                    || name.ends_with(".cleaned")
+                    || name.ends_with(".deleted")
+                    || name.ends_with(".cleaner-cover")
+            })
+            .collect();
+        assert!(leftovers.is_empty(), "{step:?} left {leftovers:?}");
     }
 }

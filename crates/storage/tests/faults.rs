@@ -192,9 +192,19 @@ fn leftover_deleted_and_tmp_files_are_removed_on_open() {
 }
 
 fn open_with(dir: &Path, injector: &Arc<FaultInjector>, clean: bool, recovery_point: i64) -> Log {
+    open_configured(dir, injector, clean, recovery_point, small_config())
+}
+
+fn open_configured(
+    dir: &Path,
+    injector: &Arc<FaultInjector>,
+    clean: bool,
+    recovery_point: i64,
+    config: strom_storage::LogConfig,
+) -> Log {
     Log::open_with_backend(
         dir,
-        small_config(),
+        config,
         LogOpenOptions {
             log_start_offset: 0,
             recovery_point,
@@ -296,4 +306,65 @@ fn a_clean_close_after_a_torn_append_drops_the_torn_bytes() {
         std::fs::metadata(active).expect("meta").len(),
         log.size_bytes()
     );
+}
+
+#[test]
+fn a_deferred_flush_is_durable_once_its_ticket_is_synced_and_not_before() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let injector = Arc::new(FaultInjector::new());
+    let config = strom_storage::LogConfig {
+        flush_messages: Some(4),
+        ..small_config()
+    };
+    let mut log = open_configured(&dir, &injector, true, 0, config.clone());
+    log.append_as_leader_deferring_flush(batch(2, 0), 0, 0)
+        .expect("append");
+    assert!(!log.flush_due(), "2 of 4 messages");
+    log.append_as_leader_deferring_flush(batch(2, 1), 0, 0)
+        .expect("append");
+    assert!(log.flush_due());
+    assert_eq!(log.recovery_point(), 0, "nothing flushed inline");
+    let ticket = log.prepare_flush();
+    assert_eq!(ticket.flushed_to(), 4);
+    // An append while the ticket syncs is not covered by it.
+    log.append_as_leader_deferring_flush(batch(2, 2), 0, 0)
+        .expect("append");
+    ticket.sync().expect("sync");
+    log.complete_flush(&ticket, 5);
+    assert_eq!(log.recovery_point(), 4);
+    assert!(
+        !log.flush_due(),
+        "the two later messages are below the limit"
+    );
+    // Written after the sync, and a ticket for it prepared but never synced.
+    log.append_as_leader_deferring_flush(batch(2, 3), 0, 0)
+        .expect("append");
+    let _unsynced = log.prepare_flush();
+    drop(log);
+    injector.crash(0).expect("crash");
+    let log = open_configured(&dir, &injector, false, 4, config);
+    // The fsync also covered the append made before it (offsets 4 and 5),
+    // though the ticket only claimed offsets below 4; the last one is lost.
+    assert_eq!(
+        log.log_end_offset(),
+        6,
+        "synced records kept, the rest lost"
+    );
+    assert_eq!(read_all(&log, 0).len(), 3);
+}
+
+#[test]
+fn append_as_leader_still_flushes_inline_when_due() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let injector = Arc::new(FaultInjector::new());
+    let config = strom_storage::LogConfig {
+        flush_messages: Some(1),
+        ..small_config()
+    };
+    let mut log = open_configured(&dir, &injector, true, 0, config);
+    log.append_as_leader(batch(3, 0), 0, 0).expect("append");
+    assert_eq!(log.recovery_point(), 3);
+    assert!(!log.flush_due());
 }

@@ -349,3 +349,52 @@ fn flush_messages_advances_the_recovery_point() {
     log.tick(200).expect("tick");
     assert_eq!(log.recovery_point(), 6);
 }
+
+#[test]
+fn a_shared_buffer_is_appended_with_offsets_assigned_and_left_unchanged() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut log = open(&partition_dir(root.path()), &small_config(), true, 0);
+    log.append_as_leader(batch(3, 0), 0, 0).expect("append");
+    // The request frame keeps a reference: the log must not edit it.
+    let records = batch(2, 1_000);
+    let kept = records.clone();
+    let info = log.append_as_leader(records, 7, 0).expect("shared append");
+    assert_eq!((info.first_offset, info.last_offset), (3, 4));
+    assert_eq!(kept, batch(2, 1_000), "the caller's bytes are untouched");
+    assert_eq!(read_all(&log, 0), vec![(0, 3), (3, 5)]);
+    let slice = log
+        .read(3, 1 << 20, 5, true)
+        .expect("read")
+        .records
+        .expect("records");
+    let stored = slice.to_bytes().expect("bytes");
+    let header = strom_storage::batch::validate_batch_at(&stored, 0).expect("valid CRC");
+    assert_eq!(header.base_offset, 3);
+    assert_eq!(header.partition_leader_epoch, 7);
+    // Only the leader-owned prefix differs from what the client sent.
+    assert_eq!(stored[16..], kept[16..]);
+    assert_ne!(stored[..16], kept[..16]);
+}
+
+#[test]
+fn a_shared_buffer_with_log_append_time_is_stamped_on_a_copy() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let config = strom_storage::LogConfig {
+        message_timestamp_type: MessageTimestampType::LogAppendTime,
+        ..small_config()
+    };
+    let mut log = open(&partition_dir(root.path()), &config, true, 0);
+    let records = batch(2, 1_000);
+    let kept = records.clone();
+    let info = log.append_as_leader(records, 1, 123_456).expect("append");
+    assert_eq!(info.log_append_time_ms, Some(123_456));
+    assert_eq!(kept, batch(2, 1_000));
+    let slice = log
+        .read(0, 1 << 20, 2, true)
+        .expect("read")
+        .records
+        .expect("records");
+    let stored = slice.to_bytes().expect("bytes");
+    let header = strom_storage::batch::validate_batch_at(&stored, 0).expect("valid CRC");
+    assert_eq!(header.max_timestamp, 123_456);
+}

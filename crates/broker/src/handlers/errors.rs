@@ -14,6 +14,7 @@ use crate::replica_manager::AppendFailure;
 pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
     match error {
         AppendFailure::Replication(error) => replication_error_code(error),
+        AppendFailure::Flush(_) => ErrorCode::KafkaStorageError,
         AppendFailure::Log(error) => match error {
             AppendError::Empty => ErrorCode::InvalidRecord,
             AppendError::Corrupt(BatchError::UnsupportedMagic { .. }) => {

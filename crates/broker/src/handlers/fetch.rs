@@ -2,10 +2,12 @@
 //! once when `fetch.min.bytes` are there (or on an error), otherwise long-poll
 //! until an append moves a partition's high watermark or `max_wait_ms` passes.
 //!
-//! Incremental fetch sessions (KIP-227): this broker answers every fetch in
-//! full and never creates a session (it replies with session id 0, which the
-//! protocol allows), so clients keep sending full requests. A request that
-//! names a session id this broker never issued gets FETCH_SESSION_ID_NOT_FOUND.
+//! Incremental fetch sessions (KIP-227) are kept by the broker's
+//! [`FetchSessionCache`]: a full request (epoch 0) opens a session, an
+//! incremental one names only what changed and is answered with only the
+//! partitions that have news. The record bytes read for the response go to
+//! the socket as they are (the connection writes them with a vectored write,
+//! see `strom_protocol::chunked`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,17 +25,27 @@ use uuid::Uuid;
 use super::errors::{read_error_code, replication_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
+use crate::error::FetchSessionError;
+use crate::fetch_session::{
+    FetchSessionCache, PartitionKey, PartitionStatus, SessionContext, SessionPartition,
+};
 use crate::network::{Reply, RequestContext};
-use crate::replica_manager::PartitionReplica;
+use crate::replica_manager::{PartitionReplica, ReplicaManager};
 
 /// Kafka's isolation level for READ_COMMITTED.
 const READ_COMMITTED: i8 = 1;
 
-/// A fetch resolved against the metadata: what to read, where.
+/// A fetch resolved against its session and the metadata: what to read,
+/// where, and how to answer.
 struct Plan {
     topics: Vec<PlannedTopic>,
     max_bytes: u64,
     read_committed: bool,
+    session: SessionContext,
+    /// Every partition of `topics`, in the same order (for the session).
+    partitions: Vec<SessionPartition>,
+    sessions: Arc<FetchSessionCache>,
+    replicas: Arc<ReplicaManager>,
 }
 
 struct PlannedTopic {
@@ -49,59 +61,156 @@ struct PlannedPartition {
 
 /// Handles a Fetch request.
 pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRequest) -> Reply {
-    if request.session_id != 0 {
-        let response = FetchResponse::default()
-            .with_error_code(ErrorCode::FetchSessionIdNotFound.code())
-            .with_session_id(0);
-        return Reply::Response(Response::Fetch(response));
-    }
-    let plan = Arc::new(plan(broker, context.api_version, &request));
+    let fetch = match begin_session(broker, &request) {
+        Ok(fetch) => fetch,
+        Err(error) => return Reply::Response(Response::Fetch(session_error(&error))),
+    };
+    let plan = Arc::new(plan(broker, context.api_version, &request, fetch));
     let (response, bytes, errors) = read(&plan);
     let min_bytes = request.min_bytes.max(0) as u64;
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     if bytes >= min_bytes || errors || max_wait.is_zero() || plan.topics.is_empty() {
-        return Reply::Response(Response::Fetch(response));
+        return Reply::Response(Response::Fetch(finish(&plan, response)));
     }
     Reply::Deferred(Box::pin(long_poll(plan, min_bytes, max_wait)))
 }
 
-fn plan(broker: &BrokerContext, api_version: i16, request: &FetchRequest) -> Plan {
-    let image = broker.controller.image();
-    let topics = request
+/// Resolves the request's session fields: what to read and in which
+/// session context.
+fn begin_session(
+    broker: &BrokerContext,
+    request: &FetchRequest,
+) -> Result<crate::fetch_session::SessionFetch, FetchSessionError> {
+    let requested = request
         .topics
         .iter()
-        .map(|topic| {
-            // Fetch v13+ names topics by id.
-            let name = if api_version >= 13 {
-                image
-                    .topic_by_id(topic.topic_id)
-                    .map(|found| found.name.clone())
-            } else {
-                Some(topic.topic.0.to_string())
-            };
-            let partitions = topic
-                .partitions
-                .iter()
-                .map(|partition| PlannedPartition {
-                    request: partition.clone(),
-                    target: match &name {
-                        None => Err(ErrorCode::UnknownTopicId),
-                        Some(name) => locate(broker, name, partition),
-                    },
-                })
-                .collect();
-            PlannedTopic {
-                name: topic.topic.clone(),
-                topic_id: topic.topic_id,
-                partitions,
-            }
+        .flat_map(|topic| {
+            topic.partitions.iter().map(|partition| SessionPartition {
+                key: PartitionKey {
+                    topic_id: topic.topic_id,
+                    topic: topic.topic.clone(),
+                    partition: partition.partition,
+                },
+                request: partition.clone(),
+            })
         })
         .collect();
+    let forgotten: Vec<PartitionKey> = request
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(|partition| PartitionKey {
+                topic_id: topic.topic_id,
+                topic: topic.topic.clone(),
+                partition: *partition,
+            })
+        })
+        .collect();
+    // A follower's fetch (replica id set) gets a privileged session.
+    let privileged = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
+    broker.fetch_sessions.begin(
+        request.session_id,
+        request.session_epoch,
+        requested,
+        &forgotten,
+        privileged,
+        broker.replicas.now_ms(),
+    )
+}
+
+fn session_error(error: &FetchSessionError) -> FetchResponse {
+    let code = match error {
+        FetchSessionError::IdNotFound { .. } => ErrorCode::FetchSessionIdNotFound,
+        FetchSessionError::InvalidEpoch { .. } => ErrorCode::InvalidFetchSessionEpoch,
+    };
+    tracing::debug!(%error, "fetch session refused");
+    FetchResponse::default()
+        .with_error_code(code.code())
+        .with_session_id(0)
+}
+
+fn plan(
+    broker: &BrokerContext,
+    api_version: i16,
+    request: &FetchRequest,
+    fetch: crate::fetch_session::SessionFetch,
+) -> Plan {
+    let image = broker.controller.image();
+    let mut topics: Vec<PlannedTopic> = Vec::new();
+    let mut resolved: Option<Option<String>> = None;
+    for wanted in &fetch.partitions {
+        let same_topic = topics.last().is_some_and(|last| {
+            last.topic_id == wanted.key.topic_id && last.name == wanted.key.topic
+        });
+        if !same_topic {
+            // Fetch v13+ names topics by id.
+            resolved = Some(if api_version >= 13 {
+                image
+                    .topic_by_id(wanted.key.topic_id)
+                    .map(|found| found.name.clone())
+            } else {
+                Some(wanted.key.topic.0.to_string())
+            });
+            topics.push(PlannedTopic {
+                name: wanted.key.topic.clone(),
+                topic_id: wanted.key.topic_id,
+                partitions: Vec::new(),
+            });
+        }
+        let target = match resolved.as_ref().and_then(|name| name.as_ref()) {
+            None => Err(ErrorCode::UnknownTopicId),
+            Some(name) => locate(broker, name, &wanted.request),
+        };
+        if let Some(topic) = topics.last_mut() {
+            topic.partitions.push(PlannedPartition {
+                request: wanted.request.clone(),
+                target,
+            });
+        }
+    }
     Plan {
         topics,
         max_bytes: request.max_bytes.max(0) as u64,
         read_committed: request.isolation_level == READ_COMMITTED,
+        session: fetch.context,
+        partitions: fetch.partitions,
+        sessions: Arc::clone(&broker.fetch_sessions),
+        replicas: Arc::clone(&broker.replicas),
     }
+}
+
+/// Completes the response for the fetch's session: the session id, and for
+/// an incremental fetch only the partitions with news.
+fn finish(plan: &Plan, mut response: FetchResponse) -> FetchResponse {
+    let statuses: Vec<PartitionStatus> = response
+        .responses
+        .iter()
+        .flat_map(|topic| topic.partitions.iter())
+        .map(|data| PartitionStatus {
+            high_watermark: data.high_watermark,
+            last_stable_offset: data.last_stable_offset,
+            log_start_offset: data.log_start_offset,
+            has_records: data
+                .records
+                .as_ref()
+                .is_some_and(|records| !records.is_empty()),
+            has_error: data.error_code != ErrorCode::None.code(),
+        })
+        .collect();
+    let (session_id, include) = plan.sessions.finish(
+        plan.session,
+        &plan.partitions,
+        &statuses,
+        plan.replicas.now_ms(),
+    );
+    let mut flags = include.into_iter();
+    for topic in &mut response.responses {
+        topic.partitions.retain(|_| flags.next().unwrap_or(true));
+    }
+    response
+        .responses
+        .retain(|topic| !topic.partitions.is_empty());
+    response.with_session_id(session_id)
 }
 
 fn locate(
@@ -183,9 +292,7 @@ fn read(plan: &Plan) -> (FetchResponse, u64, bool) {
         );
     }
     (
-        FetchResponse::default()
-            .with_session_id(0)
-            .with_responses(responses),
+        FetchResponse::default().with_responses(responses),
         total,
         errors,
     )
@@ -220,8 +327,8 @@ async fn long_poll(plan: Arc<Plan>, min_bytes: u64, max_wait: Duration) -> Optio
         }
         let (response, bytes, errors) = read(&plan);
         if bytes >= min_bytes || errors || tokio::time::Instant::now() >= deadline {
-            return Some(Response::Fetch(response));
+            return Some(Response::Fetch(finish(&plan, response)));
         }
     }
-    Some(Response::Fetch(read(&plan).0))
+    Some(Response::Fetch(finish(&plan, read(&plan).0)))
 }

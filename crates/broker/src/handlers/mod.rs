@@ -12,6 +12,7 @@ use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::messages::Request;
 
 use crate::config::BrokerConfig;
+use crate::fetch_session::FetchSessionCache;
 use crate::groups::GroupService;
 use crate::network::{Reply, RequestContext, RequestHandler};
 use crate::producer_ids::ProducerIdManager;
@@ -95,6 +96,8 @@ pub struct BrokerContext {
     pub producer_ids: ProducerIdManager,
     /// The group coordinator and its `__consumer_offsets` partitions.
     pub groups: Arc<GroupService>,
+    /// Incremental fetch sessions (KIP-227).
+    pub fetch_sessions: Arc<FetchSessionCache>,
 }
 
 impl BrokerContext {

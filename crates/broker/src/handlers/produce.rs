@@ -1,5 +1,9 @@
 //! Produce: validate and append each partition's batches, then answer at
 //! once (`acks=0`/`1`) or when the high watermark passes them (`acks=all`).
+//!
+//! When `flush.messages` makes an append's flush due, the fsync runs on the
+//! blocking pool without the log's lock, and the answer (any `acks`) waits
+//! for it: a worker thread never waits for the disk.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +17,14 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 use strom_protocol::records::RecordBatches;
 use strom_replication::AckStatus;
+use strom_storage::flush::FlushTicket;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
 
 use super::errors::append_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
-use crate::replica_manager::PartitionReplica;
+use crate::replica_manager::{Appended, PartitionReplica};
 
 /// One partition's outcome, kept until the response is built.
 struct Outcome {
@@ -31,9 +36,14 @@ struct Outcome {
     log_start_offset: i64,
     /// For `acks=all`: the partition and the offset the HW must reach.
     wait_for: Option<(Arc<PartitionReplica>, i64)>,
+    /// A flush `flush.messages` made due: done off the async workers
+    /// before the answer.
+    pending_flush: Option<(Arc<PartitionReplica>, FlushTicket)>,
 }
 
 struct TopicOutcomes {
+    /// Position of the topic in the request (names may repeat).
+    position: usize,
     name: TopicName,
     topic_id: Uuid,
     partitions: Vec<Outcome>,
@@ -46,7 +56,9 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
         let topics = request
             .topic_data
             .into_iter()
-            .map(|topic| TopicOutcomes {
+            .enumerate()
+            .map(|(position, topic)| TopicOutcomes {
+                position,
                 name: topic.name,
                 topic_id: topic.topic_id,
                 partitions: topic
@@ -61,7 +73,7 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
     let image = broker.controller.image();
     let now_ms = broker.replicas.now_ms();
     let mut topics = Vec::with_capacity(request.topic_data.len());
-    for topic in request.topic_data {
+    for (position, topic) in request.topic_data.into_iter().enumerate() {
         // Produce v13 names topics by id (KIP-516).
         let name = if context.api_version >= 13 {
             image
@@ -86,12 +98,17 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
             partitions.push(outcome);
         }
         topics.push(TopicOutcomes {
+            position,
             name: topic.name,
             topic_id: topic.topic_id,
             partitions,
         });
     }
+    let flushes = take_flushes(&mut topics);
     if acks == 0 {
+        if !flushes.is_empty() {
+            tokio::spawn(flush_all(flushes, now_ms));
+        }
         return Reply::NoResponse;
     }
     let waits: Vec<(Arc<PartitionReplica>, i64)> = topics
@@ -99,12 +116,21 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
         .flat_map(|topic| topic.partitions.iter())
         .filter_map(|outcome| outcome.wait_for.clone())
         .collect();
-    if waits.is_empty() {
+    if waits.is_empty() && flushes.is_empty() {
         return Reply::Response(Response::Produce(build(topics)));
     }
     let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
     Reply::Deferred(Box::pin(async move {
         let deadline = tokio::time::Instant::now() + timeout;
+        let failed_flushes = flush_all(flushes, now_ms).await;
+        for topic in &mut topics {
+            for outcome in &mut topic.partitions {
+                if failed_flushes.contains(&(topic.position, outcome.index)) {
+                    outcome.wait_for = None;
+                    outcome.error = ErrorCode::KafkaStorageError;
+                }
+            }
+        }
         for (replica, required_offset) in &waits {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
             let _ = replica
@@ -156,7 +182,10 @@ fn append_partition(
         );
     }
     match replica.append(records, acks == -1, now_ms) {
-        Ok(info) => {
+        Ok(Appended {
+            info,
+            pending_flush,
+        }) => {
             let required = info.last_offset + 1;
             let wait_for = (acks == -1 && replica.ack_status(required) != AckStatus::Committed)
                 .then(|| (Arc::clone(&replica), required));
@@ -168,6 +197,7 @@ fn append_partition(
                 log_append_time_ms: info.log_append_time_ms.unwrap_or(-1),
                 log_start_offset: info.log_start_offset,
                 wait_for,
+                pending_flush: pending_flush.map(|ticket| (Arc::clone(&replica), ticket)),
             }
         }
         Err(error) => {
@@ -207,7 +237,57 @@ fn failed(index: i32, error: ErrorCode, error_message: Option<String>) -> Outcom
         log_append_time_ms: -1,
         log_start_offset: -1,
         wait_for: None,
+        pending_flush: None,
     }
+}
+
+/// A due flush and where its outcome goes: (topic position, partition index).
+type PendingFlush = ((usize, i32), Arc<PartitionReplica>, FlushTicket);
+
+fn take_flushes(topics: &mut [TopicOutcomes]) -> Vec<PendingFlush> {
+    let mut flushes = Vec::new();
+    for topic in topics {
+        for outcome in &mut topic.partitions {
+            if let Some((replica, ticket)) = outcome.pending_flush.take() {
+                flushes.push(((topic.position, outcome.index), replica, ticket));
+            }
+        }
+    }
+    flushes
+}
+
+/// Syncs every due flush on the blocking pool (one task for all of them)
+/// and completes the synced ones; returns where a flush failed.
+async fn flush_all(flushes: Vec<PendingFlush>, now_ms: i64) -> Vec<(usize, i32)> {
+    if flushes.is_empty() {
+        return Vec::new();
+    }
+    let positions: Vec<(usize, i32)> = flushes.iter().map(|(at, _, _)| *at).collect();
+    let synced = tokio::task::spawn_blocking(move || {
+        flushes
+            .into_iter()
+            .map(|(at, replica, ticket)| {
+                let result = ticket.sync();
+                (at, replica, ticket, result)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let Ok(synced) = synced else {
+        // Interrupted (runtime shutting down): nothing is acknowledged.
+        return positions;
+    };
+    let mut failed = Vec::new();
+    for (at, replica, ticket, result) in synced {
+        match result {
+            Ok(()) => replica.complete_flush(&ticket, now_ms),
+            Err(error) => {
+                tracing::warn!(topic_partition = %replica.topic_partition, %error, "flush failed");
+                failed.push(at);
+            }
+        }
+    }
+    failed
 }
 
 fn build(topics: Vec<TopicOutcomes>) -> ProduceResponse {

@@ -1,15 +1,17 @@
 //! One client connection: decode ahead, handle in order, answer in order.
 
 use std::future::Future;
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
+use strom_protocol::chunked::encode_response_frame_chunks;
 use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
-use strom_protocol::messages::{decode_request, encode_response_frame, Request, Response};
+use strom_protocol::messages::{decode_request, Request, Response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -67,7 +69,8 @@ pub trait RequestHandler: Send + Sync + 'static {
 
 /// A queued answer, in request order.
 enum Pending {
-    Ready(Bytes),
+    /// An encoded frame as chunks (see [`encode_response_frame_chunks`]).
+    Ready(Vec<Bytes>),
     Deferred {
         task: AbortOnDrop<Option<Response>>,
         correlation_id: i32,
@@ -207,10 +210,11 @@ async fn handle_frame(
     queue.send(pending).await.map_err(|_| "writer gone")
 }
 
-fn encode(correlation_id: i32, api_version: i16, response: &Response) -> Option<Bytes> {
-    let mut buffer = BytesMut::new();
-    match encode_response_frame(correlation_id, api_version, response, &mut buffer) {
-        Ok(()) => Some(buffer.freeze()),
+/// Encodes a response frame as chunks: a Fetch response's record bytes are
+/// sent from the buffers they were read into, not copied again.
+fn encode(correlation_id: i32, api_version: i16, response: &Response) -> Option<Vec<Bytes>> {
+    match encode_response_frame_chunks(correlation_id, api_version, response) {
+        Ok(chunks) => Some(chunks),
         Err(error) => {
             warn!(%error, correlation_id, api_version, "cannot encode a response");
             None
@@ -218,31 +222,102 @@ fn encode(correlation_id: i32, api_version: i16, response: &Response) -> Option<
     }
 }
 
+/// Most I/O vector entries handed to one `writev`.
+const MAX_IO_SLICES: usize = 64;
+
+/// Writes answers in request order. Answers that are ready together go out
+/// in one vectored write.
 async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver<Pending>) {
-    while let Some(next) = pending.recv().await {
-        let bytes = match next {
-            Pending::Ready(bytes) => bytes,
-            Pending::Deferred {
-                mut task,
-                correlation_id,
-                api_version,
-            } => {
-                let response = match (&mut task.0).await {
-                    Ok(Some(response)) => response,
-                    Ok(None) => continue,
-                    Err(_) => break,
-                };
-                match encode(correlation_id, api_version, &response) {
-                    Some(bytes) => bytes,
-                    None => break,
-                }
-            }
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut carried: Option<Pending> = None;
+    loop {
+        let next = match carried.take() {
+            Some(next) => next,
+            None => match pending.recv().await {
+                Some(next) => next,
+                None => break,
+            },
         };
-        if writer.write_all(&bytes).await.is_err() {
+        if !resolve(next, &mut chunks).await {
+            break;
+        }
+        // Gather the answers that are ready now (pipelined requests); a
+        // deferred one waits until these are written.
+        while chunks.len() < MAX_IO_SLICES {
+            match pending.try_recv() {
+                Ok(Pending::Ready(ready)) => chunks.extend(ready),
+                Ok(deferred) => {
+                    carried = Some(deferred);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        if write_all_chunks(&mut writer, &mut chunks).await.is_err() {
             break;
         }
     }
     let _ = writer.shutdown().await;
+}
+
+/// Appends the encoded answer of `next` to `chunks` (waiting for a deferred
+/// one); `false` when the connection must close.
+async fn resolve(next: Pending, chunks: &mut Vec<Bytes>) -> bool {
+    match next {
+        Pending::Ready(ready) => {
+            chunks.extend(ready);
+            true
+        }
+        Pending::Deferred {
+            mut task,
+            correlation_id,
+            api_version,
+        } => {
+            let response = match (&mut task.0).await {
+                Ok(Some(response)) => response,
+                Ok(None) => return true,
+                Err(_) => return false,
+            };
+            match encode(correlation_id, api_version, &response) {
+                Some(encoded) => {
+                    chunks.extend(encoded);
+                    true
+                }
+                None => false,
+            }
+        }
+    }
+}
+
+/// Writes every chunk with vectored writes, handling short writes, and
+/// leaves `chunks` empty.
+async fn write_all_chunks(
+    writer: &mut OwnedWriteHalf,
+    chunks: &mut Vec<Bytes>,
+) -> std::io::Result<()> {
+    let mut first = 0;
+    while first < chunks.len() {
+        let slices: Vec<IoSlice<'_>> = chunks
+            .iter()
+            .skip(first)
+            .take(MAX_IO_SLICES)
+            .map(|chunk| IoSlice::new(chunk))
+            .collect();
+        let mut written = writer.write_vectored(&slices).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while let Some(chunk) = chunks.get_mut(first) {
+            if written < chunk.len() {
+                chunk.advance(written);
+                break;
+            }
+            written -= chunk.len();
+            first += 1;
+        }
+    }
+    chunks.clear();
+    Ok(())
 }
 
 /// The first `limit` bytes of `bytes` in hex, for debug logs.

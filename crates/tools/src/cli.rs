@@ -1,0 +1,621 @@
+//! The command line: every command, its arguments and its examples.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `strom`: run a broker, manage topics, configs and groups, produce,
+/// consume, benchmark and inspect log segments.
+#[derive(Debug, Parser)]
+#[command(name = "strom", version, propagate_version = true, after_help = concat!(
+    "Examples:\n",
+    "  strom broker                                  # single node on 127.0.0.1:9092\n",
+    "  strom topics create events --partitions 3\n",
+    "  seq 10 | strom produce events\n",
+    "  strom consume events --from-beginning --max-messages 10\n",
+    "  strom groups describe readers\n\n",
+    "Exit codes:\n",
+    "  0  success\n",
+    "  1  the operation failed (broker error, verification failed)\n",
+    "  2  usage error (bad arguments, invalid --command-config)\n",
+    "  3  no broker reachable at --bootstrap-server"
+))]
+pub struct Arguments {
+    /// Options every command shares.
+    #[command(flatten)]
+    pub global: GlobalOptions,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command shares.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalOptions {
+    /// Broker address(es) to bootstrap from, comma separated.
+    #[arg(
+        long,
+        global = true,
+        env = "STROM_BOOTSTRAP",
+        default_value = "127.0.0.1:9092",
+        value_name = "HOST:PORT"
+    )]
+    pub bootstrap_server: String,
+    /// A client properties file with Kafka's names (client.id,
+    /// request.timeout.ms, linger.ms, group.id, ...).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub command_config: Option<PathBuf>,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a broker (single node on 127.0.0.1:9092 by default).
+    #[command(after_help = "Examples:\n  \
+        strom broker\n  \
+        strom broker --config server.properties\n  \
+        strom broker --set listeners=PLAINTEXT://127.0.0.1:9093 --set log.dirs=/tmp/strom")]
+    Broker(BrokerArguments),
+    /// List, describe, create, delete and alter topics.
+    #[command(subcommand)]
+    Topics(TopicsCommand),
+    /// Describe and alter topic and broker configs.
+    #[command(subcommand)]
+    Configs(ConfigsCommand),
+    /// Send lines from stdin or a file as records.
+    #[command(after_help = "Examples:\n  \
+        seq 100 | strom produce events\n  \
+        echo 'user-1:clicked' | strom produce events --key-separator :\n  \
+        strom produce events --file records.txt --acks all --compression zstd\n  \
+        printf 'source:web\\tk:v\\n' | strom produce events --parse-headers --key-separator :")]
+    Produce(ProduceArguments),
+    /// Print records of a topic.
+    #[command(after_help = "Examples:\n  \
+        strom consume events --from-beginning\n  \
+        strom consume events --group readers --max-messages 10\n  \
+        strom consume events --partition 0 --offset 42 --format '%p@%o %k=%v'\n  \
+        strom consume events --from-beginning --json --timeout-ms 2000\n\n\
+        Format tokens: %t topic, %p partition, %o offset, %T timestamp (ms),\n\
+        %k key, %v value, %h headers (k=v,...), %K key length, %S value length,\n\
+        %% a percent sign, \\n newline, \\t tab.")]
+    Consume(ConsumeArguments),
+    /// List, describe, delete consumer groups and reset their offsets.
+    #[command(subcommand)]
+    Groups(GroupsCommand),
+    /// Benchmark producing, consuming and end-to-end latency.
+    #[command(subcommand)]
+    Perf(PerfCommand),
+    /// Print and verify a log segment (.log), offset index (.index) or
+    /// time index (.timeindex), as Kafka's DumpLogSegments.
+    #[command(after_help = "Examples:\n  \
+        strom dump-log data/events-0/00000000000000000000.log\n  \
+        strom dump-log data/events-0/00000000000000000000.log --print-data\n  \
+        strom dump-log data/events-0/00000000000000000000.index\n\n\
+        An index is checked against the .log next to it: every entry must point at\n\
+        the start of a batch holding its offset, and entries must increase.\n\
+        Exits with 1 when a problem is found.")]
+    DumpLog(DumpLogArguments),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:\n  \
+        strom completions bash > /etc/bash_completion.d/strom\n  \
+        strom completions zsh > \"${fpath[1]}/_strom\"\n  \
+        strom completions fish > ~/.config/fish/completions/strom.fish")]
+    Completions(CompletionsArguments),
+}
+
+/// `strom broker`.
+#[derive(Debug, Args)]
+pub struct BrokerArguments {
+    /// A server.properties file with Kafka's broker settings.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override a setting, e.g. --set num.partitions=3 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+}
+
+/// `strom topics ...`.
+#[derive(Debug, Subcommand)]
+pub enum TopicsCommand {
+    /// List topic names.
+    #[command(
+        after_help = "Examples:\n  strom topics list\n  strom topics list --internal --json"
+    )]
+    List {
+        /// Include internal topics such as __consumer_offsets.
+        #[arg(long)]
+        internal: bool,
+        /// One JSON array instead of one name per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show partitions, leaders, replicas and ISR of topics (all by default).
+    #[command(
+        after_help = "Examples:\n  strom topics describe events\n  strom topics describe --json"
+    )]
+    Describe {
+        /// The topics (all when omitted).
+        topics: Vec<String>,
+        /// One JSON object per topic.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a topic.
+    #[command(after_help = "Examples:\n  \
+        strom topics create events --partitions 6\n  \
+        strom topics create compacted --config cleanup.policy=compact --if-not-exists")]
+    Create {
+        /// The topic name.
+        topic: String,
+        /// Number of partitions (the broker's num.partitions by default).
+        #[arg(long)]
+        partitions: Option<i32>,
+        /// Replicas per partition (the broker's default by default).
+        #[arg(long)]
+        replication_factor: Option<i16>,
+        /// A topic config, e.g. retention.ms=60000 (repeatable).
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
+        /// Succeed when the topic already exists.
+        #[arg(long)]
+        if_not_exists: bool,
+    },
+    /// Delete topics.
+    #[command(
+        after_help = "Examples:\n  strom topics delete events\n  strom topics delete a b c --if-exists"
+    )]
+    Delete {
+        /// The topics.
+        #[arg(required = true)]
+        topics: Vec<String>,
+        /// Succeed when a topic does not exist.
+        #[arg(long)]
+        if_exists: bool,
+    },
+    /// Add partitions or change configs of a topic.
+    #[command(after_help = "Examples:\n  \
+        strom topics alter events --partitions 12\n  \
+        strom topics alter events --config retention.ms=3600000 --delete-config cleanup.policy")]
+    Alter {
+        /// The topic name.
+        topic: String,
+        /// The new (larger) partition count.
+        #[arg(long)]
+        partitions: Option<i32>,
+        /// Set a topic config (repeatable).
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
+        /// Revert a topic config to its default (repeatable).
+        #[arg(long = "delete-config", value_name = "KEY")]
+        delete_configs: Vec<String>,
+    },
+}
+
+/// Which resource `strom configs` works on.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct ConfigResource {
+    /// A topic.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// A broker, by id.
+    #[arg(long, value_name = "ID")]
+    pub broker: Option<i32>,
+}
+
+/// `strom configs ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigsCommand {
+    /// Show the configs of a topic or broker.
+    #[command(
+        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n\nWithout --all, only values that differ from the defaults are shown."
+    )]
+    Describe {
+        /// The resource.
+        #[command(flatten)]
+        resource: ConfigResource,
+        /// Also show configs at their default values.
+        #[arg(long)]
+        all: bool,
+        /// One JSON object of name to value.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set or delete configs of a topic or broker.
+    #[command(after_help = "Examples:\n  \
+        strom configs alter --topic events --add-config retention.ms=60000,cleanup.policy=delete\n  \
+        strom configs alter --topic events --delete-config retention.ms")]
+    Alter {
+        /// The resource.
+        #[command(flatten)]
+        resource: ConfigResource,
+        /// Configs to set, KEY=VALUE, comma separated or repeated.
+        #[arg(long, value_name = "KEY=VALUE,...", value_delimiter = ',')]
+        add_config: Vec<String>,
+        /// Configs to revert to their defaults, comma separated or repeated.
+        #[arg(long, value_name = "KEY,...", value_delimiter = ',')]
+        delete_config: Vec<String>,
+    },
+}
+
+/// `acks` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AcksArgument {
+    /// No acknowledgement.
+    #[value(name = "0")]
+    Zero,
+    /// The leader wrote it.
+    #[value(name = "1")]
+    One,
+    /// Every in-sync replica has it.
+    #[value(name = "all", alias = "-1")]
+    All,
+}
+
+impl AcksArgument {
+    /// The producer setting.
+    pub fn acks(self) -> strom_producer::Acks {
+        match self {
+            AcksArgument::Zero => strom_producer::Acks::None,
+            AcksArgument::One => strom_producer::Acks::Leader,
+            AcksArgument::All => strom_producer::Acks::All,
+        }
+    }
+}
+
+/// `compression.type` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompressionArgument {
+    /// Uncompressed.
+    None,
+    /// gzip.
+    Gzip,
+    /// Snappy.
+    Snappy,
+    /// LZ4.
+    Lz4,
+    /// Zstandard.
+    Zstd,
+}
+
+impl CompressionArgument {
+    /// The codec.
+    pub fn compression(self) -> strom_protocol::records::Compression {
+        use strom_protocol::records::Compression;
+        match self {
+            CompressionArgument::None => Compression::None,
+            CompressionArgument::Gzip => Compression::Gzip,
+            CompressionArgument::Snappy => Compression::Snappy,
+            CompressionArgument::Lz4 => Compression::Lz4,
+            CompressionArgument::Zstd => Compression::Zstd,
+        }
+    }
+}
+
+/// `strom produce`.
+#[derive(Debug, Args)]
+pub struct ProduceArguments {
+    /// The topic.
+    pub topic: String,
+    /// Read records from this file instead of stdin, one per line.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Split each line into key and value at the first occurrence of this.
+    #[arg(long, value_name = "SEPARATOR")]
+    pub key_separator: Option<String>,
+    /// A header added to every record, KEY=VALUE (repeatable).
+    #[arg(long = "header", value_name = "KEY=VALUE")]
+    pub headers: Vec<String>,
+    /// Each line starts with headers `k:v,k:v` followed by a tab.
+    #[arg(long)]
+    pub parse_headers: bool,
+    /// Send every record to this partition.
+    #[arg(long)]
+    pub partition: Option<i32>,
+    /// Acknowledgements to wait for.
+    #[arg(long, value_enum, default_value = "all")]
+    pub acks: AcksArgument,
+    /// Compression codec of the batches.
+    #[arg(long, value_enum, default_value = "none")]
+    pub compression: CompressionArgument,
+    /// A producer property, e.g. linger.ms=10 (repeatable; overrides --command-config).
+    #[arg(long = "property", value_name = "KEY=VALUE")]
+    pub properties: Vec<String>,
+}
+
+/// `strom consume`.
+#[derive(Debug, Args)]
+pub struct ConsumeArguments {
+    /// The topic.
+    pub topic: String,
+    /// Start at the earliest offset when there is no committed offset
+    /// (default: only new records).
+    #[arg(long)]
+    pub from_beginning: bool,
+    /// Consume as a member of this group (offsets are committed).
+    #[arg(long, conflicts_with = "partition")]
+    pub group: Option<String>,
+    /// Read only this partition.
+    #[arg(long)]
+    pub partition: Option<i32>,
+    /// Start offset with --partition: a number, `earliest` or `latest`.
+    #[arg(long, requires = "partition", value_name = "OFFSET")]
+    pub offset: Option<String>,
+    /// Stop after this many records.
+    #[arg(long, value_name = "COUNT")]
+    pub max_messages: Option<u64>,
+    /// Stop when no record arrives for this long.
+    #[arg(long, value_name = "MS")]
+    pub timeout_ms: Option<u64>,
+    /// Output format (see the tokens below).
+    #[arg(long, default_value = "%v", conflicts_with = "json")]
+    pub format: String,
+    /// One JSON object per record with every field.
+    #[arg(long)]
+    pub json: bool,
+    /// A consumer property, e.g. fetch.max.wait.ms=100 (repeatable).
+    #[arg(long = "property", value_name = "KEY=VALUE")]
+    pub properties: Vec<String>,
+}
+
+/// `strom groups ...`.
+#[derive(Debug, Subcommand)]
+pub enum GroupsCommand {
+    /// List groups.
+    #[command(after_help = "Examples:\n  strom groups list\n  strom groups list --json")]
+    List {
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a group's state, members, assignment, committed offsets and lag.
+    #[command(
+        after_help = "Examples:\n  strom groups describe readers\n  strom groups describe readers --json"
+    )]
+    Describe {
+        /// The group id.
+        group: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete empty groups and their committed offsets.
+    #[command(after_help = "Examples:\n  strom groups delete readers")]
+    Delete {
+        /// The group ids.
+        #[arg(required = true)]
+        groups: Vec<String>,
+    },
+    /// Change a group's committed offsets (dry run unless --execute).
+    #[command(after_help = "Examples:\n  \
+        strom groups reset-offsets readers --topic events --to-earliest\n  \
+        strom groups reset-offsets readers --topic events:0,1 --shift-by -10 --execute\n  \
+        strom groups reset-offsets readers --topic events --to-datetime 2024-05-01T00:00:00Z --execute\n\n\
+        The group must have no active members. Without --execute the new offsets\n\
+        are only printed.")]
+    ResetOffsets(ResetOffsetsArguments),
+}
+
+/// Where `reset-offsets` moves the offsets.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct ResetTarget {
+    /// The log start offset.
+    #[arg(long)]
+    pub to_earliest: bool,
+    /// The log end offset.
+    #[arg(long)]
+    pub to_latest: bool,
+    /// This offset (clamped to the log range).
+    #[arg(long, value_name = "OFFSET")]
+    pub to_offset: Option<i64>,
+    /// The first offset at or after this time: RFC 3339
+    /// (2024-05-01T12:00:00Z, +02:00 offsets, fractions) or epoch milliseconds.
+    #[arg(long, value_name = "DATETIME")]
+    pub to_datetime: Option<String>,
+    /// Move the committed offset by this many (negative: back).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub shift_by: Option<i64>,
+}
+
+/// `strom groups reset-offsets`.
+#[derive(Debug, Args)]
+pub struct ResetOffsetsArguments {
+    /// The group id.
+    pub group: String,
+    /// The topic, optionally with partitions: `events` or `events:0,2`.
+    #[arg(long, value_name = "TOPIC[:P,...]")]
+    pub topic: String,
+    /// The target.
+    #[command(flatten)]
+    pub target: ResetTarget,
+    /// Apply the change (without it, only print the plan).
+    #[arg(long)]
+    pub execute: bool,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `strom perf ...`.
+#[derive(Debug, Subcommand)]
+pub enum PerfCommand {
+    /// Produce fixed-size records as fast as possible (or at --throughput).
+    #[command(after_help = "Examples:\n  \
+        strom perf produce bench --num-records 1000000 --record-size 100\n  \
+        strom perf produce bench --num-records 100000 --throughput 10000 --json")]
+    Produce(PerfProduceArguments),
+    /// Consume records and report the rate.
+    #[command(after_help = "Examples:\n  strom perf consume bench --messages 1000000 --json")]
+    Consume(PerfConsumeArguments),
+    /// Produce with acks=all and consume each record: report p50, p99,
+    /// p99.9 and max of the produce-to-consume latency.
+    #[command(
+        name = "e2e-latency",
+        after_help = "Examples:\n  strom perf e2e-latency bench --num-records 10000 --record-size 100"
+    )]
+    EndToEndLatency(PerfLatencyArguments),
+}
+
+/// `strom perf produce`.
+#[derive(Debug, Args)]
+pub struct PerfProduceArguments {
+    /// The topic (must exist).
+    pub topic: String,
+    /// Records to send.
+    #[arg(long, default_value_t = 100_000)]
+    pub num_records: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub record_size: usize,
+    /// Records per second cap (no cap by default).
+    #[arg(long)]
+    pub throughput: Option<u64>,
+    /// Acknowledgements to wait for.
+    #[arg(long, value_enum, default_value = "all")]
+    pub acks: AcksArgument,
+    /// linger.ms.
+    #[arg(long, default_value_t = 5)]
+    pub linger_ms: u64,
+    /// batch.size in bytes.
+    #[arg(long, default_value_t = 16_384)]
+    pub batch_size: usize,
+    /// Compression codec.
+    #[arg(long, value_enum, default_value = "none")]
+    pub compression: CompressionArgument,
+    /// One JSON line instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `strom perf consume`.
+#[derive(Debug, Args)]
+pub struct PerfConsumeArguments {
+    /// The topic.
+    pub topic: String,
+    /// Records to consume.
+    #[arg(long, default_value_t = 100_000)]
+    pub messages: u64,
+    /// Consume as a member of this group (default: assign every partition).
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Give up when no record arrives for this long.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout_ms: u64,
+    /// One JSON line instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `strom perf e2e-latency`.
+#[derive(Debug, Args)]
+pub struct PerfLatencyArguments {
+    /// The topic (must exist).
+    pub topic: String,
+    /// Records to send, one at a time.
+    #[arg(long, default_value_t = 1_000)]
+    pub num_records: u64,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub record_size: usize,
+    /// Give up when a record does not come back within this long.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout_ms: u64,
+    /// One JSON line instead of the human summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `strom dump-log`.
+#[derive(Debug, Args)]
+pub struct DumpLogArguments {
+    /// Segment files: `.log`, `.index` or `.timeindex`.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Print every record's key, value and headers.
+    #[arg(long)]
+    pub print_data: bool,
+    /// Only verify and print problems and a summary.
+    #[arg(long)]
+    pub verify_only: bool,
+}
+
+/// The shells completions are generated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShellArgument {
+    /// bash.
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
+    /// PowerShell.
+    Powershell,
+    /// elvish.
+    Elvish,
+}
+
+/// `strom completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArguments {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: ShellArgument,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Arguments::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_has_examples() {
+        fn check(command: &clap::Command, path: &str) {
+            let path = format!("{path} {}", command.get_name());
+            if command.get_subcommands().next().is_none() {
+                let help = command.get_after_help().map(|text| text.to_string());
+                assert!(
+                    help.is_some_and(|text| text.contains("Examples")),
+                    "{path} has no examples"
+                );
+            }
+            for sub in command.get_subcommands() {
+                if sub.get_name() != "help" {
+                    check(sub, &path);
+                }
+            }
+        }
+        check(&Arguments::command(), "");
+    }
+
+    #[test]
+    fn reset_needs_exactly_one_target() {
+        let parsed = Arguments::try_parse_from([
+            "strom",
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--to-earliest",
+            "--to-latest",
+        ]);
+        assert!(parsed.is_err());
+        let parsed = Arguments::try_parse_from([
+            "strom",
+            "groups",
+            "reset-offsets",
+            "g",
+            "--topic",
+            "t",
+            "--shift-by",
+            "-5",
+        ]);
+        assert!(parsed.is_ok(), "{parsed:?}");
+    }
+}

@@ -1,0 +1,438 @@
+//! `strom produce`, `consume`, `groups` and `perf`, run as the real binary
+//! against an in-process broker.
+
+mod common;
+
+use common::{strom, strom_with_input};
+
+fn create_topic(topic: &str, partitions: &str) {
+    strom(&["topics", "create", topic, "--partitions", partitions]).ok();
+}
+
+#[test]
+fn produce_then_consume_keys_values_and_headers() {
+    create_topic("lines", "1");
+    let run = strom_with_input(
+        &[
+            "produce",
+            "lines",
+            "--key-separator",
+            ":",
+            "--header",
+            "source=test",
+        ],
+        "k1:first\nk2:second\nk3:third\n",
+    );
+    assert!(run.stderr.contains("Produced 3 record(s)"), "{run:?}");
+    run.ok();
+    let out = strom(&[
+        "consume",
+        "lines",
+        "--from-beginning",
+        "--max-messages",
+        "3",
+        "--timeout-ms",
+        "10000",
+        "--format",
+        "%p@%o %k=%v [%h]",
+    ])
+    .ok();
+    assert_eq!(
+        out,
+        "0@0 k1=first [source=test]\n0@1 k2=second [source=test]\n0@2 k3=third [source=test]\n"
+    );
+    let json = strom(&[
+        "consume",
+        "lines",
+        "--partition",
+        "0",
+        "--offset",
+        "1",
+        "--max-messages",
+        "1",
+        "--json",
+        "--timeout-ms",
+        "10000",
+    ])
+    .ok();
+    let record: serde_json::Value = serde_json::from_str(json.trim()).expect("json line");
+    assert_eq!(record["offset"], 1);
+    assert_eq!(record["key"], "k2");
+    assert_eq!(record["value"], "second");
+    assert_eq!(record["headers"][0]["key"], "source");
+    assert!(record["timestamp_ms"].as_i64().is_some_and(|ms| ms > 0));
+}
+
+#[test]
+fn produce_to_a_partition_from_a_file_with_compression_and_parsed_headers() {
+    create_topic("spread", "3");
+    let directory = tempfile::tempdir().expect("tempdir");
+    let file = directory.path().join("records.txt");
+    std::fs::write(&file, "trace:abc\tx\ntrace:def\ty\n").expect("write");
+    strom(&[
+        "produce",
+        "spread",
+        "--file",
+        file.to_str().expect("utf-8"),
+        "--partition",
+        "2",
+        "--parse-headers",
+        "--compression",
+        "zstd",
+        "--acks",
+        "1",
+    ])
+    .ok();
+    let out = strom(&[
+        "consume",
+        "spread",
+        "--partition",
+        "2",
+        "--offset",
+        "earliest",
+        "--max-messages",
+        "2",
+        "--timeout-ms",
+        "10000",
+        "--format",
+        "%p %v %h",
+    ])
+    .ok();
+    assert_eq!(out, "2 x trace=abc\n2 y trace=def\n");
+    let idle = strom(&[
+        "consume",
+        "spread",
+        "--partition",
+        "0",
+        "--from-beginning",
+        "--timeout-ms",
+        "500",
+    ]);
+    assert!(
+        idle.stderr.contains("Processed a total of 0 messages"),
+        "{idle:?}"
+    );
+    assert_eq!(idle.ok(), "");
+}
+
+#[test]
+fn produce_and_consume_errors() {
+    strom_with_input(&["produce", "missing-topic"], "x\n")
+        .fails_with(1, "topic `missing-topic` does not exist");
+    strom(&["consume", "missing-topic", "--timeout-ms", "100"])
+        .fails_with(1, "list topics with `strom topics list`");
+    create_topic("strict-lines", "1");
+    strom_with_input(
+        &["produce", "strict-lines", "--key-separator", ":"],
+        "no separator\n",
+    )
+    .fails_with(2, "input line 1");
+    strom_with_input(&["produce", "strict-lines", "--partition", "7"], "x\n")
+        .fails_with(1, "partition 7");
+    strom(&["consume", "strict-lines", "--format", "%x"]).fails_with(2, "--format");
+    strom(&[
+        "consume",
+        "strict-lines",
+        "--partition",
+        "0",
+        "--offset",
+        "soon",
+    ])
+    .fails_with(2, "--offset");
+}
+
+#[test]
+fn groups_list_describe_reset_and_delete() {
+    create_topic("grouped", "2");
+    let input: String = (0..10)
+        .map(|index| format!("k{index}:v{index}\n"))
+        .collect();
+    strom_with_input(&["produce", "grouped", "--key-separator", ":"], &input).ok();
+    let consumed = strom(&[
+        "consume",
+        "grouped",
+        "--group",
+        "readers",
+        "--from-beginning",
+        "--max-messages",
+        "10",
+        "--timeout-ms",
+        "15000",
+    ])
+    .ok();
+    assert_eq!(consumed.lines().count(), 10, "{consumed}");
+
+    let groups = strom(&["groups", "list"]).ok();
+    assert!(groups.lines().any(|line| line == "readers"), "{groups}");
+    let json = strom(&["groups", "describe", "readers", "--json"]).ok();
+    let described: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
+    let offsets = described["offsets"].as_array().expect("offsets");
+    assert_eq!(offsets.len(), 2, "{json}");
+    let committed: i64 = offsets
+        .iter()
+        .filter_map(|row| row["committed_offset"].as_i64())
+        .sum();
+    let log_end: i64 = offsets
+        .iter()
+        .filter_map(|row| row["log_end_offset"].as_i64())
+        .sum();
+    let lag: i64 = offsets.iter().filter_map(|row| row["lag"].as_i64()).sum();
+    assert_eq!(log_end, 10, "{json}");
+    assert_eq!(committed + lag, log_end, "{json}");
+    let text = strom(&["groups", "describe", "readers"]).ok();
+    assert!(
+        text.contains("LOG-END-OFFSET") && text.contains("grouped"),
+        "{text}"
+    );
+
+    let dry = strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped",
+        "--to-earliest",
+        "--json",
+    ]);
+    assert!(dry.stderr.contains("Dry run"), "{dry:?}");
+    let plan: serde_json::Value = serde_json::from_str(dry.ok().trim()).expect("json");
+    assert!(plan["partitions"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .all(|row| row["new_offset"] == 0));
+    let after_dry = strom(&["groups", "describe", "readers", "--json"]).ok();
+    assert_eq!(after_dry, json, "a dry run changes nothing");
+
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped:0,1",
+        "--to-earliest",
+        "--execute",
+    ])
+    .ok();
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped:0",
+        "--shift-by",
+        "2",
+        "--execute",
+    ])
+    .ok();
+    let json = strom(&["groups", "describe", "readers", "--json"]).ok();
+    let described: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
+    let committed: Vec<(i64, i64)> = described["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .map(|row| {
+            (
+                row["partition"].as_i64().unwrap_or(-1),
+                row["committed_offset"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    let partition_zero_end = offsets
+        .iter()
+        .find(|row| row["partition"] == 0)
+        .and_then(|row| row["log_end_offset"].as_i64())
+        .expect("partition 0");
+    assert_eq!(
+        committed,
+        [(0, 2.min(partition_zero_end)), (1, 0)],
+        "{json}"
+    );
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped",
+        "--to-datetime",
+        "2000-01-01T00:00:00Z",
+        "--execute",
+    ])
+    .ok();
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped",
+        "--to-latest",
+        "--execute",
+    ])
+    .ok();
+    let json = strom(&["groups", "describe", "readers", "--json"]).ok();
+    let described: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
+    let lag: i64 = described["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .filter_map(|row| row["lag"].as_i64())
+        .sum();
+    assert_eq!(lag, 0, "{json}");
+
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped",
+        "--to-datetime",
+        "last week",
+    ])
+    .fails_with(2, "--to-datetime");
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "readers",
+        "--topic",
+        "grouped:9",
+        "--to-earliest",
+    ])
+    .fails_with(1, "partition 9");
+    strom(&["groups", "delete", "readers"]).ok();
+    strom(&["groups", "describe", "readers"]).fails_with(1, "group `readers` does not exist");
+    strom(&["groups", "delete", "readers"]).fails_with(1, "does not exist");
+}
+
+#[test]
+fn perf_produce_consume_and_latency() {
+    create_topic("bench", "1");
+    let produced = strom(&[
+        "perf",
+        "produce",
+        "bench",
+        "--num-records",
+        "2000",
+        "--record-size",
+        "64",
+        "--json",
+    ])
+    .ok();
+    let report: serde_json::Value = serde_json::from_str(produced.trim()).expect("one json line");
+    assert_eq!(report["records"], 2000, "{produced}");
+    assert_eq!(report["failed"], 0, "{produced}");
+    let human = strom(&["perf", "produce", "bench", "--num-records", "100"]).ok();
+    assert!(human.contains("records/sec"), "{human}");
+
+    let consumed = strom(&["perf", "consume", "bench", "--messages", "2100", "--json"]).ok();
+    let report: serde_json::Value = serde_json::from_str(consumed.trim()).expect("one json line");
+    assert_eq!(report["records"], 2100, "{consumed}");
+    strom(&[
+        "perf",
+        "consume",
+        "bench",
+        "--messages",
+        "5000",
+        "--timeout-ms",
+        "500",
+    ])
+    .fails_with(1, "did not arrive");
+
+    let latency = strom(&[
+        "perf",
+        "e2e-latency",
+        "bench",
+        "--num-records",
+        "50",
+        "--json",
+    ])
+    .ok();
+    let report: serde_json::Value = serde_json::from_str(latency.trim()).expect("one json line");
+    assert_eq!(report["records"], 50, "{latency}");
+    let p50 = report["p50_latency_ms"].as_f64().expect("p50");
+    let max = report["max_latency_ms"].as_f64().expect("max");
+    assert!(p50 > 0.0 && p50 <= max, "{latency}");
+    let human = strom(&["perf", "e2e-latency", "bench", "--num-records", "5"]).ok();
+    assert!(human.contains("p99.9"), "{human}");
+    strom(&["perf", "produce", "no-bench"]).fails_with(1, "does not exist");
+}
+
+#[test]
+fn a_group_with_live_members_shows_them_and_refuses_changes() {
+    create_topic("live", "1");
+    strom_with_input(&["produce", "live"], "a\nb\nc\n").ok();
+    let _member = common::spawn_strom(&[
+        "consume",
+        "live",
+        "--group",
+        "watchers",
+        "--from-beginning",
+        "--timeout-ms",
+        "20000",
+    ]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let described = loop {
+        let run = strom(&["groups", "describe", "watchers", "--json"]);
+        if run.code == 0 {
+            let value: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+            let assigned = value["members"].as_array().is_some_and(|members| {
+                members
+                    .iter()
+                    .any(|m| m["assignment"][0]["topic"] == "live")
+            });
+            if assigned {
+                break value;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no member joined: {run:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(described["state"], "Stable", "{described}");
+    let text = strom(&["groups", "describe", "watchers"]).ok();
+    assert!(
+        text.contains("MEMBER-ID") && text.contains("live-0"),
+        "{text}"
+    );
+    strom(&[
+        "groups",
+        "reset-offsets",
+        "watchers",
+        "--topic",
+        "live",
+        "--to-earliest",
+        "--execute",
+    ])
+    .fails_with(1, "active member");
+    strom(&["groups", "delete", "watchers"]).fails_with(1, "NON_EMPTY_GROUP");
+}
+
+#[test]
+fn a_group_consume_with_max_messages_commits_only_what_it_printed() {
+    create_topic("paged", "1");
+    let input: String = (0..10).map(|index| format!("v{index}\n")).collect();
+    strom_with_input(&["produce", "paged"], &input).ok();
+    let page = |expected: &str| {
+        let out = strom(&[
+            "consume",
+            "paged",
+            "--group",
+            "pager",
+            "--from-beginning",
+            "--max-messages",
+            "3",
+            "--timeout-ms",
+            "15000",
+            "--format",
+            "%o=%v",
+        ])
+        .ok();
+        assert_eq!(out, expected);
+    };
+    // One poll returns all ten records; only three are printed each time,
+    // and the next run starts right after them: nothing skipped.
+    page("0=v0\n1=v1\n2=v2\n");
+    page("3=v3\n4=v4\n5=v5\n");
+    page("6=v6\n7=v7\n8=v8\n");
+}
