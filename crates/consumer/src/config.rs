@@ -5,6 +5,8 @@ use std::time::Duration;
 use strom_client::config::{parse_duration_ms, parse_number};
 use strom_client::{ClientConfig, ConfigError};
 
+use crate::versions::{ApiVersionCaps, API_VERSION_CAPS_PROPERTY};
+
 /// `auto.offset.reset`: where to start when there is no valid position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetReset {
@@ -111,6 +113,10 @@ pub struct ConsumerConfig {
     pub client_rack: Option<String>,
     /// `default.api.timeout.ms`: the bound of blocking calls without a timeout.
     pub default_api_timeout: Duration,
+    /// `strom.api.version.caps`: upper bounds on negotiated API versions
+    /// for brokers that advertise versions they cannot parse (none by
+    /// default; see [`crate::versions`]).
+    pub api_version_caps: ApiVersionCaps,
 }
 
 impl ConsumerConfig {
@@ -139,6 +145,7 @@ impl ConsumerConfig {
             ],
             client_rack: None,
             default_api_timeout: Duration::from_millis(60_000),
+            api_version_caps: ApiVersionCaps::none(),
         }
     }
 
@@ -189,6 +196,7 @@ impl ConsumerConfig {
                 self.assignment_strategies = parse_strategies(key, value)?
             }
             "default.api.timeout.ms" => self.default_api_timeout = parse_duration_ms(key, value)?,
+            API_VERSION_CAPS_PROPERTY => self.api_version_caps = ApiVersionCaps::parse(value)?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 use strom_client::{ClientError, Cluster};
-use strom_protocol::kafka::messages::{ApiKey, FetchResponse};
+use strom_protocol::kafka::messages::{ApiKey, FetchRequest, FetchResponse};
 use strom_protocol::{Request, Response};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -15,9 +15,11 @@ use crate::assignor::RebalanceProtocol;
 use crate::config::{ConsumerConfig, OffsetReset};
 use crate::coordinator::GroupCoordinator;
 use crate::error::ConsumerError;
-use crate::fetcher::{FetchPlan, FetchSettings, Fetcher, Position, MAX_FETCH_VERSION};
+use crate::fetcher::{FetchPlan, FetchSettings, Fetcher, Position};
 use crate::offsets::{self, CommitIdentity, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::record::{ConsumerRecord, OffsetAndMetadata, TopicPartition};
+use crate::topic_ids::{self, FETCH_TOPIC_ID_VERSION};
+use crate::versions::ApiVersionCaps;
 
 /// Callbacks around rebalances, called from inside `poll`.
 ///
@@ -309,11 +311,18 @@ impl Consumer {
         let connection = group.coordinator().await?;
         offsets::fetch_committed(
             &connection,
+            &self.config.api_version_caps,
             group.group_id(),
             partitions,
             self.config.client.request_timeout,
         )
         .await
+    }
+
+    /// The incremental fetch session (KIP-227) id held with each broker
+    /// fetched from; 0 where the broker keeps no session.
+    pub fn fetch_session_ids(&self) -> BTreeMap<i32, i32> {
+        self.fetcher.session_ids()
     }
 
     /// Stops fetching `partitions` (positions are kept).
@@ -378,6 +387,7 @@ impl Consumer {
         let connection = group.coordinator().await?;
         let result = offsets::commit(
             &connection,
+            &self.config.api_version_caps,
             &identity,
             offsets,
             self.config.client.request_timeout,
@@ -404,8 +414,9 @@ impl Consumer {
         let (group, identity) = self.commit_target()?;
         let connection = group.coordinator().await?;
         let timeout = self.config.client.request_timeout;
+        let caps = self.config.api_version_caps.clone();
         Ok(tokio::spawn(async move {
-            offsets::commit(&connection, &identity, &offsets, timeout).await
+            offsets::commit(&connection, &caps, &identity, &offsets, timeout).await
         }))
     }
 
@@ -596,8 +607,9 @@ impl Consumer {
             let cluster = self.cluster.clone();
             let sender = self.results_sender.clone();
             let timeout = self.config.client.request_timeout + self.config.fetch_max_wait;
+            let caps = self.config.api_version_caps.clone();
             tokio::spawn(async move {
-                let result = send_fetch(&cluster, plan.broker_id, request, timeout).await;
+                let result = send_fetch(&cluster, &caps, plan.broker_id, request, timeout).await;
                 // The receiver is gone only when the consumer was dropped.
                 let _ = sender.send((plan, result));
             });
@@ -643,19 +655,30 @@ impl Consumer {
 
 async fn send_fetch(
     cluster: &Cluster,
+    caps: &ApiVersionCaps,
     broker_id: i32,
-    request: strom_protocol::kafka::messages::FetchRequest,
+    mut request: FetchRequest,
     timeout: Duration,
 ) -> Result<FetchResponse, ClientError> {
     let connection = cluster.broker_connection(broker_id).await?;
-    let version = connection
-        .api_version(ApiKey::Fetch)?
-        .min(MAX_FETCH_VERSION);
+    let mut version = caps.version(&connection, ApiKey::Fetch)?;
+    let metadata = cluster.metadata();
+    if version >= FETCH_TOPIC_ID_VERSION
+        && !topic_ids::assign_topic_ids(&mut request, &topic_ids::ids_by_name(&metadata))
+    {
+        version = FETCH_TOPIC_ID_VERSION - 1;
+    }
     match connection
         .submit_at(Request::Fetch(request), version, timeout)?
         .await?
     {
-        Response::Fetch(response) => Ok(response),
+        Response::Fetch(mut response) => {
+            if version >= FETCH_TOPIC_ID_VERSION {
+                let metadata = cluster.metadata();
+                topic_ids::restore_topic_names(&mut response, &topic_ids::names_by_id(&metadata));
+            }
+            Ok(response)
+        }
         _ => Err(ClientError::UnexpectedResponse {
             api_key: ApiKey::Fetch as i16,
         }),

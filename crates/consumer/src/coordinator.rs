@@ -34,19 +34,6 @@ use crate::membership::{HeartbeatTimer, MemberEvent, MemberState};
 use crate::offsets::CommitIdentity;
 use crate::record::TopicPartition;
 
-/// The highest JoinGroup version sent. The group APIs are capped at their
-/// last non-flexible versions (the ones librdkafka uses): librdkafka's mock
-/// cluster advertises the flexible ones but drops the connection on them.
-/// These versions carry everything this consumer uses (`group.instance.id`,
-/// batch LeaveGroup) and every Kafka release since 2.4 serves them.
-pub const MAX_JOIN_GROUP_VERSION: i16 = 5;
-/// The highest SyncGroup version sent (see [`MAX_JOIN_GROUP_VERSION`]).
-pub const MAX_SYNC_GROUP_VERSION: i16 = 3;
-/// The highest Heartbeat version sent (see [`MAX_JOIN_GROUP_VERSION`]).
-pub const MAX_HEARTBEAT_VERSION: i16 = 3;
-/// The highest LeaveGroup version sent (see [`MAX_JOIN_GROUP_VERSION`]).
-pub const MAX_LEAVE_GROUP_VERSION: i16 = 2;
-
 /// The member's shared state (the consumer and the heartbeat task).
 #[derive(Debug)]
 struct Shared {
@@ -305,9 +292,10 @@ impl GroupCoordinator {
         topics: &[String],
         owned: &[TopicPartition],
     ) -> Result<JoinGroupResponse, ConsumerError> {
-        let version = connection
-            .api_version(ApiKey::JoinGroup)?
-            .min(MAX_JOIN_GROUP_VERSION);
+        let version = self
+            .config
+            .api_version_caps
+            .version(connection, ApiKey::JoinGroup)?;
         let timeout = self
             .config
             .client
@@ -443,9 +431,10 @@ impl GroupCoordinator {
         strategy: AssignmentStrategy,
         assignments: Vec<SyncGroupRequestAssignment>,
     ) -> Result<Assignment, ConsumerError> {
-        let version = connection
-            .api_version(ApiKey::SyncGroup)?
-            .min(MAX_SYNC_GROUP_VERSION);
+        let version = self
+            .config
+            .api_version_caps
+            .version(connection, ApiKey::SyncGroup)?;
         let member_id = self.member_id();
         let mut request = SyncGroupRequest::default()
             .with_group_id(GroupId(str_bytes(&self.group_id)))
@@ -524,13 +513,7 @@ impl GroupCoordinator {
             return Ok(());
         }
         let connection = self.coordinator().await?;
-        send_leave(
-            &connection,
-            &self.group_id,
-            &member_id,
-            self.config.client.request_timeout,
-        )
-        .await?;
+        send_leave(&connection, &self.config, &self.group_id, &member_id).await?;
         lock(&self.shared).reset_generation(true);
         Ok(())
     }
@@ -569,13 +552,14 @@ fn duration_ms_i32(duration: Duration) -> i32 {
 
 async fn send_leave(
     connection: &Connection,
+    config: &ConsumerConfig,
     group_id: &str,
     member_id: &str,
-    timeout: Duration,
 ) -> Result<(), ConsumerError> {
-    let version = connection
-        .api_version(ApiKey::LeaveGroup)?
-        .min(MAX_LEAVE_GROUP_VERSION);
+    let timeout = config.client.request_timeout;
+    let version = config
+        .api_version_caps
+        .version(connection, ApiKey::LeaveGroup)?;
     let mut request = LeaveGroupRequest::default().with_group_id(GroupId(str_bytes(group_id)));
     if version >= 3 {
         request.members = vec![MemberIdentity::default().with_member_id(str_bytes(member_id))];
@@ -716,9 +700,8 @@ async fn heartbeat_loop(
             } => {
                 if let Some(coordinator) = coordinator {
                     if let Ok(connection) = cluster.broker_connection(coordinator).await {
-                        let timeout = config.client.request_timeout;
                         if let Err(error) =
-                            send_leave(&connection, &group_id, &member_id, timeout).await
+                            send_leave(&connection, &config, &group_id, &member_id).await
                         {
                             tracing::debug!(%error, "LeaveGroup after poll timeout failed");
                         }
@@ -754,9 +737,9 @@ async fn send_heartbeat(
     member_id: &str,
 ) -> Result<ErrorCode, ConsumerError> {
     let connection = cluster.broker_connection(coordinator).await?;
-    let version = connection
-        .api_version(ApiKey::Heartbeat)?
-        .min(MAX_HEARTBEAT_VERSION);
+    let version = config
+        .api_version_caps
+        .version(&connection, ApiKey::Heartbeat)?;
     let mut request = HeartbeatRequest::default()
         .with_group_id(GroupId(str_bytes(group_id)))
         .with_generation_id(generation_id)

@@ -25,10 +25,6 @@ use crate::error::ConsumerError;
 use crate::fetch_session::{FetchSession, PartitionFetch};
 use crate::record::{ConsumerRecord, RecordHeader, TopicPartition};
 
-/// The highest Fetch version the consumer sends: v13 and later name topics
-/// by id only.
-pub const MAX_FETCH_VERSION: i16 = 12;
-
 /// Where a partition's next fetch starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Position {
@@ -297,6 +293,15 @@ impl Fetcher {
         self.errors.pop_front()
     }
 
+    /// The fetch session id held with each broker (0: sessionless, full
+    /// fetches every time).
+    pub fn session_ids(&self) -> BTreeMap<i32, i32> {
+        self.sessions
+            .iter()
+            .map(|(broker_id, session)| (*broker_id, session.session_id()))
+            .collect()
+    }
+
     /// The requests to send now, at most one per leader. `leader_of` gives a
     /// partition's leader and leader epoch; partitions without one are
     /// returned separately so the caller refreshes metadata.
@@ -445,7 +450,9 @@ impl Fetcher {
         if top_error != ErrorCode::None {
             outcome.refresh_metadata = !matches!(
                 top_error,
-                ErrorCode::FetchSessionIdNotFound | ErrorCode::InvalidFetchSessionEpoch
+                ErrorCode::FetchSessionIdNotFound
+                    | ErrorCode::InvalidFetchSessionEpoch
+                    | ErrorCode::FetchSessionTopicIdError
             );
             return outcome;
         }
@@ -498,7 +505,9 @@ impl Fetcher {
             | ErrorCode::FencedLeaderEpoch
             | ErrorCode::UnknownLeaderEpoch
             | ErrorCode::KafkaStorageError
-            | ErrorCode::LeaderNotAvailable => {
+            | ErrorCode::LeaderNotAvailable
+            | ErrorCode::UnknownTopicId
+            | ErrorCode::InconsistentTopicId => {
                 outcome.refresh_metadata = true;
                 return;
             }

@@ -414,6 +414,10 @@ fn sessions_send_only_changed_partitions() {
     )]);
     first.session_id = 9;
     fetcher.handle_response(&plans[0], first);
+    assert_eq!(
+        fetcher.session_ids(),
+        BTreeMap::from([(plans[0].broker_id, 9)])
+    );
     fetcher.drain(10);
     let (plans, _) = fetcher.prepare_fetches(leader);
     let request = &plans[0].request;
@@ -430,6 +434,10 @@ fn sessions_send_only_changed_partitions() {
     );
     assert_eq!(plans[0].offsets.len(), 2);
     fetcher.handle_failure(&plans[0]);
+    assert_eq!(
+        fetcher.session_ids(),
+        BTreeMap::from([(plans[0].broker_id, 0)])
+    );
     let (plans, _) = fetcher.prepare_fetches(leader);
     assert_eq!(plans[0].request.session_id, 0);
     assert_eq!(plans[0].request.topics[0].partitions.len(), 2);

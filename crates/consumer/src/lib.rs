@@ -42,11 +42,13 @@
 //!   the `ConsumerProtocol` encodings (versions 0-3) and the Java protocol
 //!   names (`range`, `roundrobin`, `cooperative-sticky`), so Strom consumers
 //!   can share a group with librdkafka or Java consumers.
-//! * **Version caps.** Fetch is sent at v12 at most (topics by name), the
-//!   group APIs at their last non-flexible versions (JoinGroup v5, SyncGroup
-//!   v3, Heartbeat v3, LeaveGroup v2), OffsetFetch v7 and OffsetCommit v8.
+//! * **Versions.** Every API is sent at the highest version both sides
+//!   support, negotiated per broker connection (Fetch v13+ with topic ids,
+//!   flexible group APIs, batched OffsetFetch v8+). [`ApiVersionCaps`]
+//!   (`strom.api.version.caps`) lowers them for brokers that advertise
+//!   versions they cannot parse, such as librdkafka's mock cluster.
 //!   Fetch sessions are used when the broker offers them; a broker that
-//!   answers session id 0 (Strom's) gets full fetches.
+//!   answers session id 0 gets full fetches.
 //! * **Joins run inside `poll`**, as in Java; the heartbeat task only flags a
 //!   needed rejoin, and leaves the group when the application stops polling
 //!   for `max.poll.interval.ms`.
@@ -62,8 +64,11 @@ pub mod membership;
 pub mod offsets;
 pub mod perf;
 pub mod record;
+pub mod topic_ids;
+pub mod versions;
 
 pub use config::{AssignmentStrategy, ConsumerConfig, IsolationLevel, OffsetReset};
 pub use consumer::{Consumer, RebalanceListener};
 pub use error::ConsumerError;
 pub use record::{ConsumerRecord, OffsetAndMetadata, RecordHeader, TimestampType, TopicPartition};
+pub use versions::ApiVersionCaps;

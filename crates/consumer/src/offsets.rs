@@ -12,26 +12,27 @@ use strom_protocol::kafka::messages::list_offsets_request::{
 use strom_protocol::kafka::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use strom_protocol::kafka::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use strom_protocol::kafka::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
 use strom_protocol::kafka::messages::{
     ApiKey, BrokerId, GroupId, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest,
-    TopicName,
+    OffsetFetchResponse, TopicName,
 };
 use strom_protocol::kafka::protocol::StrBytes;
-use strom_protocol::{ErrorCode, Request, Response};
+use strom_protocol::{ErrorCode, Response};
 
 use crate::config::IsolationLevel;
 use crate::error::ConsumerError;
 use crate::record::{OffsetAndMetadata, TopicPartition};
+use crate::versions::ApiVersionCaps;
 
 /// ListOffsets timestamp for the log start offset.
 pub const EARLIEST_TIMESTAMP: i64 = -2;
 /// ListOffsets timestamp for the log end (or last stable) offset.
 pub const LATEST_TIMESTAMP: i64 = -1;
-/// The highest OffsetFetch version used: v8 and later batch groups.
-pub const MAX_OFFSET_FETCH_VERSION: i16 = 7;
-/// The highest OffsetCommit version used: v9 is the KIP-848 variant.
-pub const MAX_OFFSET_COMMIT_VERSION: i16 = 8;
+/// The first OffsetFetch version that batches groups (`groups` array).
+pub const OFFSET_FETCH_GROUPS_VERSION: i16 = 8;
 
 fn topic_name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.to_owned()))
@@ -45,17 +46,6 @@ fn group_by_topic(
         topics.entry(tp.topic).or_default().push(tp.partition);
     }
     topics
-}
-
-async fn send_capped(
-    connection: &Connection,
-    request: Request,
-    api_key: ApiKey,
-    max_version: i16,
-    timeout: Duration,
-) -> Result<Response, ClientError> {
-    let version = connection.api_version(api_key)?.min(max_version);
-    connection.submit_at(request, version, timeout)?.await
 }
 
 /// The offsets for `timestamp` (or [`EARLIEST_TIMESTAMP`] /
@@ -146,11 +136,54 @@ async fn list_offsets_from(
 /// group has none).
 pub async fn fetch_committed(
     connection: &Connection,
+    caps: &ApiVersionCaps,
     group_id: &str,
     partitions: &[TopicPartition],
     timeout: Duration,
 ) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>, ConsumerError> {
-    let topics = group_by_topic(partitions.iter().cloned())
+    let version = caps.version(connection, ApiKey::OffsetFetch)?;
+    let request = offset_fetch_request(group_id, partitions, version);
+    let response = connection
+        .submit_at(request.into(), version, timeout)?
+        .await?;
+    let Response::OffsetFetch(response) = response else {
+        return Err(ClientError::UnexpectedResponse {
+            api_key: ApiKey::OffsetFetch as i16,
+        }
+        .into());
+    };
+    if version >= OFFSET_FETCH_GROUPS_VERSION {
+        committed_from_groups(group_id, response)
+    } else {
+        committed_from_topics(group_id, response)
+    }
+}
+
+/// An OffsetFetch request for one group, in the layout of `version`.
+pub fn offset_fetch_request(
+    group_id: &str,
+    partitions: &[TopicPartition],
+    version: i16,
+) -> OffsetFetchRequest {
+    let by_topic = group_by_topic(partitions.iter().cloned());
+    let group = GroupId(StrBytes::from_string(group_id.to_owned()));
+    if version >= OFFSET_FETCH_GROUPS_VERSION {
+        let topics = by_topic
+            .into_iter()
+            .map(|(topic, indexes)| {
+                OffsetFetchRequestTopics::default()
+                    .with_name(topic_name(&topic))
+                    .with_partition_indexes(indexes)
+            })
+            .collect();
+        let group = OffsetFetchRequestGroup::default()
+            .with_group_id(group)
+            .with_member_id(None)
+            .with_member_epoch(-1)
+            .with_topics(Some(topics));
+        return OffsetFetchRequest::default().with_groups(vec![group]);
+    }
+    let topics = by_topic
         .into_iter()
         .map(|(topic, indexes)| {
             OffsetFetchRequestTopic::default()
@@ -158,43 +191,70 @@ pub async fn fetch_committed(
                 .with_partition_indexes(indexes)
         })
         .collect();
-    let request = OffsetFetchRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(group_id.to_owned())))
-        .with_topics(Some(topics));
-    let response = send_capped(
-        connection,
-        request.into(),
-        ApiKey::OffsetFetch,
-        MAX_OFFSET_FETCH_VERSION,
-        timeout,
-    )
-    .await?;
-    let Response::OffsetFetch(response) = response else {
-        return Err(ClientError::UnexpectedResponse {
-            api_key: ApiKey::OffsetFetch as i16,
-        }
-        .into());
-    };
+    OffsetFetchRequest::default()
+        .with_group_id(group)
+        .with_topics(Some(topics))
+}
+
+fn committed_from_topics(
+    group_id: &str,
+    response: OffsetFetchResponse,
+) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>, ConsumerError> {
     group_error(group_id, "OffsetFetch", response.error_code)?;
     let mut committed = BTreeMap::new();
     for topic in response.topics {
         for partition in topic.partitions {
             group_error(group_id, "OffsetFetch", partition.error_code)?;
             let tp = TopicPartition::new(topic.name.0.as_str(), partition.partition_index);
-            let offset = (partition.committed_offset >= 0).then(|| OffsetAndMetadata {
-                offset: partition.committed_offset,
-                leader_epoch: (partition.committed_leader_epoch >= 0)
-                    .then_some(partition.committed_leader_epoch),
-                metadata: partition
-                    .metadata
-                    .as_ref()
-                    .map(|metadata| metadata.as_str().to_owned())
-                    .unwrap_or_default(),
-            });
+            let offset = committed_offset(
+                partition.committed_offset,
+                partition.committed_leader_epoch,
+                partition.metadata.as_ref(),
+            );
             committed.insert(tp, offset);
         }
     }
     Ok(committed)
+}
+
+fn committed_from_groups(
+    group_id: &str,
+    response: OffsetFetchResponse,
+) -> Result<BTreeMap<TopicPartition, Option<OffsetAndMetadata>>, ConsumerError> {
+    let mut committed = BTreeMap::new();
+    for group in response.groups {
+        if group.group_id.0.as_str() != group_id {
+            continue;
+        }
+        group_error(group_id, "OffsetFetch", group.error_code)?;
+        for topic in group.topics {
+            for partition in topic.partitions {
+                group_error(group_id, "OffsetFetch", partition.error_code)?;
+                let tp = TopicPartition::new(topic.name.0.as_str(), partition.partition_index);
+                let offset = committed_offset(
+                    partition.committed_offset,
+                    partition.committed_leader_epoch,
+                    partition.metadata.as_ref(),
+                );
+                committed.insert(tp, offset);
+            }
+        }
+    }
+    Ok(committed)
+}
+
+fn committed_offset(
+    offset: i64,
+    leader_epoch: i32,
+    metadata: Option<&StrBytes>,
+) -> Option<OffsetAndMetadata> {
+    (offset >= 0).then(|| OffsetAndMetadata {
+        offset,
+        leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
+        metadata: metadata
+            .map(|metadata| metadata.as_str().to_owned())
+            .unwrap_or_default(),
+    })
 }
 
 /// Who commits: the member identity sent with OffsetCommit.
@@ -213,6 +273,7 @@ pub struct CommitIdentity {
 /// Commits `offsets` for `identity` through the coordinator `connection`.
 pub async fn commit(
     connection: &Connection,
+    caps: &ApiVersionCaps,
     identity: &CommitIdentity,
     offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     timeout: Duration,
@@ -247,9 +308,7 @@ pub async fn commit(
                 })
                 .collect(),
         );
-    let version = connection
-        .api_version(ApiKey::OffsetCommit)?
-        .min(MAX_OFFSET_COMMIT_VERSION);
+    let version = caps.version(connection, ApiKey::OffsetCommit)?;
     let mut request = request;
     if version < 7 {
         request.group_instance_id = None;
@@ -297,5 +356,42 @@ pub fn group_error(group_id: &str, api: &'static str, code: i16) -> Result<(), C
             api,
             code,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partitions() -> Vec<TopicPartition> {
+        vec![
+            TopicPartition::new("a", 0),
+            TopicPartition::new("a", 2),
+            TopicPartition::new("b", 1),
+        ]
+    }
+
+    #[test]
+    fn offset_fetch_before_v8_names_one_group_at_the_top() {
+        let request = offset_fetch_request("g", &partitions(), 7);
+        assert_eq!(request.group_id.0.as_str(), "g");
+        assert!(request.groups.is_empty());
+        let topics = request.topics.expect("topics");
+        assert_eq!(topics.len(), 2);
+        assert_eq!(topics[0].partition_indexes, [0, 2]);
+    }
+
+    #[test]
+    fn offset_fetch_from_v8_batches_groups() {
+        let request = offset_fetch_request("g", &partitions(), 9);
+        assert!(request.topics.as_ref().is_none_or(Vec::is_empty));
+        let [group] = request.groups.as_slice() else {
+            panic!("expected one group, got {:?}", request.groups);
+        };
+        assert_eq!(group.group_id.0.as_str(), "g");
+        assert_eq!((group.member_id.as_ref(), group.member_epoch), (None, -1));
+        let topics = group.topics.as_ref().expect("topics");
+        assert_eq!(topics[1].name.0.as_str(), "b");
+        assert_eq!(topics[1].partition_indexes, [1]);
     }
 }

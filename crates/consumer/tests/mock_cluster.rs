@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
-use strom_consumer::{Consumer, ConsumerConfig, OffsetAndMetadata, OffsetReset, TopicPartition};
+use strom_consumer::{
+    ApiVersionCaps, Consumer, ConsumerConfig, OffsetAndMetadata, OffsetReset, TopicPartition,
+};
 
 const PARTITIONS: i32 = 6;
 
@@ -53,6 +55,8 @@ fn config(bootstrap: &str, group: Option<&str>) -> ConsumerConfig {
     config.heartbeat_interval = Duration::from_millis(500);
     config.max_poll_records = 50;
     config.client.retry_backoff = Duration::from_millis(50);
+    // The mock advertises flexible group versions it cannot parse.
+    config.api_version_caps = ApiVersionCaps::librdkafka_mock();
     config
 }
 

@@ -11,7 +11,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::message::Message;
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use strom_consumer::{AssignmentStrategy, Consumer, ConsumerConfig, OffsetReset};
+use strom_consumer::{ApiVersionCaps, AssignmentStrategy, Consumer, ConsumerConfig, OffsetReset};
 
 const PARTITIONS: i32 = 6;
 
@@ -50,6 +50,8 @@ fn config(bootstrap: &str, group: &str, strategy: AssignmentStrategy) -> Consume
     config.heartbeat_interval = Duration::from_millis(300);
     config.assignment_strategies = vec![strategy];
     config.max_poll_records = 5;
+    // The mock advertises flexible group versions it cannot parse.
+    config.api_version_caps = ApiVersionCaps::librdkafka_mock();
     config
 }
 
