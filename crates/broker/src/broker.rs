@@ -240,6 +240,11 @@ impl RunningBroker {
         for task in &tasks {
             task.abort();
         }
+        // Wait until the aborted tasks are dropped, so that their handles on
+        // the log manager are gone before it is closed.
+        for task in tasks {
+            let _ = task.await;
+        }
         let node_id = context.config.node_id;
         let request = BrokerHeartbeatRequest {
             broker_id: node_id,
@@ -259,8 +264,12 @@ impl RunningBroker {
                 Ok(logs) => logs.shutdown(now_ms),
                 Err(shared) => {
                     // Still referenced by an aborted task that has not been
-                    // dropped yet: flush through the shared handle instead.
-                    shared.tick(now_ms)
+                    // dropped yet: flush everything and write every
+                    // checkpoint through the shared handle (a plain tick
+                    // wrote checkpoints only when due, so a DeleteRecords
+                    // just before shutdown could be forgotten).
+                    warn!("log manager still shared at shutdown: flushing without the clean-shutdown marker");
+                    shared.flush_and_checkpoint(now_ms)
                 }
             }
         })

@@ -545,6 +545,27 @@ impl LogManager {
         Ok(())
     }
 
+    /// Flushes every log and writes every checkpoint (recovery points, log
+    /// start offsets, high watermarks, cleaner offsets) through a shared
+    /// manager: what a shutdown does when another handle to the manager is
+    /// still alive. No clean-shutdown marker is written (the next start runs
+    /// recovery, which finds nothing unflushed).
+    pub fn flush_and_checkpoint(&self, now_ms: i64) -> Result<(), ManagerError> {
+        let handles: Vec<LogHandle> = self
+            .logs_read()
+            .values()
+            .map(|(_, log)| Arc::clone(log))
+            .collect();
+        for log in &handles {
+            write_log(log).flush(now_ms)?;
+        }
+        self.checkpoint(RECOVERY_POINT_CHECKPOINT, |log| log.recovery_point())?;
+        self.checkpoint(LOG_START_OFFSET_CHECKPOINT, |log| log.log_start_offset())?;
+        self.checkpoint(REPLICATION_OFFSET_CHECKPOINT, |log| log.high_watermark())?;
+        self.checkpoint(CLEANER_OFFSET_CHECKPOINT, |log| log.first_dirty_offset())?;
+        Ok(())
+    }
+
     /// Flushes and closes every log, writes all checkpoints and the
     /// clean-shutdown marker.
     pub fn shutdown(self, now_ms: i64) -> Result<(), ManagerError> {
