@@ -95,6 +95,12 @@ pub(crate) fn random_roll_jitter_ms(config: &LogConfig) -> i64 {
 /// (0..8), batch length (8..12), partition leader epoch (12..16).
 const LEADER_PREFIX_BYTES: usize = layout::MAGIC;
 
+/// Below this average batch size a shared buffer is copied once and written
+/// with one `pwrite`: a memory copy of a small batch costs far less than the
+/// extra system call per batch that writing the stamped prefix separately
+/// takes (a 1 KiB copy is tens of nanoseconds, a `pwrite` about a microsecond).
+const COPY_BELOW_AVERAGE_BATCH_BYTES: usize = 64 * 1024;
+
 /// A leader append's batches with their assigned fields written.
 enum Stamped {
     /// The whole buffer, edited.
@@ -369,9 +375,14 @@ impl Log {
                 stamp_in_place(&mut owned, &batches, log_append_time_ms)?;
                 Stamped::InPlace(owned)
             }
-            // Shared (a slice of a request frame) and no CRC to recompute:
-            // rewrite copies of the leader-owned prefixes only.
-            Err(shared) if log_append_time_ms.is_none() && covers(&shared, &batches) => {
+            // Shared (a slice of a request frame), large batches and no CRC
+            // to recompute: rewrite copies of the leader-owned prefixes only
+            // (two writes per batch instead of a copy).
+            Err(shared)
+                if log_append_time_ms.is_none()
+                    && shared.len() / batches.len().max(1) >= COPY_BELOW_AVERAGE_BATCH_BYTES
+                    && covers(&shared, &batches) =>
+            {
                 let prefixes = stamped_prefixes(&shared, &batches);
                 Stamped::Prefixes(shared, prefixes)
             }

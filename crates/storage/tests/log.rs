@@ -377,6 +377,39 @@ fn a_shared_buffer_is_appended_with_offsets_assigned_and_left_unchanged() {
 }
 
 #[test]
+fn a_large_shared_buffer_is_written_around_its_stamped_prefix() {
+    // At 64 KiB and more per batch the log writes a stamped copy of the
+    // 16-byte prefix and the rest straight from the caller's buffer.
+    let root = tempfile::tempdir().expect("tempdir");
+    let config = strom_storage::LogConfig {
+        segment_bytes: 4 << 20,
+        max_message_bytes: 1 << 20,
+        ..small_config()
+    };
+    let mut log = open(&partition_dir(root.path()), &config, true, 0);
+    log.append_as_leader(batch(3, 0), 0, 0).expect("append");
+    let records = batch(1_800, 1_000);
+    assert!(records.len() >= 64 * 1024);
+    let kept = records.clone();
+    let info = log.append_as_leader(records, 7, 0).expect("shared append");
+    assert_eq!((info.first_offset, info.last_offset), (3, 1_802));
+    assert_eq!(
+        kept,
+        batch(1_800, 1_000),
+        "the caller's bytes are untouched"
+    );
+    let slice = log
+        .read(3, 4 << 20, 1_803, true)
+        .expect("read")
+        .records
+        .expect("records");
+    let stored = slice.to_bytes().expect("bytes");
+    let header = strom_storage::batch::validate_batch_at(&stored, 0).expect("valid CRC");
+    assert_eq!((header.base_offset, header.partition_leader_epoch), (3, 7));
+    assert_eq!(stored[16..kept.len()], kept[16..]);
+}
+
+#[test]
 fn a_shared_buffer_with_log_append_time_is_stamped_on_a_copy() {
     let root = tempfile::tempdir().expect("tempdir");
     let config = strom_storage::LogConfig {
