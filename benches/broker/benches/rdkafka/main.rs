@@ -8,8 +8,8 @@ mod broker_process;
 mod workloads;
 
 use std::path::PathBuf;
-use std::time::Duration;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use rdkafka::mocking::MockCluster;
