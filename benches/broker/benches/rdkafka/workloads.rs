@@ -149,11 +149,16 @@ fn assign_from_beginning(
 }
 
 /// Reads `records` records from the beginning of every partition.
+///
+/// After `timeout` it stops and reports the rate of what it read (with a
+/// warning): librdkafka's mock cluster can be that slow, and its partial
+/// rate is still its rate.
 pub fn consume(
     bootstrap: &str,
     topic: &str,
     partitions: i32,
     records: u64,
+    timeout: Duration,
 ) -> Result<Throughput, String> {
     let consumer: BaseConsumer = consumer_config(bootstrap, "strom-bench-consume", 500)
         .create()
@@ -167,8 +172,12 @@ pub fn consume(
             Some(Err(error)) => return Err(format!("consume: {error}")),
             None => {}
         }
-        if started.elapsed() > PHASE_TIMEOUT {
-            return Err(format!("consume timed out after {read} records"));
+        if started.elapsed() > timeout {
+            if read == 0 {
+                return Err("consume read nothing before its timeout".to_owned());
+            }
+            eprintln!("consume stopped after {read} of {records} records (timeout); partial rate");
+            break;
         }
     }
     Ok(Throughput {
