@@ -90,7 +90,7 @@ impl AdminClient {
     /// Describes a group at its coordinator: state, protocol and members.
     /// A group the coordinator does not know comes back in state `Dead`
     /// with no members, as Kafka reports it.
-    pub async fn describe_group(&self, group_id: &str) -> Result<GroupDescription, ClientError> {
+    async fn describe_group_once(&self, group_id: &str) -> Result<GroupDescription, ClientError> {
         let coordinator = self.cluster().find_coordinator(group_id, 0).await?;
         let request = DescribeGroupsRequest::default().with_groups(vec![group_id_of(group_id)]);
         let Response::DescribeGroups(response) =
@@ -304,7 +304,7 @@ impl AdminClient {
     }
 
     /// Deletes a (empty) group at its coordinator.
-    pub async fn delete_group(&self, group_id: &str) -> Result<(), ClientError> {
+    async fn delete_group_once(&self, group_id: &str) -> Result<(), ClientError> {
         let coordinator = self.cluster().find_coordinator(group_id, 0).await?;
         let request = DeleteGroupsRequest::default().with_groups_names(vec![group_id_of(group_id)]);
         let Response::DeleteGroups(response) = self.cluster().send_to(coordinator, request).await?
@@ -318,7 +318,7 @@ impl AdminClient {
     }
 
     /// The committed offsets of a group for `topic` (partition to offset).
-    pub async fn list_group_offsets(
+    async fn list_group_offsets_once(
         &self,
         group_id: &str,
         topic: &str,
@@ -357,7 +357,7 @@ impl AdminClient {
 
     /// Sets a group's committed offsets for `topic` from outside the group
     /// (OffsetCommit with generation -1; the group must be empty).
-    pub async fn alter_group_offsets(
+    async fn alter_group_offsets_once(
         &self,
         group_id: &str,
         topic: &str,
@@ -390,6 +390,67 @@ impl AdminClient {
             .iter()
             .flat_map(|topic| topic.partitions.iter())
             .try_for_each(|partition| outcome(partition.error_code))
+    }
+
+    /// Describes a group at its coordinator (members, their metadata and
+    /// assignments). Retries while the coordinator is loading, moving or not
+    /// yet known, up to the admin timeout.
+    pub async fn describe_group(&self, group_id: &str) -> Result<GroupDescription, ClientError> {
+        self.with_coordinator_retries(|| self.describe_group_once(group_id))
+            .await
+    }
+
+    /// Deletes an empty group at its coordinator (retrying as
+    /// [`describe_group`](Self::describe_group) does).
+    pub async fn delete_group(&self, group_id: &str) -> Result<(), ClientError> {
+        self.with_coordinator_retries(|| self.delete_group_once(group_id))
+            .await
+    }
+
+    /// The committed offsets of a group for `topic` (partition to offset),
+    /// retrying as [`describe_group`](Self::describe_group) does.
+    pub async fn list_group_offsets(
+        &self,
+        group_id: &str,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<BTreeMap<i32, i64>, ClientError> {
+        self.with_coordinator_retries(|| self.list_group_offsets_once(group_id, topic, partitions))
+            .await
+    }
+
+    /// Sets a group's committed offsets for `topic` from outside the group
+    /// (OffsetCommit with generation -1; the group must be empty), retrying
+    /// as [`describe_group`](Self::describe_group) does.
+    pub async fn alter_group_offsets(
+        &self,
+        group_id: &str,
+        topic: &str,
+        offsets: &[(i32, i64)],
+    ) -> Result<(), ClientError> {
+        self.with_coordinator_retries(|| self.alter_group_offsets_once(group_id, topic, offsets))
+            .await
+    }
+
+    /// Runs a coordinator call again, after `retry.backoff.ms`, while it
+    /// fails with a retriable error (COORDINATOR_LOAD_IN_PROGRESS,
+    /// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a lost connection), as
+    /// the Java admin client does, until the admin timeout has passed.
+    async fn with_coordinator_retries<T, F, Fut>(&self, mut call: F) -> Result<T, ClientError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, ClientError>>,
+    {
+        let timeout_ms = u64::try_from(self.timeout_ms()).unwrap_or(0);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
+        loop {
+            match call().await {
+                Err(error) if error.is_retriable() && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(self.cluster().config().retry_backoff).await;
+                }
+                outcome => return outcome,
+            }
+        }
     }
 }
 

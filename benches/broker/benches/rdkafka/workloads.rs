@@ -77,7 +77,21 @@ fn consumer_config(bootstrap: &str, group: &str, fetch_wait_max_ms: u32) -> Clie
         .set("fetch.wait.max.ms", fetch_wait_max_ms.to_string())
         .set("fetch.max.bytes", "52428800")
         .set("max.partition.fetch.bytes", "8388608");
+    extra_consumer_properties(&mut config);
     config
+}
+
+/// `STROM_RDKAFKA_CONSUMER_PROPS="key=value,key=value"`: librdkafka consumer
+/// properties that override the ones above (to try client tunings).
+fn extra_consumer_properties(config: &mut ClientConfig) {
+    let Ok(extra) = std::env::var("STROM_RDKAFKA_CONSUMER_PROPS") else {
+        return;
+    };
+    for pair in extra.split(',').filter(|pair| !pair.trim().is_empty()) {
+        if let Some((key, value)) = pair.split_once('=') {
+            config.set(key.trim(), value.trim());
+        }
+    }
 }
 
 /// Sends `records` records of `record_bytes` bytes round-robin over the
