@@ -90,7 +90,7 @@ async fn a_group_shared_with_a_librdkafka_consumer() {
                 .create()
                 .expect("librdkafka consumer");
             consumer.subscribe(&["mixed"]).unwrap();
-            let deadline = Instant::now() + Duration::from_secs(25);
+            let deadline = Instant::now() + Duration::from_secs(60);
             while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
                 if let Some(Ok(message)) = consumer.poll(Duration::from_millis(100)) {
                     let value = String::from_utf8(message.payload().unwrap().to_vec()).unwrap();
@@ -108,7 +108,7 @@ async fn a_group_shared_with_a_librdkafka_consumer() {
         .unwrap();
     strom.subscribe(["mixed"]).unwrap();
     let mut strom_seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(25);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         strom_seen.extend(values(
             strom.poll(Duration::from_millis(100)).await.unwrap(),
@@ -125,6 +125,15 @@ async fn a_group_shared_with_a_librdkafka_consumer() {
     let librdkafka_seen = librdkafka_seen.lock().unwrap().clone();
     let mut union: BTreeSet<String> = strom_seen.iter().cloned().collect();
     union.extend(librdkafka_seen.iter().cloned());
+    assert_eq!(
+        union.len(),
+        produced.len(),
+        "records seen: strom {} (assigned {:?}), librdkafka {} (assigned {})",
+        strom_seen.len(),
+        strom.assignment(),
+        librdkafka_seen.len(),
+        *librdkafka_assignment.lock().unwrap()
+    );
     assert_eq!(union, produced);
     assert_eq!(
         strom.assignment().len(),
