@@ -302,11 +302,12 @@ impl Log {
             let Some(segment) = self.segments.get(base) else {
                 continue;
             };
+            let segment_offset_index_bytes = segment.offset_index().len() as u64 * 8;
+            let segment_time_index_bytes = segment.time_index().len() as u64 * 12;
             let fits = current.first().is_some_and(|first| {
                 log_bytes + segment.size_bytes() <= max_log_bytes
-                    && offset_index_bytes + segment.offset_index().len() as u64 * 8
-                        <= max_index_bytes
-                    && time_index_bytes + segment.time_index().len() as u64 * 12 <= max_index_bytes
+                    && offset_index_bytes + segment_offset_index_bytes <= max_index_bytes
+                    && time_index_bytes + segment_time_index_bytes <= max_index_bytes
                     && segment.next_offset() - 1 - first <= i64::from(i32::MAX)
             });
             if !fits && !current.is_empty() {
@@ -315,8 +316,8 @@ impl Log {
             }
             current.push(*base);
             log_bytes += segment.size_bytes();
-            offset_index_bytes += segment.offset_index().len() as u64 * 8;
-            time_index_bytes += segment.time_index().len() as u64 * 12;
+            offset_index_bytes += segment_offset_index_bytes;
+            time_index_bytes += segment_time_index_bytes;
         }
         if !current.is_empty() {
             groups.push(current);
@@ -468,16 +469,8 @@ fn write_cover(dir: &std::path::Path, base: i64, group_end: i64) -> Result<(), C
 
 /// Removes the cover file of the cleaner output at `base` (if any).
 fn remove_cover(dir: &std::path::Path, base: i64) -> Result<(), CleanError> {
-    let path = crate::cleaner::cover_path(dir, base);
-    match std::fs::remove_file(&path) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            Err(CleanError::from(crate::error::IoError {
-                path,
-                source: error,
-            }))
-        }
-        _ => Ok(()),
-    }
+    crate::error::remove_file_if_exists(&crate::cleaner::cover_path(dir, base))?;
+    Ok(())
 }
 
 /// When tombstones may go: the pass's clock and `delete.retention.ms`.

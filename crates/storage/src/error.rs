@@ -5,7 +5,7 @@
 //! are chosen there), so each has its own enum.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// An I/O error together with the file or directory it happened on.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +30,17 @@ impl<T> IoContext<T> for Result<T, io::Error> {
             path: path.into(),
             source,
         })
+    }
+}
+
+/// Removes the file at `path`; a file that is already gone is fine.
+pub(crate) fn remove_file_if_exists(path: &Path) -> Result<(), IoError> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(IoError {
+            path: path.to_path_buf(),
+            source: error,
+        }),
+        _ => Ok(()),
     }
 }
 

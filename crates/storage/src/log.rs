@@ -690,15 +690,7 @@ impl Log {
         self.pending_deletes = waiting;
         for pending in due {
             for path in pending.paths {
-                match std::fs::remove_file(&path) {
-                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(LogError::Io(crate::error::IoError {
-                            path,
-                            source: error,
-                        }))
-                    }
-                    _ => {}
-                }
+                crate::error::remove_file_if_exists(&path)?;
             }
         }
         Ok(())

@@ -258,15 +258,7 @@ pub(crate) fn remove_segment_files(dir: &Path, base_offset: i64) -> Result<(), R
     let stem = crate::segment::file_stem(base_offset);
     for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {
         let path: PathBuf = dir.join(format!("{stem}{suffix}"));
-        match std::fs::remove_file(&path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(RecoveryError::Io(crate::error::IoError {
-                    path,
-                    source: error,
-                }))
-            }
-            _ => {}
-        }
+        crate::error::remove_file_if_exists(&path)?;
     }
     Ok(())
 }

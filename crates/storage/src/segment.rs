@@ -116,15 +116,7 @@ impl Segment {
             .open(&log_path)
             .at(&log_path)?;
         for path in [&index_path, &time_index_path] {
-            match std::fs::remove_file(path) {
-                Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(IndexError::Io(IoError {
-                        path: path.clone(),
-                        source: error,
-                    }))
-                }
-                _ => {}
-            }
+            crate::error::remove_file_if_exists(path)?;
         }
         let offset_index = OffsetIndex::open(&index_path, base_offset, settings.index_bytes)?;
         let time_index = TimeIndex::open(&time_index_path, base_offset, settings.index_bytes)?;

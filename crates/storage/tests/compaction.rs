@@ -502,6 +502,25 @@ fn min_dirty_ratio_and_compaction_lag_hold_cleaning_back() {
     assert_eq!(log.dirty_ratio(200), 0.0);
 }
 
+/// Files an interrupted or finished cleaning pass must not leave behind.
+fn swap_leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| {
+            [".swap", ".cleaned", ".deleted", ".cleaner-cover"]
+                .iter()
+                .any(|suffix| name.ends_with(suffix))
+        })
+        .collect()
+}
+
 #[test]
 fn a_crash_at_each_swap_step_loses_no_latest_value() {
     for step in [
@@ -522,19 +541,7 @@ fn a_crash_at_each_swap_step_loses_no_latest_value() {
         drop(log);
         let log = open_log(&dir, &config, false);
         assert_latest_values(&log, &latest);
-        let leftovers: Vec<String> = std::fs::read_dir(&dir)
-            .expect("dir")
-            .map(|entry| {
-                entry
-                    .expect("entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .filter(|name| {
-                name.ends_with(".swap") || name.ends_with(".cleaned") || name.ends_with(".deleted")
-            })
-            .collect();
+        let leftovers = swap_leftovers(&dir);
         assert!(leftovers.is_empty(), "{step:?} left {leftovers:?}");
         if step != SwapStep::CleanedWritten {
             assert_eq!(
@@ -606,22 +613,7 @@ fn a_crash_while_swapping_a_merged_group_loses_nothing_and_leaves_no_stale_segme
                 "{step:?}: every replaced original is gone after recovery"
             );
         }
-        let leftovers: Vec<String> = std::fs::read_dir(&dir)
-            .expect("dir")
-            .map(|entry| {
-                entry
-                    .expect("entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .filter(|name| {
-                name.ends_with(".swap")
-                    || name.ends_with(".cleaned")
-                    || name.ends_with(".deleted")
-                    || name.ends_with(".cleaner-cover")
-            })
-            .collect();
+        let leftovers = swap_leftovers(&dir);
         assert!(leftovers.is_empty(), "{step:?} left {leftovers:?}");
     }
 }
