@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use strom_bench::stats::LatencySummary;
 
 use broker_process::{default_broker_binary, BrokerProcess};
-use workloads::{consume, end_to_end, produce, LatencySettings, Throughput};
+use workloads::{consume, end_to_end, produce, ConsumeMode, LatencySettings, Throughput};
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
@@ -124,6 +124,7 @@ struct Results {
     produce_acks_one: Throughput,
     produce_acks_all: Throughput,
     consume: Throughput,
+    consume_batch: Throughput,
     end_to_end: LatencySummary,
     memory: Value,
     memory_after_rss_phase: Value,
@@ -146,6 +147,7 @@ impl Results {
             "produce_acks_1": throughput_json(&self.produce_acks_one, record_bytes),
             "produce_acks_all": throughput_json(&self.produce_acks_all, record_bytes),
             "consume": throughput_json(&self.consume, record_bytes),
+            "consume_batch": throughput_json(&self.consume_batch, record_bytes),
             "end_to_end": self.end_to_end.to_json(),
             "broker_memory": self.memory,
             "broker_memory_after_rss_phase": self.memory_after_rss_phase,
@@ -177,13 +179,23 @@ fn measure(target: &Target, arguments: &Arguments) -> Result<Results, String> {
         arguments.record_bytes,
         "all",
     )?;
-    eprintln!("[{name}] consume");
+    eprintln!("[{name}] consume (poll per record)");
     let consumed = consume(
         &bootstrap,
         "bench-acks-1",
         partitions,
         produce_acks_one.records,
         Duration::from_secs(arguments.consume_timeout_s),
+        ConsumeMode::Poll,
+    )?;
+    eprintln!("[{name}] consume (batch API)");
+    let consumed_in_batches = consume(
+        &bootstrap,
+        "bench-acks-1",
+        partitions,
+        produce_acks_one.records,
+        Duration::from_secs(arguments.consume_timeout_s),
+        ConsumeMode::Batch,
     )?;
     eprintln!("[{name}] end-to-end latency");
     target.create_topic("bench-latency", partitions)?;
@@ -217,6 +229,7 @@ fn measure(target: &Target, arguments: &Arguments) -> Result<Results, String> {
         produce_acks_one,
         produce_acks_all,
         consume: consumed,
+        consume_batch: consumed_in_batches,
         end_to_end,
         memory,
         memory_after_rss_phase,
@@ -230,7 +243,7 @@ fn print_table(results: &[Results]) {
     }
     println!("{header}");
     type Row = (&'static str, fn(&Results) -> f64);
-    let rows: [Row; 8] = [
+    let rows: [Row; 9] = [
         ("produce acks=1 (rec/s)", |r| {
             r.produce_acks_one.records_per_second()
         }),
@@ -243,7 +256,10 @@ fn print_table(results: &[Results]) {
                     .records_per_second()
                     .max(f64::MIN_POSITIVE)
         }),
-        ("consume (rec/s)", |r| r.consume.records_per_second()),
+        ("consume, poll (rec/s)", |r| r.consume.records_per_second()),
+        ("consume, batch API (rec/s)", |r| {
+            r.consume_batch.records_per_second()
+        }),
         ("end-to-end p50 (us)", |r| r.end_to_end.p50_us as f64),
         ("end-to-end p99 (us)", |r| r.end_to_end.p99_us as f64),
         ("end-to-end max (us)", |r| r.end_to_end.max_us as f64),

@@ -39,6 +39,32 @@ pub struct DeliveryCounter {
 
 impl ClientContext for DeliveryCounter {}
 
+/// Consumer context that writes librdkafka's log lines (for example with
+/// `STROM_RDKAFKA_CONSUMER_PROPS=debug=fetch`) to stderr with the time
+/// since the process started, to see where a consumer waits.
+pub struct StderrLog {
+    started: Instant,
+}
+
+impl Default for StderrLog {
+    fn default() -> Self {
+        StderrLog {
+            started: Instant::now(),
+        }
+    }
+}
+
+impl ClientContext for StderrLog {
+    fn log(&self, _level: rdkafka::config::RDKafkaLogLevel, facility: &str, message: &str) {
+        eprintln!(
+            "{:>10.3} ms {facility} {message}",
+            self.started.elapsed().as_secs_f64() * 1e3
+        );
+    }
+}
+
+impl rdkafka::consumer::ConsumerContext for StderrLog {}
+
 impl ProducerContext for DeliveryCounter {
     type DeliveryOpaque = ();
 
@@ -76,7 +102,15 @@ fn consumer_config(bootstrap: &str, group: &str, fetch_wait_max_ms: u32) -> Clie
         .set("enable.partition.eof", "false")
         .set("fetch.wait.max.ms", fetch_wait_max_ms.to_string())
         .set("fetch.max.bytes", "52428800")
-        .set("max.partition.fetch.bytes", "8388608");
+        .set("max.partition.fetch.bytes", "8388608")
+        // Keep fetching while the application reads: librdkafka stops
+        // fetching once `queued.min.messages` (default 100,000) records wait
+        // locally and then backs off for `fetch.queue.backoff.ms` (default
+        // 1 s), which bounds a fast reader by the client's pacing, not the
+        // broker's.
+        .set("queued.min.messages", "1000000")
+        .set("fetch.queue.backoff.ms", "0")
+        .set_log_level(rdkafka::config::RDKafkaLogLevel::Debug);
     extra_consumer_properties(&mut config);
     config
 }
@@ -147,7 +181,7 @@ pub fn produce(
 }
 
 fn assign_from_beginning(
-    consumer: &BaseConsumer,
+    consumer: &BaseConsumer<StderrLog>,
     topic: &str,
     partitions: i32,
 ) -> Result<(), String> {
@@ -173,31 +207,157 @@ pub fn consume(
     partitions: i32,
     records: u64,
     timeout: Duration,
+    mode: ConsumeMode,
 ) -> Result<Throughput, String> {
-    let consumer: BaseConsumer = consumer_config(bootstrap, "strom-bench-consume", 500)
-        .create()
+    let consumer: BaseConsumer<StderrLog> = consumer_config(bootstrap, mode.group(), 500)
+        .create_with_context(StderrLog::default())
         .map_err(|error| format!("consumer: {error}"))?;
+    // Without metadata the new client knows no partition leader at
+    // assignment, and librdkafka retries the offset lookup 500 ms later:
+    // client start-up, not consuming, so it is done before the clock runs.
+    consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .map_err(|error| format!("metadata: {error}"))?;
     assign_from_beginning(&consumer, topic, partitions)?;
-    let started = Instant::now();
-    let mut read = 0_u64;
-    while read < records {
+    let mut reader = Reader {
+        phase_started: Instant::now(),
+        started: None,
+        read: 0,
+        records,
+        timeout,
+    };
+    match mode {
+        ConsumeMode::Poll => read_polling(&consumer, &mut reader)?,
+        ConsumeMode::Batch => read_batches(&consumer, &mut reader)?,
+    }
+    if reader.read < records {
+        eprintln!(
+            "consume stopped after {} of {records} records (timeout); partial rate",
+            reader.read
+        );
+    }
+    let started = reader
+        .started
+        .ok_or_else(|| "consume read nothing before its timeout".to_owned())?;
+    // The clock starts at the first record; the records counted are the
+    // ones after it.
+    Ok(Throughput {
+        records: reader.read.saturating_sub(1),
+        elapsed: started.elapsed(),
+    })
+}
+
+/// How the consume phase takes records from librdkafka.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumeMode {
+    /// One `BaseConsumer::poll` per record (the rdkafka crate's API).
+    Poll,
+    /// `rd_kafka_consume_batch_queue`, up to [`BATCH_RECORDS`] records per
+    /// call (librdkafka's batch API, as confluent-kafka's `consume(n)` uses).
+    Batch,
+}
+
+impl ConsumeMode {
+    fn group(self) -> &'static str {
+        match self {
+            ConsumeMode::Poll => "strom-bench-consume",
+            ConsumeMode::Batch => "strom-bench-consume-batch",
+        }
+    }
+}
+
+/// Records asked for per `rd_kafka_consume_batch_queue` call.
+pub const BATCH_RECORDS: usize = 10_000;
+
+/// Progress of one consume phase.
+struct Reader {
+    phase_started: Instant,
+    started: Option<Instant>,
+    read: u64,
+    records: u64,
+    timeout: Duration,
+}
+
+impl Reader {
+    fn add(&mut self, count: u64) {
+        if count > 0 && self.started.is_none() {
+            self.started = Some(Instant::now());
+            eprintln!(
+                "first record after {} ms",
+                self.phase_started.elapsed().as_millis()
+            );
+        }
+        self.read += count;
+    }
+
+    fn timed_out(&self) -> bool {
+        self.phase_started.elapsed() > self.timeout
+    }
+}
+
+fn read_polling(consumer: &BaseConsumer<StderrLog>, reader: &mut Reader) -> Result<(), String> {
+    while reader.read < reader.records {
         match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(_)) => read += 1,
+            Some(Ok(_)) => reader.add(1),
             Some(Err(error)) => return Err(format!("consume: {error}")),
             None => {}
         }
-        if started.elapsed() > timeout {
-            if read == 0 {
-                return Err("consume read nothing before its timeout".to_owned());
-            }
-            eprintln!("consume stopped after {read} of {records} records (timeout); partial rate");
+        // The clock is read once per 1,024 records, not per record.
+        if reader.read.is_multiple_of(1024) && reader.timed_out() {
             break;
         }
     }
-    Ok(Throughput {
-        records: read,
-        elapsed: started.elapsed(),
-    })
+    Ok(())
+}
+
+fn read_batches(consumer: &BaseConsumer<StderrLog>, reader: &mut Reader) -> Result<(), String> {
+    // SAFETY: `native_ptr` is the live `rd_kafka_t` owned by `consumer`,
+    // which outlives the queue handle (destroyed below, before returning).
+    let queue =
+        unsafe { rdkafka::bindings::rd_kafka_queue_get_consumer(consumer.client().native_ptr()) };
+    if queue.is_null() {
+        return Err("no consumer queue".to_owned());
+    }
+    let mut messages: Vec<*mut rdkafka::bindings::rd_kafka_message_t> =
+        vec![std::ptr::null_mut(); BATCH_RECORDS];
+    let mut outcome = Ok(());
+    while reader.read < reader.records && !reader.timed_out() {
+        // SAFETY: `queue` is a valid queue handle and `messages` has room for
+        // `messages.len()` pointers, which librdkafka fills.
+        let count = unsafe {
+            rdkafka::bindings::rd_kafka_consume_batch_queue(
+                queue,
+                100,
+                messages.as_mut_ptr(),
+                messages.len(),
+            )
+        };
+        let Ok(count) = usize::try_from(count) else {
+            outcome = Err("rd_kafka_consume_batch_queue failed".to_owned());
+            break;
+        };
+        let mut good = 0_u64;
+        for &message in messages.iter().take(count) {
+            // SAFETY: librdkafka returned `count` valid message pointers,
+            // each read once here and destroyed once right after.
+            let error = unsafe { (*message).err };
+            // SAFETY: as above; the message is not used after this.
+            unsafe { rdkafka::bindings::rd_kafka_message_destroy(message) };
+            if error == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                good += 1;
+            } else if outcome.is_ok() {
+                outcome = Err(format!("consume: {error:?}"));
+            }
+        }
+        reader.add(good);
+        if outcome.is_err() {
+            break;
+        }
+    }
+    // SAFETY: `queue` came from `rd_kafka_queue_get_consumer` and is
+    // destroyed once.
+    unsafe { rdkafka::bindings::rd_kafka_queue_destroy(queue) };
+    outcome
 }
 
 /// End-to-end latency settings.
@@ -222,8 +382,8 @@ pub fn end_to_end(
     settings: LatencySettings,
 ) -> Result<LatencySummary, String> {
     let epoch = Instant::now();
-    let consumer: BaseConsumer = consumer_config(bootstrap, "strom-bench-latency", 500)
-        .create()
+    let consumer: BaseConsumer<StderrLog> = consumer_config(bootstrap, "strom-bench-latency", 500)
+        .create_with_context(StderrLog::default())
         .map_err(|error| format!("consumer: {error}"))?;
     assign_from_beginning(&consumer, topic, partitions)?;
     let total = settings.warmup_records + settings.records;
@@ -259,7 +419,7 @@ pub fn end_to_end(
 }
 
 fn read_latencies(
-    consumer: BaseConsumer,
+    consumer: BaseConsumer<StderrLog>,
     epoch: Instant,
     settings: LatencySettings,
 ) -> Result<Vec<Duration>, String> {
