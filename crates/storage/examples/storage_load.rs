@@ -5,7 +5,11 @@
 //! cargo run --release -p strom-storage --example storage_load -- recovery 1024
 //! cargo run --release -p strom-storage --example storage_load -- partitions 10000
 //! cargo run --release -p strom-storage --example storage_load -- append 256
+//! cargo run --release -p strom-storage --example storage_load -- append-null 2000000
 //! ```
+//!
+//! `append-null` times `Log::append_as_leader` of 1 KiB batches over a file
+//! backend that discards writes: the user-space cost of an append alone.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -146,6 +150,67 @@ fn append_versus_write(root: &Path, batch_bytes: usize, total_mebibytes: u64) {
     );
 }
 
+/// A file backend that writes nothing: isolates the append's own work.
+#[derive(Debug)]
+struct NullBackend;
+
+impl strom_storage::backend::FileBackend for NullBackend {
+    fn write_all_at(
+        &self,
+        _path: &Path,
+        _file: &std::fs::File,
+        _bytes: &[u8],
+        _position: u64,
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn sync_data(&self, _path: &Path, _file: &std::fs::File) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn set_len(&self, _path: &Path, _file: &std::fs::File, _length: u64) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Nanoseconds per 1 KiB append with writes discarded, best of three rounds.
+fn append_null(root: &Path, appends: u64) {
+    let config = LogConfig {
+        retention_ms: None,
+        ..LogConfig::default()
+    };
+    let batch = simple_batch(&BatchSpec {
+        records: 1,
+        value_bytes: 1024 - 16,
+        ..BatchSpec::default()
+    });
+    let mut rounds = Vec::new();
+    for round in 0..3 {
+        let (mut log, _) = Log::open_with_backend(
+            &root.join(format!("null-{round}")),
+            config.clone(),
+            options(true),
+            std::sync::Arc::new(NullBackend),
+        )
+        .expect("open");
+        let mut elapsed = std::time::Duration::ZERO;
+        for _ in 0..appends {
+            let input = bytes::Bytes::from(batch.to_vec());
+            let start = Instant::now();
+            log.append_as_leader(input, 0, 0).expect("append");
+            elapsed += start.elapsed();
+        }
+        rounds.push(elapsed.as_nanos() as f64 / appends as f64);
+    }
+    let best = rounds.iter().copied().fold(f64::INFINITY, f64::min);
+    println!(
+        "null backend, batch {} B x {appends}: {best:.0} ns per append (rounds {:.0?})",
+        batch.len(),
+        rounds
+    );
+}
+
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let root =
@@ -168,6 +233,13 @@ fn main() {
                 append_versus_write(root.path(), batch_bytes, total);
             }
         }
+        Some("append-null") => {
+            let appends = arguments
+                .get(1)
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(2_000_000);
+            append_null(root.path(), appends);
+        }
         Some("partitions") => {
             let count = arguments
                 .get(1)
@@ -175,6 +247,6 @@ fn main() {
                 .unwrap_or(10_000);
             partitions(root.path(), count);
         }
-        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB>)"),
+        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB> | append-null <count>)"),
     }
 }
