@@ -16,7 +16,7 @@
 //! 23 lastOffsetDelta i32
 //! ```
 
-use strom_protocol::records::{self, BatchHeaderMut, RecordError, TimestampType};
+use strom_protocol::records::{layout, BatchAttributes, BatchHeaderMut, TimestampType};
 
 use crate::error::BatchError;
 
@@ -68,27 +68,36 @@ impl BatchHeader {
     ///
     /// `position` is used in errors only.
     pub fn parse(bytes: &[u8], position: usize) -> Result<BatchHeader, BatchError> {
-        let decoded = records::BatchHeader::decode(bytes).map_err(|error| match error {
-            RecordError::LegacyMagic { magic } | RecordError::UnsupportedMagic { magic } => {
-                BatchError::UnsupportedMagic { position, magic }
-            }
-            RecordError::Truncated { .. } => BatchError::Truncated { position },
-            _ => BatchError::InvalidHeader { position },
-        })?;
+        // One pass over the fixed header, with the checks (and their order)
+        // of `strom_protocol::records::BatchHeader::decode`: length, magic,
+        // record count, codec bits.
+        let fields: &[u8; BATCH_HEADER_BYTES] = bytes
+            .get(..BATCH_HEADER_BYTES)
+            .and_then(|fields| fields.try_into().ok())
+            .ok_or(BatchError::Truncated { position })?;
+        let magic = fields[layout::MAGIC] as i8;
+        if magic != layout::MAGIC_V2 {
+            return Err(BatchError::UnsupportedMagic { position, magic });
+        }
+        let record_count = be_i32(fields, layout::RECORD_COUNT);
+        let attributes = be_i16(fields, layout::ATTRIBUTES);
+        if record_count < 0 || BatchAttributes::from_bits(attributes).is_err() {
+            return Err(BatchError::InvalidHeader { position });
+        }
         let header = BatchHeader {
-            base_offset: decoded.base_offset,
-            batch_length: decoded.batch_length,
-            partition_leader_epoch: decoded.partition_leader_epoch,
-            magic: decoded.magic,
-            crc: decoded.crc,
-            attributes: decoded.attributes.bits(),
-            last_offset_delta: decoded.last_offset_delta,
-            base_timestamp: decoded.base_timestamp,
-            max_timestamp: decoded.max_timestamp,
-            producer_id: decoded.producer_id,
-            producer_epoch: decoded.producer_epoch,
-            base_sequence: decoded.base_sequence,
-            record_count: decoded.record_count,
+            base_offset: be_i64(fields, layout::BASE_OFFSET),
+            batch_length: be_i32(fields, layout::BATCH_LENGTH),
+            partition_leader_epoch: be_i32(fields, layout::PARTITION_LEADER_EPOCH),
+            magic,
+            crc: be_i32(fields, layout::CRC) as u32,
+            attributes,
+            last_offset_delta: be_i32(fields, layout::LAST_OFFSET_DELTA),
+            base_timestamp: be_i64(fields, layout::BASE_TIMESTAMP),
+            max_timestamp: be_i64(fields, layout::MAX_TIMESTAMP),
+            producer_id: be_i64(fields, layout::PRODUCER_ID),
+            producer_epoch: be_i16(fields, layout::PRODUCER_EPOCH),
+            base_sequence: be_i32(fields, layout::BASE_SEQUENCE),
+            record_count,
         };
         if header.batch_length < (BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES) as i32 {
             return Err(BatchError::InvalidLength {
@@ -147,6 +156,25 @@ impl BatchHeader {
     pub fn is_control(&self) -> bool {
         self.attributes & CONTROL_BIT != 0
     }
+}
+
+/// The big-endian `i64` at `at` of a header.
+fn be_i64(fields: &[u8; BATCH_HEADER_BYTES], at: usize) -> i64 {
+    let mut value = [0u8; 8];
+    value.copy_from_slice(&fields[at..at + 8]);
+    i64::from_be_bytes(value)
+}
+
+/// The big-endian `i32` at `at` of a header.
+fn be_i32(fields: &[u8; BATCH_HEADER_BYTES], at: usize) -> i32 {
+    let mut value = [0u8; 4];
+    value.copy_from_slice(&fields[at..at + 4]);
+    i32::from_be_bytes(value)
+}
+
+/// The big-endian `i16` at `at` of a header.
+fn be_i16(fields: &[u8; BATCH_HEADER_BYTES], at: usize) -> i16 {
+    i16::from_be_bytes([fields[at], fields[at + 1]])
 }
 
 /// Checks the CRC-32C of a whole batch (`bytes` is exactly one batch).

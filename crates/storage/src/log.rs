@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
 
 use crate::backend::FileBackend;
 use strom_protocol::records::layout;
@@ -101,6 +102,10 @@ const LEADER_PREFIX_BYTES: usize = layout::MAGIC;
 /// takes (a 1 KiB copy is tens of nanoseconds, a `pwrite` about a microsecond).
 const COPY_BELOW_AVERAGE_BATCH_BYTES: usize = 64 * 1024;
 
+/// The batches of one append, each header with its byte position. A
+/// produce request usually carries one batch, which needs no allocation.
+pub(crate) type Batches = SmallVec<[(BatchHeader, usize); 1]>;
+
 /// A leader append's batches with their assigned fields written.
 enum Stamped {
     /// The whole buffer, edited.
@@ -122,15 +127,31 @@ fn stamp_in_place(
         let bytes = owned.get_mut(*position..end).ok_or(BatchError::Truncated {
             position: *position,
         })?;
-        batch::assign(
-            bytes,
-            header.base_offset,
-            header.partition_leader_epoch,
-            log_append_time_ms,
-            *position,
-        )?;
+        match log_append_time_ms {
+            // Only fields outside the CRC change: no header view needed.
+            None => stamp_prefix(bytes, header),
+            Some(_) => batch::assign(
+                bytes,
+                header.base_offset,
+                header.partition_leader_epoch,
+                log_append_time_ms,
+                *position,
+            )?,
+        }
     }
     Ok(())
+}
+
+/// Writes `header`'s base offset and partition leader epoch into the first
+/// [`LEADER_PREFIX_BYTES`] of `bytes` (a batch [`analyze`] accepted, so at
+/// least a whole header long).
+fn stamp_prefix(bytes: &mut [u8], header: &BatchHeader) {
+    if let Some(prefix) = bytes.get_mut(..LEADER_PREFIX_BYTES) {
+        prefix[layout::BASE_OFFSET..layout::BASE_OFFSET + 8]
+            .copy_from_slice(&header.base_offset.to_be_bytes());
+        prefix[layout::PARTITION_LEADER_EPOCH..layout::PARTITION_LEADER_EPOCH + 4]
+            .copy_from_slice(&header.partition_leader_epoch.to_be_bytes());
+    }
 }
 
 /// Whether `batches` are exactly the bytes of `records`, back to back.
@@ -158,10 +179,7 @@ fn stamped_prefixes(
             if let Some(original) = records.get(*position..position + LEADER_PREFIX_BYTES) {
                 prefix.copy_from_slice(original);
             }
-            prefix[layout::BASE_OFFSET..layout::BASE_OFFSET + 8]
-                .copy_from_slice(&header.base_offset.to_be_bytes());
-            prefix[layout::PARTITION_LEADER_EPOCH..layout::PARTITION_LEADER_EPOCH + 4]
-                .copy_from_slice(&header.partition_leader_epoch.to_be_bytes());
+            stamp_prefix(&mut prefix, header);
             prefix
         })
         .collect()
@@ -192,14 +210,14 @@ pub(crate) fn analyze(
     records: &[u8],
     config: &LogConfig,
     from_client: bool,
-) -> Result<Vec<(BatchHeader, usize)>, AppendError> {
+) -> Result<Batches, AppendError> {
     if records.len() > config.segment_bytes as usize {
         return Err(AppendError::AppendTooLarge {
             size: records.len(),
             max: config.segment_bytes,
         });
     }
-    let mut batches = Vec::new();
+    let mut batches = Batches::new();
     let mut position = 0usize;
     while position < records.len() {
         let rest = &records[position..];
@@ -481,8 +499,9 @@ impl Log {
         batches: &[(BatchHeader, usize)],
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
-        let (first, _) = batches[0];
-        let (last, _) = batches[batches.len() - 1];
+        let (Some((first, _)), Some((last, _))) = (batches.first(), batches.last()) else {
+            return Err(AppendError::Empty);
+        };
         let append_bytes: usize = parts.iter().map(|part| part.len()).sum();
         if self.should_roll(append_bytes as u64, last.last_offset(), now_ms) {
             self.roll_at(first.base_offset, now_ms)?;
