@@ -192,7 +192,7 @@ pub fn check_crc(bytes: &[u8], header: &BatchHeader, position: usize) -> Result<
 
 /// Computes the CRC-32C of a batch's covered content (bytes 21..end).
 pub fn compute_crc(bytes: &[u8]) -> u32 {
-    bytes.get(CRC_START..).map_or(0, crc32c::crc32c)
+    bytes.get(CRC_START..).map_or(0, crate::crc::crc32c)
 }
 
 /// Reads, checks (header and CRC) and returns the batch at `position` of

@@ -39,6 +39,7 @@ pub mod cleaner;
 pub mod clock;
 pub mod compaction;
 pub mod config;
+pub mod crc;
 pub mod epoch_cache;
 pub mod error;
 pub mod flush;

@@ -467,7 +467,7 @@ impl Segment {
             if self.file.read_exact_at(&mut buffer[..chunk], at).is_err() {
                 return false;
             }
-            crc = crc32c::crc32c_append(crc, &buffer[..chunk]);
+            crc = crate::crc::crc32c_append(crc, &buffer[..chunk]);
             at += chunk as u64;
         }
         crc == header.crc
