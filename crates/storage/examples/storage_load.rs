@@ -5,6 +5,7 @@
 //! cargo run --release -p strom-storage --example storage_load -- recovery 1024
 //! cargo run --release -p strom-storage --example storage_load -- partitions 10000
 //! cargo run --release -p strom-storage --example storage_load -- append 256
+//! cargo run --release -p strom-storage --example storage_load -- append 256 1024
 //! cargo run --release -p strom-storage --example storage_load -- append-null 2000000
 //! ```
 //!
@@ -234,7 +235,18 @@ fn main() {
                 .get(1)
                 .and_then(|value| value.parse().ok())
                 .unwrap_or(256);
-            for batch_bytes in [1024, 16 * 1024, 1024 * 1024] {
+            // Optional batch sizes after the total, e.g. `append 256 1024`.
+            let sizes: Vec<usize> = arguments
+                .iter()
+                .skip(2)
+                .filter_map(|value| value.parse().ok())
+                .collect();
+            let sizes = if sizes.is_empty() {
+                vec![1024, 16 * 1024, 1024 * 1024]
+            } else {
+                sizes
+            };
+            for batch_bytes in sizes {
                 append_versus_write(root.path(), batch_bytes, total);
             }
         }
@@ -252,6 +264,6 @@ fn main() {
                 .unwrap_or(10_000);
             partitions(root.path(), count);
         }
-        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB> | append-null <count>)"),
+        _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB> [<batch bytes>...] | append-null <count>)"),
     }
 }
