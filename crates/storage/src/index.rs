@@ -361,6 +361,7 @@ mod tests {
             }
         );
         for step in 0..10u32 {
+            assert!(!index.is_full(), "room for entry {step}");
             assert!(index.append(100 + i64::from(step) * 10, step * 1000));
         }
         assert!(index.is_full());

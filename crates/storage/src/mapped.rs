@@ -86,14 +86,13 @@ impl MappedEntries {
         self.entries
     }
 
-    /// Number of entries the current mapping can hold.
-    pub(crate) fn capacity(&self) -> usize {
-        self.map.len() / self.entry_bytes
-    }
-
-    /// Whether no further entry fits.
+    /// Whether no further entry fits in the mapping (one more entry would
+    /// pass its end; no division, as this is asked on every append).
     pub(crate) fn is_full(&self) -> bool {
-        self.entries >= self.capacity()
+        self.entries
+            .checked_add(1)
+            .and_then(|next| next.checked_mul(self.entry_bytes))
+            .is_none_or(|needed| needed > self.map.len())
     }
 
     /// The bytes of entry `index`, if it is valid.
