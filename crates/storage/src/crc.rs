@@ -19,6 +19,39 @@
 /// join cost more than they save on a few dozen bytes.
 pub const PARALLEL_MIN_BYTES: usize = 192;
 
+/// From this length on, CPUs with AVX-512 and VPCLMULQDQ fold 256 bytes at
+/// a time with carry-less multiplies (see `crc/fold.rs`).
+pub const FOLD_MIN_BYTES: usize = 256;
+
+#[cfg(target_arch = "x86_64")]
+mod fold;
+
+/// The CRC-32C polynomial, bit-reflected (bit 0 is the x^31 coefficient).
+#[cfg(target_arch = "x86_64")]
+const POLYNOMIAL_REFLECTED: u32 = 0x82F6_3B78;
+
+/// Multiplies a reflected polynomial by x modulo P.
+#[cfg(target_arch = "x86_64")]
+const fn times_x(value: u32) -> u32 {
+    if value & 1 == 0 {
+        value >> 1
+    } else {
+        (value >> 1) ^ POLYNOMIAL_REFLECTED
+    }
+}
+
+/// x^exponent mod P, bit-reflected (x^0 is bit 31).
+#[cfg(target_arch = "x86_64")]
+const fn x_power(exponent: u32) -> u32 {
+    let mut value = 0x8000_0000u32;
+    let mut step = 0;
+    while step < exponent {
+        value = times_x(value);
+        step += 1;
+    }
+    value
+}
+
 /// The CRC-32C of `bytes` (the value Kafka stores in a batch header).
 pub fn crc32c(bytes: &[u8]) -> u32 {
     crc32c_append(0, bytes)
@@ -28,6 +61,12 @@ pub fn crc32c(bytes: &[u8]) -> u32 {
 /// the CRC-32C of the earlier bytes followed by `bytes`, as
 /// `crc32c::crc32c_append` computes it.
 pub fn crc32c_append(crc: u32, bytes: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if bytes.len() >= FOLD_MIN_BYTES && fold::available() {
+        // SAFETY: `available` checked at run time that the CPU has every
+        // target feature `fold::append` enables.
+        return unsafe { fold::append(crc, bytes) };
+    }
     #[cfg(target_arch = "x86_64")]
     if bytes.len() >= PARALLEL_MIN_BYTES && x86::available() {
         // SAFETY: `available` checked at run time that the CPU has SSE 4.2
@@ -44,8 +83,8 @@ mod x86 {
         _mm_cvtsi64_si128,
     };
 
-    /// The CRC-32C polynomial, bit-reflected (bit 0 is the x^31 coefficient).
-    const POLYNOMIAL_REFLECTED: u32 = 0x82F6_3B78;
+    use super::times_x;
+
     /// Longest lane, in 8-byte words; longer buffers are done in blocks of
     /// three such lanes (6 KiB), each join costing two multiplies.
     const LANE_WORDS_MAX: usize = 256;
@@ -54,7 +93,9 @@ mod x86 {
     /// `SHIFT[words]` is x^(64 * words - 33) mod P, bit-reflected.
     const SHIFT: [u32; LANE_WORDS_MAX + 1] = shift_table();
 
-    /// x^(64q - 33) mod P for q in 1..=LANE_WORDS_MAX (index 0 unused).
+    /// x^(64q - 33) mod P for q in 1..=LANE_WORDS_MAX (index 0 unused),
+    /// each from the one before (a call to `x_power` per entry would
+    /// repeat the work).
     const fn shift_table() -> [u32; LANE_WORDS_MAX + 1] {
         let mut table = [0u32; LANE_WORDS_MAX + 1];
         // x^31: bit 0 in the reflected order.
@@ -70,15 +111,6 @@ mod x86 {
             words += 1;
         }
         table
-    }
-
-    /// Multiplies a reflected polynomial by x modulo P.
-    const fn times_x(value: u32) -> u32 {
-        if value & 1 == 0 {
-            value >> 1
-        } else {
-            (value >> 1) ^ POLYNOMIAL_REFLECTED
-        }
     }
 
     /// Whether the CPU has what [`append`] needs (cached by the standard library).
@@ -101,6 +133,12 @@ mod x86 {
             state = three_lanes(state, block, lane_words);
             rest = tail;
         }
+        finish(state, rest)
+    }
+
+    /// Runs the raw state `state` serially over `rest` and returns the CRC.
+    #[target_feature(enable = "sse4.2")]
+    pub(super) fn finish(mut state: u64, rest: &[u8]) -> u32 {
         let words = rest.chunks_exact(8);
         let remainder = words.remainder();
         for word in words {
