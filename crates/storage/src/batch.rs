@@ -67,6 +67,7 @@ impl BatchHeader {
     /// header is present and that the length and magic are plausible.
     ///
     /// `position` is used in errors only.
+    #[inline]
     pub fn parse(bytes: &[u8], position: usize) -> Result<BatchHeader, BatchError> {
         // One pass over the fixed header, with the checks (and their order)
         // of `strom_protocol::records::BatchHeader::decode`: length, magic,

@@ -203,21 +203,23 @@ fn interleave<'a>(
     parts
 }
 
-/// Checks every batch of an append and returns each header with its position.
+/// Checks every batch of an append and puts each header with its position
+/// in `batches` (filled in place: no large return value to move).
 /// `from_client` adds the leader's check that record offsets are
 /// consecutive (compacted batches from a leader may have gaps).
 pub(crate) fn analyze(
     records: &[u8],
     config: &LogConfig,
     from_client: bool,
-) -> Result<Batches, AppendError> {
+    batches: &mut Batches,
+) -> Result<(), AppendError> {
     if records.len() > config.segment_bytes as usize {
         return Err(AppendError::AppendTooLarge {
             size: records.len(),
             max: config.segment_bytes,
         });
     }
-    let mut batches = Batches::new();
+    batches.clear();
     let mut position = 0usize;
     while position < records.len() {
         let rest = &records[position..];
@@ -243,7 +245,7 @@ pub(crate) fn analyze(
     if batches.is_empty() {
         return Err(AppendError::Empty);
     }
-    Ok(batches)
+    Ok(())
 }
 
 impl Log {
@@ -371,7 +373,8 @@ impl Log {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
-        let mut batches = analyze(&records, &self.config, true)?;
+        let mut batches = Batches::new();
+        analyze(&records, &self.config, true, &mut batches)?;
         if let Some(duplicate) = self.check_producers(&batches)? {
             return Ok(duplicate);
         }
@@ -430,7 +433,8 @@ impl Log {
         records: Bytes,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
-        let batches = analyze(&records, &self.config, false)?;
+        let mut batches = Batches::new();
+        analyze(&records, &self.config, false, &mut batches)?;
         let mut expected = self.log_end_offset;
         for (header, _) in &batches {
             if header.base_offset < expected {
