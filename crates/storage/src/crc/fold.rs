@@ -14,8 +14,9 @@
 
 use std::arch::x86_64::{
     __m128i, __m512i, _mm512_broadcast_i32x4, _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32,
-    _mm512_setzero_si512, _mm512_xor_si512, _mm_clmulepi64_si128, _mm_crc32_u64, _mm_cvtsi128_si64,
-    _mm_extract_epi64, _mm_set_epi64x, _mm_xor_si128,
+    _mm512_mask_blend_epi64, _mm512_set_epi64, _mm512_setzero_si512, _mm512_ternarylogic_epi64,
+    _mm512_xor_si512, _mm_clmulepi64_si128, _mm_crc32_u64, _mm_cvtsi128_si64, _mm_extract_epi64,
+    _mm_set_epi64x, _mm_xor_si128,
 };
 
 use super::x_power;
@@ -31,10 +32,43 @@ const fn fold_constants(distance_bits: u32) -> [i64; 2] {
 
 /// Four 512-bit accumulators: each 128-bit chunk folds 2,048 bits ahead.
 const FOLD_2048: [i64; 2] = fold_constants(2048);
-/// One 512-bit register ahead.
-const FOLD_512: [i64; 2] = fold_constants(512);
-/// One 128-bit chunk ahead.
-const FOLD_128: [i64; 2] = fold_constants(128);
+/// `FOLD_CHUNKS[k]` folds a 128-bit chunk `k` chunks (16k bytes) ahead
+/// (entry 0 unused).
+const FOLD_CHUNKS: [[i64; 2]; 16] = fold_chunk_table();
+/// Per accumulator, the constants that fold each of its 128-bit lanes onto
+/// the last chunk of the block: accumulator `i`, lane `j` sits at byte
+/// `64i + 16j` of 256, so `15 - 4i - j` chunks before the last one (the
+/// last lane itself gets zeros and is kept as it is).
+const BLOCK_LANES: [[i64; 8]; 4] = block_lane_table();
+
+const fn fold_chunk_table() -> [[i64; 2]; 16] {
+    let mut table = [[0i64; 2]; 16];
+    let mut chunks = 1;
+    while chunks < 16 {
+        table[chunks] = fold_constants(128 * chunks as u32);
+        chunks += 1;
+    }
+    table
+}
+
+const fn block_lane_table() -> [[i64; 8]; 4] {
+    let mut table = [[0i64; 8]; 4];
+    let mut accumulator = 0;
+    while accumulator < 4 {
+        let mut lane = 0;
+        while lane < 4 {
+            let chunks = 15 - 4 * accumulator - lane;
+            if chunks > 0 {
+                let constants = fold_constants(128 * chunks as u32);
+                table[accumulator][2 * lane] = constants[0];
+                table[accumulator][2 * lane + 1] = constants[1];
+            }
+            lane += 1;
+        }
+        accumulator += 1;
+    }
+    table
+}
 
 /// Whether the CPU has what [`append`] needs (cached by the standard library).
 pub(super) fn available() -> bool {
@@ -62,32 +96,71 @@ pub(super) fn append(crc: u32, bytes: &[u8]) -> u32 {
             *accumulator = _mm512_xor_si512(fold_512_bits(*accumulator, fold_2048), next);
         }
     }
-    let fold_512 = broadcast(FOLD_512);
-    let [mut joined, second, third, fourth] = accumulators;
-    for next in [second, third, fourth] {
-        joined = _mm512_xor_si512(fold_512_bits(joined, fold_512), next);
-    }
-    let (sixty_fours, rest) = rest.as_chunks::<64>();
-    for chunk in sixty_fours {
-        joined = _mm512_xor_si512(fold_512_bits(joined, fold_512), load_512(chunk));
-    }
-    let fold_128 = _mm_set_epi64x(FOLD_128[1], FOLD_128[0]);
-    let lanes = [
-        _mm512_extracti32x4_epi32::<1>(joined),
-        _mm512_extracti32x4_epi32::<2>(joined),
-        _mm512_extracti32x4_epi32::<3>(joined),
-    ];
-    let mut value = _mm512_extracti32x4_epi32::<0>(joined);
-    for lane in lanes {
-        value = _mm_xor_si128(fold_128_bits(value, fold_128), lane);
-    }
-    let (sixteens, rest) = rest.as_chunks::<16>();
-    for chunk in sixteens {
-        value = _mm_xor_si128(fold_128_bits(value, fold_128), load_128(chunk));
-    }
+    let value = join_block(accumulators);
+    let (chunks, rest) = rest.as_chunks::<16>();
+    let value = join_chunks(value, chunks);
     let state = _mm_crc32_u64(0, _mm_cvtsi128_si64(value) as u64);
     let state = _mm_crc32_u64(state, _mm_extract_epi64::<1>(value) as u64);
     super::x86::finish(state, rest)
+}
+
+/// Folds the sixteen 128-bit chunks of the last block, all at once, into one
+/// value standing where the block's last chunk does.
+#[target_feature(enable = "avx512f,vpclmulqdq")]
+fn join_block(accumulators: [__m512i; 4]) -> __m128i {
+    let [first, second, third, fourth] = accumulators;
+    let folded_fourth = fold_512_bits(fourth, constants_512(BLOCK_LANES[3]));
+    // The last lane (bits 384..512, mask of its two 64-bit halves) stays.
+    let fourth = _mm512_mask_blend_epi64(0b1100_0000, folded_fourth, fourth);
+    let joined = _mm512_ternarylogic_epi64::<0x96>(
+        fold_512_bits(first, constants_512(BLOCK_LANES[0])),
+        fold_512_bits(second, constants_512(BLOCK_LANES[1])),
+        fold_512_bits(third, constants_512(BLOCK_LANES[2])),
+    );
+    let joined = _mm512_xor_si512(joined, fourth);
+    _mm_xor_si128(
+        _mm_xor_si128(
+            _mm512_extracti32x4_epi32::<0>(joined),
+            _mm512_extracti32x4_epi32::<1>(joined),
+        ),
+        _mm_xor_si128(
+            _mm512_extracti32x4_epi32::<2>(joined),
+            _mm512_extracti32x4_epi32::<3>(joined),
+        ),
+    )
+}
+
+/// Moves `value` past the (at most fifteen) whole 16-byte `chunks` after it,
+/// each chunk folded onto the last one independently of the others.
+#[target_feature(enable = "avx512f,pclmulqdq")]
+fn join_chunks(value: __m128i, chunks: &[[u8; 16]]) -> __m128i {
+    let Some(last) = chunks.len().checked_sub(1) else {
+        return value;
+    };
+    let constants = |distance: usize| {
+        let [first, second] = FOLD_CHUNKS[distance];
+        _mm_set_epi64x(second, first)
+    };
+    let mut joined = fold_128_bits(value, constants(chunks.len()));
+    for (index, chunk) in chunks.iter().enumerate() {
+        let chunk = load_128(chunk);
+        joined = _mm_xor_si128(
+            joined,
+            if index == last {
+                chunk
+            } else {
+                fold_128_bits(chunk, constants(last - index))
+            },
+        );
+    }
+    joined
+}
+
+/// Eight 64-bit lanes, the first lowest.
+#[target_feature(enable = "avx512f")]
+fn constants_512(values: [i64; 8]) -> __m512i {
+    let [v0, v1, v2, v3, v4, v5, v6, v7] = values;
+    _mm512_set_epi64(v7, v6, v5, v4, v3, v2, v1, v0)
 }
 
 /// Moves each 128-bit chunk of `value` forward by the distance `constants`
