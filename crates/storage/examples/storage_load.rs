@@ -133,15 +133,28 @@ fn append_versus_write(root: &Path, batch_bytes: usize, total_mebibytes: u64) {
     });
     let rounds = (total_mebibytes * 1024 * 1024 / batch.len() as u64).max(1);
     let (mut append_time, mut write_time) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
-    for _ in 0..rounds {
+    // Per chunk of 1,000 rounds: plain-write time over append time.
+    let mut chunk_ratios = Vec::new();
+    let (mut chunk_append, mut chunk_write) =
+        (std::time::Duration::ZERO, std::time::Duration::ZERO);
+    for round in 1..=rounds {
         let input = bytes::Bytes::from(batch.to_vec());
         let start = Instant::now();
         log.append_as_leader(input, 0, 0).expect("append");
-        append_time += start.elapsed();
+        let append_elapsed = start.elapsed();
         let start = Instant::now();
         file.write_all(&batch).expect("write");
-        write_time += start.elapsed();
+        let write_elapsed = start.elapsed();
+        append_time += append_elapsed;
+        write_time += write_elapsed;
+        chunk_append += append_elapsed;
+        chunk_write += write_elapsed;
+        if round % 1000 == 0 {
+            chunk_ratios.push(chunk_write.as_secs_f64() / chunk_append.as_secs_f64());
+            (chunk_append, chunk_write) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+        }
     }
+    chunk_ratios.sort_by(f64::total_cmp);
     let mebibytes = (rounds * batch.len() as u64) as f64 / (1024.0 * 1024.0);
     println!(
         "batch {} B x {rounds}: append {:.0} MiB/s, plain write {:.0} MiB/s, ratio {:.0}%",
@@ -150,6 +163,13 @@ fn append_versus_write(root: &Path, batch_bytes: usize, total_mebibytes: u64) {
         mebibytes / write_time.as_secs_f64(),
         100.0 * write_time.as_secs_f64() / append_time.as_secs_f64()
     );
+    if let Some(median) = chunk_ratios.get(chunk_ratios.len() / 2) {
+        println!(
+            "  median ratio over {} chunks of 1000 rounds: {:.0}%",
+            chunk_ratios.len(),
+            100.0 * median
+        );
+    }
 }
 
 /// A file backend that writes nothing: isolates the append's own work.
