@@ -1,5 +1,6 @@
 //! The three librdkafka workloads, identical for every target.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -297,13 +298,17 @@ impl Reader {
 
 fn read_polling(consumer: &BaseConsumer<StderrLog>, reader: &mut Reader) -> Result<(), String> {
     while reader.read < reader.records {
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(_)) => reader.add(1),
+        let idle = match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(_)) => {
+                reader.add(1);
+                false
+            }
             Some(Err(error)) => return Err(format!("consume: {error}")),
-            None => {}
-        }
-        // The clock is read once per 1,024 records, not per record.
-        if reader.read.is_multiple_of(1024) && reader.timed_out() {
+            None => true,
+        };
+        // The clock is read after an empty poll and once per 1,024 records,
+        // not per record.
+        if (idle || reader.read.is_multiple_of(1024)) && reader.timed_out() {
             break;
         }
     }
@@ -425,6 +430,7 @@ fn read_latencies(
 ) -> Result<Vec<Duration>, String> {
     let total = settings.warmup_records + settings.records;
     let mut samples = Vec::with_capacity(settings.records as usize);
+    let mut dump = latency_dump();
     let mut seen = 0_u64;
     let started = Instant::now();
     while seen < total {
@@ -444,10 +450,35 @@ fn read_latencies(
             continue;
         };
         if index >= settings.warmup_records {
-            samples.push(Duration::from_nanos(now_ns.saturating_sub(sent_ns)));
+            let latency = Duration::from_nanos(now_ns.saturating_sub(sent_ns));
+            samples.push(latency);
+            if let Some(dump) = dump.as_mut() {
+                // Best effort: a failed write only loses the dump.
+                let _ = writeln!(
+                    dump,
+                    "{} {} {}",
+                    sent_ns / 1_000,
+                    message.partition(),
+                    latency.as_micros()
+                );
+            }
         }
     }
     Ok(samples)
+}
+
+/// `STROM_BENCH_LATENCY_DUMP=FILE`: every timed record's send time (µs since
+/// the phase began), partition and latency (µs), one line each, to see when
+/// the slow ones happen.
+fn latency_dump() -> Option<std::io::BufWriter<std::fs::File>> {
+    let path = std::env::var_os("STROM_BENCH_LATENCY_DUMP")?;
+    match std::fs::File::create(&path) {
+        Ok(file) => Some(std::io::BufWriter::new(file)),
+        Err(error) => {
+            eprintln!("cannot create the latency dump: {error}");
+            None
+        }
+    }
 }
 
 fn read_u64(payload: &[u8], at: usize) -> Option<u64> {
