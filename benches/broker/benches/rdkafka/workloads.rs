@@ -38,8 +38,11 @@ pub struct DeliveryCounter {
     failed: AtomicU64,
     /// With a latency dump: the phase's epoch and, per record, its index and
     /// the time from send to acknowledgement (µs).
-    acks: Option<(Instant, std::sync::Mutex<Vec<(u64, u64)>>)>,
+    acks: Option<(Instant, AckLog)>,
 }
+
+/// Record index and send-to-acknowledgement time (µs) of each delivery.
+type AckLog = std::sync::Mutex<Vec<(u64, u64)>>;
 
 impl ClientContext for DeliveryCounter {}
 
