@@ -2,13 +2,14 @@
 //! timeout while the group rebalances (the join runs in its own task), and
 //! the members end up sharing the partitions once the slow member rejoins.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use strom_broker::BrokerConfig;
 use strom_client::admin::{AdminClient, NewTopic};
 use strom_client::{ClientConfig, Cluster};
 use strom_consumer::{AssignmentStrategy, Consumer, ConsumerConfig, OffsetReset, TopicPartition};
+
+mod common;
 
 /// The limit of the whole test.
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
@@ -43,17 +44,8 @@ async fn poll_until_assigned(consumer: &mut Consumer) -> Vec<TopicPartition> {
 }
 
 async fn poll_keeps_its_timeout_while_the_group_rebalances(strategy: AssignmentStrategy) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let mut map = BTreeMap::new();
-    map.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
-    map.insert("log.dirs".to_owned(), dir.path().display().to_string());
-    map.insert(
-        "group.initial.rebalance.delay.ms".to_owned(),
-        "0".to_owned(),
-    );
-    let config = BrokerConfig::from_map(&map).expect("valid config").0;
-    let broker = strom_broker::start(config).await.expect("broker starts");
-    let bootstrap = broker.local_addresses()[0].to_string();
+    let test_broker = common::start_broker(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let bootstrap = test_broker.bootstrap.clone();
     let cluster = Cluster::connect(ClientConfig::new([bootstrap.clone()]))
         .await
         .expect("admin connects");
@@ -109,7 +101,7 @@ async fn poll_keeps_its_timeout_while_the_group_rebalances(strategy: AssignmentS
     }
     first.close().await.expect("close");
     second.close().await.expect("close");
-    broker.shutdown().await;
+    test_broker.broker.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

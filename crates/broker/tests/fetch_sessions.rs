@@ -57,23 +57,28 @@ fn value(partition: i32, index: usize) -> Vec<u8> {
     value
 }
 
-/// Produces `count` records (values from [`value`]) to `partition`; returns
-/// the base offset.
-async fn produce(client: &mut Client, topic: &str, partition: i32, count: usize, acks: i16) -> i64 {
+/// A Produce of `count` records (values from [`value`]) to `partition`.
+fn produce_request(topic: &str, partition: i32, count: usize, acks: i16) -> ProduceRequest {
     let mut builder = RecordBatchBuilder::new(Compression::None);
     for index in 0..count {
         builder
             .append(1_000, None, Some(&value(partition, index)), &[])
             .expect("append");
     }
-    let request = ProduceRequest::default()
+    ProduceRequest::default()
         .with_acks(acks)
         .with_timeout_ms(5_000)
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(name(topic))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(partition)
-                .with_records(Some(builder.build().expect("build")))])]);
+                .with_records(Some(builder.build().expect("build")))])])
+}
+
+/// Produces `count` records (values from [`value`]) to `partition`; returns
+/// the base offset.
+async fn produce(client: &mut Client, topic: &str, partition: i32, count: usize, acks: i16) -> i64 {
+    let request = produce_request(topic, partition, count, acks);
     let Response::Produce(response) = client.send(Request::Produce(request), 9).await else {
         panic!("not a Produce response");
     };
@@ -254,20 +259,7 @@ async fn a_fetch_parked_just_before_an_append_is_woken_by_it() {
     let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
     let mut client = Client::connect(&broker, "pipelined").await;
     create_topic(&mut client, TOPIC, 1, &[]).await;
-    let mut builder = RecordBatchBuilder::new(Compression::None);
-    for index in 0..3 {
-        builder
-            .append(1_000, None, Some(&value(0, index)), &[])
-            .expect("append");
-    }
-    let produce = ProduceRequest::default()
-        .with_acks(1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(name(TOPIC))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(builder.build().expect("build")))])]);
+    let produce = produce_request(TOPIC, 0, 3, 1);
     let max_wait_ms = 8_000;
     let started = std::time::Instant::now();
     let answers = client
