@@ -245,19 +245,26 @@ fn offset_delete_refuses_subscribed_topics_of_a_non_empty_group() {
     );
 }
 
-#[test]
-fn offset_delete_on_an_empty_group_deletes_anything() {
+/// An Empty (member-less) group `g` with offsets for partitions 0..
+/// `partitions` of `t`, from which partition 0's offset was just deleted;
+/// the commit's records are taken.
+fn after_deleting_partition_zero_of(partitions: i32) -> CoordinatorCore {
     let mut core = core_with(no_delay());
-    core.commit_offsets(
-        &standalone("g", vec![partition("t", 0, 1), partition("t", 1, 5)]),
-        0,
-    )
-    .unwrap();
+    let committed = (0..partitions)
+        .map(|index| partition("t", index, 1))
+        .collect();
+    core.commit_offsets(&standalone("g", committed), 0).unwrap();
     core.take_records();
     let results = core
         .delete_offsets("g", &[("t".to_owned(), vec![0])], 1)
         .unwrap();
     assert_eq!(results, vec![(TopicPartition::new("t", 0), Ok(()))]);
+    core
+}
+
+#[test]
+fn offset_delete_on_an_empty_group_deletes_anything() {
+    let mut core = after_deleting_partition_zero_of(2);
     // One offset left: the group stays.
     assert!(core.offsets("g").is_some_and(|o| o.len() == 1));
     assert!(matches!(
@@ -268,14 +275,7 @@ fn offset_delete_on_an_empty_group_deletes_anything() {
 
 #[test]
 fn offset_delete_of_the_last_offset_of_an_empty_group_removes_the_group() {
-    let mut core = core_with(no_delay());
-    core.commit_offsets(&standalone("g", vec![partition("t", 0, 1)]), 0)
-        .unwrap();
-    core.take_records();
-    let results = core
-        .delete_offsets("g", &[("t".to_owned(), vec![0])], 1)
-        .unwrap();
-    assert_eq!(results, vec![(TopicPartition::new("t", 0), Ok(()))]);
+    let mut core = after_deleting_partition_zero_of(1);
     // As Kafka: the group is gone at once, with an offset tombstone and a
     // group metadata tombstone, not at the next expiry check.
     assert!(core.offsets("g").is_none());
