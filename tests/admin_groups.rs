@@ -2,11 +2,9 @@
 //! group joined over the wire is described with its state, protocol and
 //! member; an unknown group is `Dead` with no members.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strom_broker::BrokerConfig;
 use strom_client::admin::AdminClient;
 use strom_client::{ClientConfig, Cluster};
 use strom_protocol::kafka::messages::join_group_request::JoinGroupRequestProtocol;
@@ -16,6 +14,8 @@ use strom_protocol::kafka::messages::{
 };
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
+
+mod common;
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -58,17 +58,8 @@ async fn join(cluster: &Cluster, coordinator: i32, group: &str) -> JoinGroupResp
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joined_group_is_described_with_its_member_and_an_unknown_one_is_dead() {
     let run = async {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let mut map = BTreeMap::new();
-        map.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
-        map.insert("log.dirs".to_owned(), dir.path().display().to_string());
-        map.insert(
-            "group.initial.rebalance.delay.ms".to_owned(),
-            "0".to_owned(),
-        );
-        let config = BrokerConfig::from_map(&map).expect("valid config").0;
-        let broker = strom_broker::start(config).await.expect("broker starts");
-        let bootstrap = broker.local_addresses()[0].to_string();
+        let test_broker = common::start_broker(&[("group.initial.rebalance.delay.ms", "0")]).await;
+        let bootstrap = test_broker.bootstrap.clone();
         let mut client_config = ClientConfig::new([bootstrap]);
         client_config.client_id = "describer".to_owned();
         let cluster = Cluster::connect(client_config).await.expect("connects");
@@ -120,7 +111,7 @@ async fn a_joined_group_is_described_with_its_member_and_an_unknown_one_is_dead(
         assert_eq!(&member.metadata[..], b"subscription");
         assert_eq!(&member.assignment[..], b"assignment");
         cluster.close();
-        broker.shutdown().await;
+        test_broker.broker.shutdown().await;
     };
     tokio::time::timeout(TEST_TIMEOUT, run)
         .await

@@ -2,14 +2,16 @@
 //! idempotence with several batches in flight, and batches the broker finds
 //! too large (split and retried) next to a record that is too large alone.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strom_broker::{BrokerConfig, RunningBroker};
+use strom_broker::RunningBroker;
 use strom_client::admin::{AdminClient, NewTopic, OffsetSpec};
 use strom_client::{ClientConfig, Cluster};
 use strom_producer::{ProduceError, Producer, ProducerConfig, ProducerRecord, RecordMetadata};
+
+mod common;
 
 /// The limit of every test's whole run.
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
@@ -22,13 +24,11 @@ struct Harness {
 
 impl Harness {
     async fn start() -> Harness {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let mut map = BTreeMap::new();
-        map.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
-        map.insert("log.dirs".to_owned(), dir.path().display().to_string());
-        let config = BrokerConfig::from_map(&map).expect("valid config").0;
-        let broker = strom_broker::start(config).await.expect("broker starts");
-        let bootstrap = broker.local_addresses()[0].to_string();
+        let common::TestBroker {
+            _dir: dir,
+            broker,
+            bootstrap,
+        } = common::start_broker(&[]).await;
         Harness {
             _dir: dir,
             broker,

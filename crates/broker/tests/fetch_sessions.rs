@@ -57,23 +57,28 @@ fn value(partition: i32, index: usize) -> Vec<u8> {
     value
 }
 
-/// Produces `count` records (values from [`value`]) to `partition`; returns
-/// the base offset.
-async fn produce(client: &mut Client, topic: &str, partition: i32, count: usize, acks: i16) -> i64 {
+/// A Produce of `count` records (values from [`value`]) to `partition`.
+fn produce_request(topic: &str, partition: i32, count: usize, acks: i16) -> ProduceRequest {
     let mut builder = RecordBatchBuilder::new(Compression::None);
     for index in 0..count {
         builder
             .append(1_000, None, Some(&value(partition, index)), &[])
             .expect("append");
     }
-    let request = ProduceRequest::default()
+    ProduceRequest::default()
         .with_acks(acks)
         .with_timeout_ms(5_000)
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(name(topic))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(partition)
-                .with_records(Some(builder.build().expect("build")))])]);
+                .with_records(Some(builder.build().expect("build")))])])
+}
+
+/// Produces `count` records (values from [`value`]) to `partition`; returns
+/// the base offset.
+async fn produce(client: &mut Client, topic: &str, partition: i32, count: usize, acks: i16) -> i64 {
+    let request = produce_request(topic, partition, count, acks);
     let Response::Produce(response) = client.send(Request::Produce(request), 9).await else {
         panic!("not a Produce response");
     };
@@ -239,6 +244,47 @@ async fn an_incremental_long_poll_wakes_on_an_append() {
     );
     let expected: Vec<Vec<u8>> = (0..4).map(|index| value(1, index)).collect();
     assert_eq!(returned(&response), vec![(1, expected)]);
+    broker.shutdown().await;
+}
+
+/// A Fetch that parks (nothing to read yet) and a Produce pipelined right
+/// behind it on the same connection: on a single-threaded runtime the
+/// Produce is appended before the parked fetch's task first runs, so the
+/// append happens between the fetch's first read and its subscription to
+/// the high watermark. The fetch must still answer at once with the records
+/// (it used to miss that wake-up and wait out its whole `max_wait_ms`).
+#[tokio::test(flavor = "current_thread")]
+async fn a_fetch_parked_just_before_an_append_is_woken_by_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker, "pipelined").await;
+    create_topic(&mut client, TOPIC, 1, &[]).await;
+    let produce = produce_request(TOPIC, 0, 3, 1);
+    let max_wait_ms = 8_000;
+    let started = std::time::Instant::now();
+    let answers = client
+        .pipeline(vec![
+            (
+                Request::Fetch(fetch_request(0, -1, vec![wanted(0, 0)], max_wait_ms)),
+                FETCH_VERSION,
+            ),
+            (Request::Produce(produce), 9),
+        ])
+        .await;
+    let elapsed = started.elapsed();
+    let Response::Fetch(fetched) = &answers[0] else {
+        panic!("not a Fetch response first");
+    };
+    let Response::Produce(produced) = &answers[1] else {
+        panic!("not a Produce response second");
+    };
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let expected: Vec<Vec<u8>> = (0..3).map(|index| value(0, index)).collect();
+    assert_eq!(returned(fetched), vec![(0, expected)]);
+    assert!(
+        elapsed < Duration::from_millis(u64::from(max_wait_ms as u32) / 2),
+        "the parked fetch waited {elapsed:?} instead of waking on the append"
+    );
     broker.shutdown().await;
 }
 

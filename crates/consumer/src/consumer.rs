@@ -8,12 +8,12 @@ use futures::Stream;
 use strom_client::{ClientError, Cluster};
 use strom_protocol::kafka::messages::{ApiKey, FetchRequest, FetchResponse};
 use strom_protocol::{Request, Response};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::assignor::RebalanceProtocol;
 use crate::config::{ConsumerConfig, OffsetReset};
-use crate::coordinator::GroupCoordinator;
+use crate::coordinator::{GroupCoordinator, JoinOutcome};
 use crate::error::ConsumerError;
 use crate::fetcher::{FetchPlan, FetchSettings, Fetcher, Position};
 use crate::offsets::{self, CommitIdentity, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
@@ -58,6 +58,54 @@ enum SubscriptionMode {
 
 type FetchResult = (FetchPlan, Result<FetchResponse, ClientError>);
 
+type JoinResult = Result<JoinOutcome, ConsumerError>;
+
+/// A JoinGroup/SyncGroup round running in its own task while `poll` goes on
+/// (the task is aborted if the consumer drops it).
+struct PendingJoin {
+    task: JoinHandle<()>,
+    answer: oneshot::Receiver<JoinResult>,
+    /// The answer, once received while waiting in `poll`.
+    ready: Option<JoinResult>,
+    /// The partitions owned when the join started.
+    owned: Vec<TopicPartition>,
+}
+
+impl PendingJoin {
+    /// The join's result if it has finished.
+    fn take_result(&mut self) -> Option<JoinResult> {
+        if let Some(result) = self.ready.take() {
+            return Some(result);
+        }
+        match self.answer.try_recv() {
+            Ok(result) => Some(result),
+            Err(oneshot::error::TryRecvError::Empty) => None,
+            Err(oneshot::error::TryRecvError::Closed) => Some(Err(ConsumerError::Timeout {
+                operation: "group join (its task ended without an answer)",
+            })),
+        }
+    }
+
+    /// Waits for the join's answer (keeps it for [`PendingJoin::take_result`]).
+    async fn finished(&mut self) {
+        if self.ready.is_some() {
+            return;
+        }
+        let result = (&mut self.answer)
+            .await
+            .unwrap_or(Err(ConsumerError::Timeout {
+                operation: "group join (its task ended without an answer)",
+            }));
+        self.ready = Some(result);
+    }
+}
+
+impl Drop for PendingJoin {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// A Kafka consumer.
 pub struct Consumer {
     config: ConsumerConfig,
@@ -70,6 +118,7 @@ pub struct Consumer {
     results: mpsc::UnboundedReceiver<FetchResult>,
     next_auto_commit: Instant,
     last_metadata_retry: Option<Instant>,
+    pending_join: Option<PendingJoin>,
     closed: bool,
 }
 
@@ -105,6 +154,7 @@ impl Consumer {
             results_sender,
             results,
             last_metadata_retry: None,
+            pending_join: None,
             closed: false,
         })
     }
@@ -174,6 +224,7 @@ impl Consumer {
     /// Drops the subscription or manual assignment (revoking and leaving
     /// nothing behind; the group membership is kept for a later subscribe).
     pub async fn unsubscribe(&mut self) -> Result<(), ConsumerError> {
+        self.pending_join = None;
         if matches!(self.mode, SubscriptionMode::Topics(_)) {
             let owned = self.fetcher.assignment();
             self.revoke(&owned).await;
@@ -229,7 +280,7 @@ impl Consumer {
                 return Ok(Vec::new());
             }
             let wait = (deadline - now).min(Duration::from_millis(100));
-            if let Ok(Some(result)) = tokio::time::timeout(wait, self.results.recv()).await {
+            if let Ok(Some(result)) = self.wait_for_fetch_or_join(wait).await {
                 self.handle_fetch_result(result).await;
                 while let Ok(result) = self.results.try_recv() {
                     self.handle_fetch_result(result).await;
@@ -434,6 +485,7 @@ impl Consumer {
             return Ok(());
         }
         self.closed = true;
+        self.pending_join = None;
         let mut result = Ok(());
         if matches!(self.mode, SubscriptionMode::Topics(_)) {
             let owned = self.fetcher.assignment();
@@ -475,7 +527,40 @@ impl Consumer {
         }
     }
 
+    /// Waits up to `wait` for a fetch answer; `Ok(None)` when a pending
+    /// join finished first, `Err(_)` when the time ran out.
+    async fn wait_for_fetch_or_join(
+        &mut self,
+        wait: Duration,
+    ) -> Result<Option<FetchResult>, tokio::time::error::Elapsed> {
+        let Consumer {
+            results,
+            pending_join,
+            ..
+        } = self;
+        tokio::time::timeout(wait, async {
+            match pending_join.as_mut() {
+                Some(pending) => tokio::select! {
+                    result = results.recv() => result,
+                    () = pending.finished() => None,
+                },
+                None => results.recv().await,
+            }
+        })
+        .await
+    }
+
+    /// Starts a join when the group needs one, and applies a finished join:
+    /// `poll` does not wait for the rebalance to end.
     async fn maybe_rejoin(&mut self) -> Result<(), ConsumerError> {
+        if let Some(pending) = self.pending_join.as_mut() {
+            let Some(result) = pending.take_result() else {
+                return Ok(());
+            };
+            let owned = std::mem::take(&mut pending.owned);
+            self.pending_join = None;
+            return self.apply_join(result?, owned).await;
+        }
         let SubscriptionMode::Topics(topics) = &self.mode else {
             return Ok(());
         };
@@ -507,7 +592,30 @@ impl Consumer {
             return Ok(());
         };
         let deadline = Instant::now() + self.config.default_api_timeout;
-        let outcome = group.join(&topics, &owned, deadline).await?;
+        let (sender, answer) = oneshot::channel();
+        let joining = group.clone();
+        let joining_owned = owned.clone();
+        let task = tokio::spawn(async move {
+            let result = joining.join(&topics, &joining_owned, deadline).await;
+            // The consumer may be gone; then nobody needs the answer.
+            let _ = sender.send(result);
+        });
+        self.pending_join = Some(PendingJoin {
+            task,
+            answer,
+            ready: None,
+            owned,
+        });
+        Ok(())
+    }
+
+    /// Applies a finished join: revokes what was lost (and asks for the
+    /// cooperative follow-up rejoin), adds what was gained.
+    async fn apply_join(
+        &mut self,
+        outcome: JoinOutcome,
+        owned: Vec<TopicPartition>,
+    ) -> Result<(), ConsumerError> {
         let assigned: BTreeSet<TopicPartition> = outcome.assigned.into_iter().collect();
         let owned: BTreeSet<TopicPartition> = owned.into_iter().collect();
         let revoked: Vec<TopicPartition> = owned.difference(&assigned).cloned().collect();
@@ -534,7 +642,8 @@ impl Consumer {
     }
 
     async fn maybe_auto_commit(&mut self) {
-        if !self.config.enable_auto_commit || self.group.is_none() {
+        // Not while the group rebalances: the commit would be refused.
+        if !self.config.enable_auto_commit || self.group.is_none() || self.pending_join.is_some() {
             return;
         }
         let now = Instant::now();

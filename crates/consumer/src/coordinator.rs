@@ -4,9 +4,12 @@
 //! runs independently of `poll`, LeaveGroup, and the member identity used for
 //! commits.
 //!
-//! Joining runs inside `poll` (as in Java); the heartbeat task only flags a
-//! needed rejoin. It also enforces `max.poll.interval.ms`: a member whose
-//! application stopped polling leaves the group.
+//! Joining is started by `poll` (as in Java) and runs as a task of its own,
+//! so that `poll` keeps its timeout (and, with a cooperative protocol, keeps
+//! reading the partitions it still owns) while the group rebalances; the
+//! heartbeat task only flags a needed rejoin. It also enforces
+//! `max.poll.interval.ms`: a member whose application stopped polling leaves
+//! the group.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -82,18 +85,31 @@ pub struct JoinOutcome {
 }
 
 /// The consumer's group membership.
-#[derive(Debug)]
+///
+/// Clones share the membership (a join runs on a clone in its own task);
+/// the heartbeat task stops when the last clone is dropped.
+#[derive(Debug, Clone)]
 pub struct GroupCoordinator {
     cluster: Cluster,
     config: ConsumerConfig,
     group_id: String,
     shared: Arc<Mutex<Shared>>,
-    heartbeat: JoinHandle<()>,
+    heartbeat: Arc<HeartbeatTask>,
 }
 
-impl Drop for GroupCoordinator {
+/// The heartbeat task, aborted when dropped.
+#[derive(Debug)]
+struct HeartbeatTask(JoinHandle<()>);
+
+impl HeartbeatTask {
+    fn abort(&self) {
+        self.0.abort();
+    }
+}
+
+impl Drop for HeartbeatTask {
     fn drop(&mut self) {
-        self.heartbeat.abort();
+        self.0.abort();
     }
 }
 
@@ -134,7 +150,7 @@ impl GroupCoordinator {
             config,
             group_id,
             shared,
-            heartbeat,
+            heartbeat: Arc::new(HeartbeatTask(heartbeat)),
         }
     }
 

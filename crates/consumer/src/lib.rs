@@ -49,9 +49,13 @@
 //!   versions they cannot parse, such as librdkafka's mock cluster.
 //!   Fetch sessions are used when the broker offers them; a broker that
 //!   answers session id 0 gets full fetches.
-//! * **Joins run inside `poll`**, as in Java; the heartbeat task only flags a
-//!   needed rejoin, and leaves the group when the application stops polling
-//!   for `max.poll.interval.ms`.
+//! * **Joins are driven by `poll`**, as in Java: `poll` starts a join when
+//!   one is needed and applies it when it has finished; the JoinGroup and
+//!   SyncGroup round runs in a task of its own, so `poll(timeout)` returns
+//!   within its timeout during a rebalance (a cooperative member keeps
+//!   reading the partitions it owns meanwhile). The heartbeat task only
+//!   flags a needed rejoin, and leaves the group when the application stops
+//!   polling for `max.poll.interval.ms`.
 
 pub mod assignor;
 pub mod config;

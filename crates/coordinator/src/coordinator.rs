@@ -399,11 +399,14 @@ impl CoordinatorCore {
     }
 
     /// OffsetDelete: refused per partition with GROUP_SUBSCRIBED_TO_TOPIC for
-    /// topics a non-empty consumer group subscribes to.
+    /// topics a non-empty consumer group subscribes to. An Empty group left
+    /// without offsets is removed at once (its metadata tombstoned), as
+    /// Kafka's coordinator does, rather than at the next expiry check.
     pub fn delete_offsets(
         &mut self,
         group_id: &str,
         topics: &[(String, Vec<i32>)],
+        now_ms: i64,
     ) -> Result<PartitionResults, GroupError> {
         self.check_owner(group_id)?;
         let entry = self
@@ -435,8 +438,15 @@ impl CoordinatorCore {
                 results.push((key, Ok(())));
             }
         }
+        let unused = entry.group.state() == GroupState::Empty
+            && entry.group.is_empty()
+            && entry.group.pending_members.is_empty()
+            && entry.offsets.is_empty();
         for record in records {
             self.push_record(record);
+        }
+        if unused {
+            self.remove_group(group_id, now_ms);
         }
         Ok(results)
     }

@@ -297,7 +297,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         group_id: &str,
         topics: &[(String, Vec<i32>)],
     ) -> Result<PartitionResults, GroupError> {
-        self.with_core(|inner, _| inner.core.delete_offsets(group_id, topics))
+        self.with_core(|inner, now_ms| inner.core.delete_offsets(group_id, topics, now_ms))
     }
 
     /// DeleteGroups.

@@ -223,6 +223,7 @@ fn offset_delete_refuses_subscribed_topics_of_a_non_empty_group() {
                 ("topic-x".to_owned(), vec![0]),
                 ("other".to_owned(), vec![0]),
             ],
+            2,
         )
         .expect("group known");
     assert_eq!(
@@ -239,21 +240,60 @@ fn offset_delete_refuses_subscribed_topics_of_a_non_empty_group() {
         [OffsetsRecord::OffsetCommit { value: None, .. }]
     ));
     assert_eq!(
-        core.delete_offsets("missing", &[("t".to_owned(), vec![0])]),
+        core.delete_offsets("missing", &[("t".to_owned(), vec![0])], 2),
         Err(GroupError::GroupIdNotFound)
     );
 }
 
-#[test]
-fn offset_delete_on_an_empty_group_deletes_anything() {
+/// An Empty (member-less) group `g` with offsets for partitions 0..
+/// `partitions` of `t`, from which partition 0's offset was just deleted;
+/// the commit's records are taken.
+fn after_deleting_partition_zero_of(partitions: i32) -> CoordinatorCore {
     let mut core = core_with(no_delay());
-    core.commit_offsets(&standalone("g", vec![partition("t", 0, 1)]), 0)
-        .unwrap();
+    let committed = (0..partitions)
+        .map(|index| partition("t", index, 1))
+        .collect();
+    core.commit_offsets(&standalone("g", committed), 0).unwrap();
+    core.take_records();
     let results = core
-        .delete_offsets("g", &[("t".to_owned(), vec![0])])
+        .delete_offsets("g", &[("t".to_owned(), vec![0])], 1)
         .unwrap();
     assert_eq!(results, vec![(TopicPartition::new("t", 0), Ok(()))]);
-    assert!(core.offsets("g").is_some_and(|o| o.is_empty()));
+    core
+}
+
+#[test]
+fn offset_delete_on_an_empty_group_deletes_anything() {
+    let mut core = after_deleting_partition_zero_of(2);
+    // One offset left: the group stays.
+    assert!(core.offsets("g").is_some_and(|o| o.len() == 1));
+    assert!(matches!(
+        &decoded_records(&mut core)[..],
+        [OffsetsRecord::OffsetCommit { value: None, .. }]
+    ));
+}
+
+#[test]
+fn offset_delete_of_the_last_offset_of_an_empty_group_removes_the_group() {
+    let mut core = after_deleting_partition_zero_of(1);
+    // As Kafka: the group is gone at once, with an offset tombstone and a
+    // group metadata tombstone, not at the next expiry check.
+    assert!(core.offsets("g").is_none());
+    let records = decoded_records(&mut core);
+    assert!(
+        matches!(
+            &records[..],
+            [
+                OffsetsRecord::OffsetCommit { value: None, .. },
+                OffsetsRecord::GroupMetadata { value: None, .. }
+            ]
+        ),
+        "{records:?}"
+    );
+    assert_eq!(
+        core.delete_offsets("g", &[("t".to_owned(), vec![0])], 2),
+        Err(GroupError::GroupIdNotFound)
+    );
 }
 
 #[test]
@@ -492,7 +532,7 @@ fn offset_delete_on_a_non_consumer_group_with_members_is_refused() {
     request.require_known_member_id = false;
     core.join_group(GROUP, request, 0).unwrap();
     assert_eq!(
-        core.delete_offsets(GROUP, &[("t".to_owned(), vec![0])]),
+        core.delete_offsets(GROUP, &[("t".to_owned(), vec![0])], 1),
         Err(GroupError::NonEmptyGroup)
     );
 }
@@ -505,7 +545,7 @@ fn offset_delete_protects_every_topic_when_subscriptions_cannot_be_parsed() {
     request.protocols[0].metadata = Bytes::from_static(&[0xde, 0xad]);
     core.join_group(GROUP, request, 0).unwrap();
     let results = core
-        .delete_offsets(GROUP, &[("anything".to_owned(), vec![0])])
+        .delete_offsets(GROUP, &[("anything".to_owned(), vec![0])], 1)
         .unwrap();
     assert_eq!(results[0].1, Err(GroupError::GroupSubscribedToTopic));
 }

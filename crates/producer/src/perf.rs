@@ -146,11 +146,22 @@ impl std::fmt::Display for PerfReport {
 /// Runs the benchmark.
 pub async fn run(options: &PerfOptions) -> Result<PerfReport, ProducerCreateError> {
     let mut config = ProducerConfig::new([options.bootstrap_servers.clone()]);
+    config.client.client_id = "strom-perf-produce".to_owned();
+    run_with_config(options, config).await
+}
+
+/// Runs the benchmark with `config` (for example read from a client
+/// properties file) as the starting point; the options' acks, linger,
+/// batch size and compression override it, and its bootstrap servers are
+/// used instead of the options'.
+pub async fn run_with_config(
+    options: &PerfOptions,
+    mut config: ProducerConfig,
+) -> Result<PerfReport, ProducerCreateError> {
     config.acks = options.acks;
     config.linger = options.linger;
     config.batch_size = options.batch_size;
     config.compression = options.compression;
-    config.client.client_id = "strom-perf-produce".to_owned();
     let producer = Producer::new(config).await?;
     let value = Bytes::from(vec![b'x'; options.record_size]);
     let topic: std::sync::Arc<str> = options.topic.as_str().into();

@@ -170,8 +170,10 @@ impl Log {
             .values()
             .find(|segment| !segment.is_empty() && segment.max_timestamp() >= timestamp)?;
         let indexed = segment.time_index().lookup(timestamp);
-        let mut position = u64::from(segment.offset_index().lookup(indexed.offset).position);
-        while let Ok(Some(location)) = segment.batch_at(position) {
+        let mut batches = segment.batches_from(u64::from(
+            segment.offset_index().lookup(indexed.offset).position,
+        ));
+        while let Ok(Some(location)) = batches.next_batch() {
             let header = location.header;
             if header.max_timestamp >= timestamp && header.last_offset() >= self.log_start_offset {
                 let found =
@@ -181,7 +183,6 @@ impl Log {
                     offset: header.base_offset.max(self.log_start_offset),
                 }));
             }
-            position += header.size_in_bytes() as u64;
         }
         None
     }
@@ -254,8 +255,8 @@ fn slice_from(
 ) -> Option<LogSlice> {
     let mut length = 0u64;
     let mut next_offset = first.header.base_offset;
-    let mut position = first.position;
-    while let Ok(Some(location)) = segment.batch_at(position) {
+    let mut batches = segment.batches_from(first.position);
+    while let Ok(Some(location)) = batches.next_batch() {
         let size = location.header.size_in_bytes() as u64;
         let fits = length + size <= max_bytes || (length == 0 && min_one_batch);
         if location.header.last_offset() >= max_offset || !fits {
@@ -263,7 +264,6 @@ fn slice_from(
         }
         length += size;
         next_offset = location.header.next_offset();
-        position += size;
     }
     (length > 0).then(|| LogSlice {
         file: Arc::clone(segment.file()),

@@ -50,6 +50,74 @@ pub struct BatchLocation {
     pub header: BatchHeader,
 }
 
+/// Bytes read at once while walking batch headers: a tail read scans up to
+/// `index.interval.bytes` (4 KiB by default) past its index entry.
+const HEADER_SCAN_CHUNK_BYTES: usize = 8 * 1024;
+
+/// The batches of a segment from a position on; see [`Segment::batches_from`].
+#[derive(Debug)]
+pub struct BatchCursor<'a> {
+    segment: &'a Segment,
+    position: u64,
+    /// File bytes `chunk_start..chunk_start + chunk.len()`.
+    chunk: Vec<u8>,
+    chunk_start: u64,
+}
+
+impl BatchCursor<'_> {
+    /// The batch at the cursor's position, moving past it; `None` at the
+    /// end of the segment. Errors as [`Segment::batch_at`] does (the cursor
+    /// does not move on an error).
+    pub fn next_batch(&mut self) -> Result<Option<BatchLocation>, BatchError> {
+        let size_bytes = self.segment.size_bytes;
+        let position = self.position;
+        if position >= size_bytes {
+            return Ok(None);
+        }
+        let at = position as usize;
+        if size_bytes - position < BATCH_HEADER_BYTES as u64 {
+            return Err(BatchError::Truncated { position: at });
+        }
+        let header_bytes = self.header_bytes(position, size_bytes)?;
+        let header = BatchHeader::parse(header_bytes, at)?;
+        let batch_bytes = header.size_in_bytes() as u64;
+        if position + batch_bytes > size_bytes {
+            return Err(BatchError::Truncated { position: at });
+        }
+        self.position = position + batch_bytes;
+        Ok(Some(BatchLocation { position, header }))
+    }
+
+    /// The header bytes at `position`, from the chunk or a new read.
+    fn header_bytes(&mut self, position: u64, size_bytes: u64) -> Result<&[u8], BatchError> {
+        let chunk_end = self.chunk_start + self.chunk.len() as u64;
+        let cached =
+            position >= self.chunk_start && position + BATCH_HEADER_BYTES as u64 <= chunk_end;
+        if !cached {
+            let length = (size_bytes - position).min(HEADER_SCAN_CHUNK_BYTES as u64) as usize;
+            self.chunk.resize(length, 0);
+            self.chunk_start = position;
+            if self
+                .segment
+                .file
+                .read_exact_at(&mut self.chunk, position)
+                .is_err()
+            {
+                self.chunk.clear();
+                return Err(BatchError::Truncated {
+                    position: position as usize,
+                });
+            }
+        }
+        let offset = (position - self.chunk_start) as usize;
+        self.chunk
+            .get(offset..offset + BATCH_HEADER_BYTES)
+            .ok_or(BatchError::Truncated {
+                position: position as usize,
+            })
+    }
+}
+
 /// Segment-level settings: indexing and the file backend.
 #[derive(Debug, Clone)]
 pub struct SegmentSettings {
@@ -315,14 +383,25 @@ impl Segment {
     /// The first batch whose last offset is `>= offset`, starting the scan at
     /// the index entry below it.
     pub fn find_batch(&self, offset: i64) -> Result<Option<BatchLocation>, BatchError> {
-        let mut position = u64::from(self.offset_index.lookup(offset).position);
-        while let Some(location) = self.batch_at(position)? {
+        let mut cursor = self.batches_from(u64::from(self.offset_index.lookup(offset).position));
+        while let Some(location) = cursor.next_batch()? {
             if location.header.last_offset() >= offset {
                 return Ok(Some(location));
             }
-            position += location.header.size_in_bytes() as u64;
         }
         Ok(None)
+    }
+
+    /// Walks the batch headers from `position` (a batch boundary) like
+    /// repeated [`Segment::batch_at`] calls, reading the file in chunks
+    /// rather than one small read per batch.
+    pub fn batches_from(&self, position: u64) -> BatchCursor<'_> {
+        BatchCursor {
+            segment: self,
+            position,
+            chunk: Vec::new(),
+            chunk_start: 0,
+        }
     }
 
     /// Appends already-validated batches (`bytes`), described by `batches`
@@ -516,5 +595,113 @@ impl Segment {
         std::fs::rename(&self.log_path, &log_target).at(&self.log_path)?;
         self.log_path = log_target.clone();
         Ok(vec![log_target, index_target, time_target])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::OsBackend;
+    use crate::batch::validate_batch_at;
+    use crate::testing::{simple_batch, BatchSpec};
+
+    fn settings() -> SegmentSettings {
+        SegmentSettings {
+            index_bytes: 1024 * 1024,
+            index_interval_bytes: 4096,
+            backend: Arc::new(OsBackend),
+        }
+    }
+
+    /// Every batch by repeated `batch_at`, and the error that ends the walk.
+    fn walk_by_single_reads(segment: &Segment) -> (Vec<BatchLocation>, Option<BatchError>) {
+        let mut found = Vec::new();
+        let mut position = 0;
+        loop {
+            match segment.batch_at(position) {
+                Ok(Some(location)) => {
+                    position += location.header.size_in_bytes() as u64;
+                    found.push(location);
+                }
+                Ok(None) => return (found, None),
+                Err(error) => return (found, Some(error)),
+            }
+        }
+    }
+
+    fn walk_by_cursor(segment: &Segment) -> (Vec<BatchLocation>, Option<BatchError>) {
+        let mut found = Vec::new();
+        let mut cursor = segment.batches_from(0);
+        loop {
+            match cursor.next_batch() {
+                Ok(Some(location)) => found.push(location),
+                Ok(None) => return (found, None),
+                Err(error) => return (found, Some(error)),
+            }
+        }
+    }
+
+    #[test]
+    fn the_cursor_walks_the_same_batches_as_single_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut segment = Segment::create(dir.path(), 0, settings(), 0).expect("create");
+        // Small batches, batches larger than a read chunk, and batches that
+        // straddle chunk boundaries.
+        let mut offset = 0;
+        for (index, (records, value_bytes)) in [(1, 10), (3, 5_000), (1, 100), (2, 9_000)]
+            .iter()
+            .cycle()
+            .take(40)
+            .enumerate()
+        {
+            let bytes = simple_batch(&BatchSpec {
+                base_offset: offset,
+                records: *records,
+                base_timestamp: index as i64,
+                value_bytes: *value_bytes,
+                ..BatchSpec::default()
+            });
+            let header = validate_batch_at(&bytes, 0).expect("valid batch");
+            segment.append(&bytes, &[(header, 0)]).expect("append");
+            offset = header.next_offset();
+        }
+        let (expected, end) = walk_by_single_reads(&segment);
+        assert_eq!(expected.len(), 40);
+        assert!(end.is_none());
+        assert_eq!(walk_by_cursor(&segment), (expected.clone(), None));
+        // A start in the middle sees the rest.
+        let mut cursor = segment.batches_from(expected[17].position);
+        assert_eq!(cursor.next_batch().expect("batch"), Some(expected[17]));
+        assert_eq!(cursor.next_batch().expect("batch"), Some(expected[18]));
+    }
+
+    #[test]
+    fn the_cursor_reports_a_torn_tail_where_single_reads_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut segment = Segment::create(dir.path(), 0, settings(), 0).expect("create");
+        let mut offset = 0;
+        for _ in 0..5 {
+            let bytes = simple_batch(&BatchSpec {
+                base_offset: offset,
+                records: 2,
+                value_bytes: 300,
+                ..BatchSpec::default()
+            });
+            let header = validate_batch_at(&bytes, 0).expect("valid batch");
+            segment.append(&bytes, &[(header, 0)]).expect("append");
+            offset = header.next_offset();
+        }
+        // The segment claims more bytes than its last batch holds: a batch
+        // cut short after its header.
+        let full = segment.size_bytes();
+        segment.size_bytes = full - 50;
+        let (single, single_end) = walk_by_single_reads(&segment);
+        let (cursor, cursor_end) = walk_by_cursor(&segment);
+        assert_eq!(single.len(), 4);
+        assert_eq!(cursor, single);
+        assert_eq!(
+            cursor_end.map(|error| error.to_string()),
+            single_end.map(|error| error.to_string())
+        );
     }
 }

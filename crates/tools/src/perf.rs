@@ -54,8 +54,11 @@ async fn produce(
         batch_size: arguments.batch_size,
         compression: arguments.compression.compression(),
     };
+    // The client properties of `--command-config` apply; the command's own
+    // options override theirs.
+    let config = context.producer_config(&[])?;
     let progress = Progress::spinner("producing");
-    let report = strom_producer::perf::run(&options).await;
+    let report = strom_producer::perf::run_with_config(&options, config).await;
     progress.finish();
     let report = report.map_err(|source| ToolError::ProducerCreate { source })?;
     if arguments.json {

@@ -357,6 +357,37 @@ fn perf_produce_consume_and_latency() {
 }
 
 #[test]
+fn perf_produce_applies_the_command_config() {
+    create_topic("bench-config", "1");
+    let directory = tempfile::tempdir().expect("tempdir");
+    // Requests may not exceed 500 bytes: 1,000-byte records cannot be sent.
+    let small = directory.path().join("small.properties");
+    std::fs::write(&small, "max.request.size=500\n").expect("write");
+    let arguments = |config: &str| {
+        vec![
+            "--command-config".to_owned(),
+            config.to_owned(),
+            "perf".to_owned(),
+            "produce".to_owned(),
+            "bench-config".to_owned(),
+            "--num-records".to_owned(),
+            "20".to_owned(),
+            "--record-size".to_owned(),
+            "1000".to_owned(),
+        ]
+    };
+    let refused = arguments(small.to_str().expect("utf-8"));
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    strom(&refused).fails_with(1, "not acknowledged");
+    let roomy = directory.path().join("roomy.properties");
+    std::fs::write(&roomy, "max.request.size=1048576\n").expect("write");
+    let accepted = arguments(roomy.to_str().expect("utf-8"));
+    let accepted: Vec<&str> = accepted.iter().map(String::as_str).collect();
+    let report = strom(&accepted).ok();
+    assert!(report.contains("20 records sent (0 failed)"), "{report}");
+}
+
+#[test]
 fn a_group_with_live_members_shows_them_and_refuses_changes() {
     create_topic("live", "1");
     strom_with_input(&["produce", "live"], "a\nb\nc\n").ok();

@@ -36,6 +36,11 @@ struct Arguments {
     /// Partitions per topic.
     #[arg(long, default_value_t = 8)]
     partitions: i32,
+    /// Produce rounds per acks setting; the targets take turns within a
+    /// round (Strom, then the mock), and the median round is reported, so
+    /// that load from elsewhere hits both alike.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Records timed in the end-to-end latency phase.
     #[arg(long, default_value_t = 5_000)]
     latency_records: u64,
@@ -123,6 +128,7 @@ struct Results {
     target: &'static str,
     produce_acks_one: Throughput,
     produce_acks_all: Throughput,
+    produce_rounds: ProduceRounds,
     consume: Throughput,
     consume_batch: Throughput,
     end_to_end: LatencySummary,
@@ -146,6 +152,8 @@ impl Results {
             "target": self.target,
             "produce_acks_1": throughput_json(&self.produce_acks_one, record_bytes),
             "produce_acks_all": throughput_json(&self.produce_acks_all, record_bytes),
+            "produce_acks_1_rounds": self.produce_rounds.acks_one.iter().map(|round| throughput_json(round, record_bytes)).collect::<Vec<_>>(),
+            "produce_acks_all_rounds": self.produce_rounds.acks_all.iter().map(|round| throughput_json(round, record_bytes)).collect::<Vec<_>>(),
             "consume": throughput_json(&self.consume, record_bytes),
             "consume_batch": throughput_json(&self.consume_batch, record_bytes),
             "end_to_end": self.end_to_end.to_json(),
@@ -155,36 +163,70 @@ impl Results {
     }
 }
 
-fn measure(target: &Target, arguments: &Arguments) -> Result<Results, String> {
+/// Every produce round of one target.
+#[derive(Debug, Default, Clone)]
+struct ProduceRounds {
+    acks_one: Vec<Throughput>,
+    acks_all: Vec<Throughput>,
+}
+
+/// The round with the median rate.
+fn median(rounds: &[Throughput]) -> Throughput {
+    let mut sorted = rounds.to_vec();
+    sorted.sort_by(|a, b| a.records_per_second().total_cmp(&b.records_per_second()));
+    sorted.get(sorted.len() / 2).copied().unwrap_or(Throughput {
+        records: 0,
+        elapsed: Duration::ZERO,
+    })
+}
+
+/// Produce rounds, the targets taking turns: round by round, acks=1 on
+/// each target, then acks=all on each target.
+fn produce_rounds(targets: &[Target], arguments: &Arguments) -> Result<Vec<ProduceRounds>, String> {
+    for target in targets {
+        target.create_topic("bench-acks-1", arguments.partitions)?;
+        target.create_topic("bench-acks-all", arguments.partitions)?;
+    }
+    let mut figures = vec![ProduceRounds::default(); targets.len()];
+    for round in 1..=arguments.rounds.max(1) {
+        for (acks, topic) in [("1", "bench-acks-1"), ("all", "bench-acks-all")] {
+            for (target, rounds) in targets.iter().zip(figures.iter_mut()) {
+                eprintln!("[{}] produce acks={acks}, round {round}", target.name());
+                let throughput = produce(
+                    &target.bootstrap(),
+                    topic,
+                    arguments.partitions,
+                    arguments.records,
+                    arguments.record_bytes,
+                    acks,
+                )?;
+                if acks == "1" {
+                    rounds.acks_one.push(throughput);
+                } else {
+                    rounds.acks_all.push(throughput);
+                }
+            }
+        }
+    }
+    Ok(figures)
+}
+
+fn measure(
+    target: &Target,
+    produce_rounds: ProduceRounds,
+    arguments: &Arguments,
+) -> Result<Results, String> {
     let bootstrap = target.bootstrap();
     let partitions = arguments.partitions;
     let name = target.name();
-    eprintln!("[{name}] produce acks=1");
-    target.create_topic("bench-acks-1", partitions)?;
-    let produce_acks_one = produce(
-        &bootstrap,
-        "bench-acks-1",
-        partitions,
-        arguments.records,
-        arguments.record_bytes,
-        "1",
-    )?;
-    eprintln!("[{name}] produce acks=all");
-    target.create_topic("bench-acks-all", partitions)?;
-    let produce_acks_all = produce(
-        &bootstrap,
-        "bench-acks-all",
-        partitions,
-        arguments.records,
-        arguments.record_bytes,
-        "all",
-    )?;
+    let produce_acks_one = median(&produce_rounds.acks_one);
+    let produce_acks_all = median(&produce_rounds.acks_all);
     eprintln!("[{name}] consume (poll per record)");
     let consumed = consume(
         &bootstrap,
         "bench-acks-1",
         partitions,
-        produce_acks_one.records,
+        arguments.records,
         Duration::from_secs(arguments.consume_timeout_s),
         ConsumeMode::Poll,
     )?;
@@ -193,7 +235,7 @@ fn measure(target: &Target, arguments: &Arguments) -> Result<Results, String> {
         &bootstrap,
         "bench-acks-1",
         partitions,
-        produce_acks_one.records,
+        arguments.records,
         Duration::from_secs(arguments.consume_timeout_s),
         ConsumeMode::Batch,
     )?;
@@ -228,6 +270,7 @@ fn measure(target: &Target, arguments: &Arguments) -> Result<Results, String> {
         target: name,
         produce_acks_one,
         produce_acks_all,
+        produce_rounds,
         consume: consumed,
         consume_batch: consumed_in_batches,
         end_to_end,
@@ -244,10 +287,10 @@ fn print_table(results: &[Results]) {
     println!("{header}");
     type Row = (&'static str, fn(&Results) -> f64);
     let rows: [Row; 9] = [
-        ("produce acks=1 (rec/s)", |r| {
+        ("produce acks=1 (rec/s)*", |r| {
             r.produce_acks_one.records_per_second()
         }),
-        ("produce acks=all (rec/s)", |r| {
+        ("produce acks=all (rec/s)*", |r| {
             r.produce_acks_all.records_per_second()
         }),
         ("acks=all / acks=1", |r| {
@@ -277,6 +320,28 @@ fn print_table(results: &[Results]) {
         }
         println!("{line}");
     }
+    let rounds = results
+        .first()
+        .map_or(0, |result| result.produce_rounds.acks_one.len());
+    for round in 0..rounds {
+        for (label, pick) in [
+            (
+                "acks=1",
+                (|r: &Results| &r.produce_rounds.acks_one) as fn(&Results) -> &Vec<Throughput>,
+            ),
+            ("acks=all", |r: &Results| &r.produce_rounds.acks_all),
+        ] {
+            let mut line = format!("{:<28}", format!("  round {} {label}", round + 1));
+            for result in results {
+                let figure = pick(result)
+                    .get(round)
+                    .map_or(0.0, Throughput::records_per_second);
+                line.push_str(&format!("{figure:>16.0}"));
+            }
+            println!("{line}");
+        }
+    }
+    println!("* median of the rounds below");
     for result in results {
         if !result.memory.is_null() {
             println!(
@@ -299,16 +364,24 @@ fn run(arguments: &Arguments) -> Result<Value, String> {
         .clone()
         .or_else(default_broker_binary)
         .ok_or("cannot locate strom-broker; pass --broker-bin")?;
-    let mut results = Vec::new();
-    let strom = Target::Strom(BrokerProcess::start(&binary, arguments.partitions)?);
-    results.push(measure(&strom, arguments)?);
-    drop(strom);
-    // Strom's figures survive a failing mock run.
-    print_table(&results);
+    let mut targets = vec![Target::Strom(BrokerProcess::start(
+        &binary,
+        arguments.partitions,
+    )?)];
     if !arguments.no_mock {
         let cluster = MockCluster::new(1).map_err(|error| format!("mock cluster: {error}"))?;
-        results.push(measure(&Target::Mock(cluster), arguments)?);
+        targets.push(Target::Mock(cluster));
     }
+    let rounds = produce_rounds(&targets, arguments)?;
+    let mut results = Vec::new();
+    for (target, rounds) in targets.iter().zip(rounds) {
+        results.push(measure(target, rounds, arguments)?);
+        // Strom's figures survive a failing mock run.
+        if results.len() == 1 {
+            print_table(&results);
+        }
+    }
+    drop(targets);
     print_table(&results);
     Ok(json!({
         "records": arguments.records,
@@ -316,6 +389,7 @@ fn run(arguments: &Arguments) -> Result<Value, String> {
         "partitions": arguments.partitions,
         "latency_records": arguments.latency_records,
         "latency_rate": arguments.latency_rate,
+        "rounds": arguments.rounds,
         "librdkafka": rdkafka::util::get_rdkafka_version().1,
         "results": results.iter().map(|result| result.to_json(arguments.record_bytes)).collect::<Vec<_>>(),
     }))

@@ -1,5 +1,6 @@
 //! The three librdkafka workloads, identical for every target.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -35,7 +36,13 @@ impl Throughput {
 pub struct DeliveryCounter {
     delivered: AtomicU64,
     failed: AtomicU64,
+    /// With a latency dump: the phase's epoch and, per record, its index and
+    /// the time from send to acknowledgement (µs).
+    acks: Option<(Instant, AckLog)>,
 }
+
+/// Record index and send-to-acknowledgement time (µs) of each delivery.
+type AckLog = std::sync::Mutex<Vec<(u64, u64)>>;
 
 impl ClientContext for DeliveryCounter {}
 
@@ -69,6 +76,15 @@ impl ProducerContext for DeliveryCounter {
     type DeliveryOpaque = ();
 
     fn delivery(&self, result: &DeliveryResult<'_>, _opaque: ()) {
+        if let (Some((epoch, acks)), Ok(message)) = (&self.acks, result) {
+            let payload = message.payload().unwrap_or_default();
+            if let (Some(index), Some(sent_ns)) = (read_u64(payload, 0), read_u64(payload, 8)) {
+                let now_ns = epoch.elapsed().as_nanos() as u64;
+                if let Ok(mut acks) = acks.lock() {
+                    acks.push((index, now_ns.saturating_sub(sent_ns) / 1_000));
+                }
+            }
+        }
         match result {
             Ok(_) => self.delivered.fetch_add(1, Ordering::Relaxed),
             Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
@@ -90,6 +106,7 @@ fn producer_config(bootstrap: &str, acks: &str, linger_ms: u32) -> ClientConfig 
         .set("compression.type", "none")
         .set("enable.idempotence", "false")
         .set("message.timeout.ms", "120000");
+    extra_properties(&mut config, "STROM_RDKAFKA_PRODUCER_PROPS");
     config
 }
 
@@ -111,14 +128,15 @@ fn consumer_config(bootstrap: &str, group: &str, fetch_wait_max_ms: u32) -> Clie
         .set("queued.min.messages", "1000000")
         .set("fetch.queue.backoff.ms", "0")
         .set_log_level(rdkafka::config::RDKafkaLogLevel::Debug);
-    extra_consumer_properties(&mut config);
+    extra_properties(&mut config, "STROM_RDKAFKA_CONSUMER_PROPS");
     config
 }
 
-/// `STROM_RDKAFKA_CONSUMER_PROPS="key=value,key=value"`: librdkafka consumer
-/// properties that override the ones above (to try client tunings).
-fn extra_consumer_properties(config: &mut ClientConfig) {
-    let Ok(extra) = std::env::var("STROM_RDKAFKA_CONSUMER_PROPS") else {
+/// `STROM_RDKAFKA_CONSUMER_PROPS` / `STROM_RDKAFKA_PRODUCER_PROPS` =
+/// `"key=value,key=value"`: librdkafka properties that override the
+/// benchmark's own (to try client tunings).
+fn extra_properties(config: &mut ClientConfig, variable: &str) {
+    let Ok(extra) = std::env::var(variable) else {
         return;
     };
     for pair in extra.split(',').filter(|pair| !pair.trim().is_empty()) {
@@ -297,13 +315,17 @@ impl Reader {
 
 fn read_polling(consumer: &BaseConsumer<StderrLog>, reader: &mut Reader) -> Result<(), String> {
     while reader.read < reader.records {
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(_)) => reader.add(1),
+        let idle = match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(_)) => {
+                reader.add(1);
+                false
+            }
             Some(Err(error)) => return Err(format!("consume: {error}")),
-            None => {}
-        }
-        // The clock is read once per 1,024 records, not per record.
-        if reader.read.is_multiple_of(1024) && reader.timed_out() {
+            None => true,
+        };
+        // The clock is read after an empty poll and once per 1,024 records,
+        // not per record.
+        if (idle || reader.read.is_multiple_of(1024)) && reader.timed_out() {
             break;
         }
     }
@@ -388,8 +410,15 @@ pub fn end_to_end(
     assign_from_beginning(&consumer, topic, partitions)?;
     let total = settings.warmup_records + settings.records;
     let reader = std::thread::spawn(move || read_latencies(consumer, epoch, settings));
+    let dumping = std::env::var_os("STROM_BENCH_LATENCY_DUMP");
+    let counter = DeliveryCounter {
+        acks: dumping
+            .as_ref()
+            .map(|_| (epoch, std::sync::Mutex::new(Vec::new()))),
+        ..DeliveryCounter::default()
+    };
     let producer: BaseProducer<DeliveryCounter> = producer_config(bootstrap, "all", 0)
-        .create_with_context(DeliveryCounter::default())
+        .create_with_context(counter)
         .map_err(|error| format!("producer: {error}"))?;
     let interval = Duration::from_nanos(1_000_000_000 / settings.records_per_second.max(1));
     let mut value = vec![b'x'; settings.record_bytes.max(16)];
@@ -415,6 +444,19 @@ pub fn end_to_end(
     let mut samples = reader
         .join()
         .map_err(|_| "latency reader panicked".to_owned())??;
+    if let (Some(path), Some((_, acks))) = (dumping, &producer.context().acks) {
+        // `<dump>.acks`: index and send-to-acknowledgement time (µs).
+        let mut path = path;
+        path.push(".acks");
+        let acks = acks.lock().map(|acks| acks.clone()).unwrap_or_default();
+        let text: String = acks
+            .iter()
+            .map(|(index, ack_us)| format!("{index} {ack_us}\n"))
+            .collect();
+        if let Err(error) = std::fs::write(&path, text) {
+            eprintln!("cannot write the acknowledgement dump: {error}");
+        }
+    }
     Ok(LatencySummary::from_samples(&mut samples))
 }
 
@@ -425,6 +467,7 @@ fn read_latencies(
 ) -> Result<Vec<Duration>, String> {
     let total = settings.warmup_records + settings.records;
     let mut samples = Vec::with_capacity(settings.records as usize);
+    let mut dump = latency_dump();
     let mut seen = 0_u64;
     let started = Instant::now();
     while seen < total {
@@ -444,10 +487,40 @@ fn read_latencies(
             continue;
         };
         if index >= settings.warmup_records {
-            samples.push(Duration::from_nanos(now_ns.saturating_sub(sent_ns)));
+            let latency = Duration::from_nanos(now_ns.saturating_sub(sent_ns));
+            samples.push(latency);
+            if let Some(dump) = dump.as_mut() {
+                // Best effort: a failed write only loses the dump.
+                let wall_us = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_micros());
+                let _ = writeln!(
+                    dump,
+                    "{} {} {} {wall_us} {index}",
+                    sent_ns / 1_000,
+                    message.partition(),
+                    latency.as_micros()
+                );
+            }
         }
     }
     Ok(samples)
+}
+
+/// `STROM_BENCH_LATENCY_DUMP=FILE`: every timed record's send time (µs since
+/// the phase began), partition, latency (µs) and wall-clock receipt time
+/// (µs since the Unix epoch, to line up with `strace -tt`) and index, one
+/// line each, to see when the slow ones happen; `FILE.acks` gets each
+/// record's index and send-to-acknowledgement time (µs).
+fn latency_dump() -> Option<std::io::BufWriter<std::fs::File>> {
+    let path = std::env::var_os("STROM_BENCH_LATENCY_DUMP")?;
+    match std::fs::File::create(&path) {
+        Ok(file) => Some(std::io::BufWriter::new(file)),
+        Err(error) => {
+            eprintln!("cannot create the latency dump: {error}");
+            None
+        }
+    }
 }
 
 fn read_u64(payload: &[u8], at: usize) -> Option<u64> {

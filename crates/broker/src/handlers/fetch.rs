@@ -312,6 +312,14 @@ async fn long_poll(plan: Arc<Plan>, min_bytes: u64, max_wait: Duration) -> Optio
         .iter()
         .map(|replica| replica.high_watermark.subscribe())
         .collect();
+    // A record appended between the first read (in `handle`) and the
+    // subscriptions above changed no subscribed value: read again before
+    // waiting, or that record would wait for the next append or the
+    // deadline (a lost wake-up).
+    let (response, bytes, errors) = read(&plan);
+    if bytes >= min_bytes || errors {
+        return Some(Response::Fetch(finish(&plan, response)));
+    }
     loop {
         if receivers.is_empty() {
             tokio::time::sleep_until(deadline).await;

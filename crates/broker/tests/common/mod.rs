@@ -67,6 +67,51 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Sends every request in one write (pipelined, as Kafka clients do)
+    /// and returns the decoded answers in request order.
+    #[allow(dead_code)] // Not every test binary pipelines.
+    pub async fn pipeline(&mut self, requests: Vec<(Request, i16)>) -> Vec<Response> {
+        let mut wire = BytesMut::new();
+        let mut expected = Vec::new();
+        for (request, api_version) in &requests {
+            self.correlation_id += 1;
+            let header = request_header(
+                request,
+                *api_version,
+                self.correlation_id,
+                Some(self.client_id),
+            );
+            encode_request_frame(&header, request, &mut wire).expect("encode");
+            expected.push((self.correlation_id, request.api_key() as i16, *api_version));
+        }
+        let exchange = async {
+            self.stream.write_all(&wire).await.expect("write");
+            let mut bodies = Vec::new();
+            for _ in &expected {
+                let size = self.stream.read_i32().await.expect("read size");
+                let mut body = vec![0; usize::try_from(size).expect("positive size")];
+                self.stream.read_exact(&mut body).await.expect("read body");
+                bodies.push(body);
+            }
+            bodies
+        };
+        let bodies = tokio::time::timeout(TIMEOUT, exchange)
+            .await
+            .expect("answers in time");
+        bodies
+            .into_iter()
+            .zip(expected)
+            .map(|(body, (correlation_id, api_key, api_version))| {
+                let (header, response) =
+                    decode_response(Bytes::from(body), api_key, api_version).expect("decode");
+                assert_eq!(header.correlation_id, correlation_id);
+                response
+            })
+            .collect()
+    }
+}
+
 /// A broker configuration listening on a free loopback port with its data in
 /// `dir`, plus `extra` settings.
 pub fn config(dir: &std::path::Path, extra: &[(&str, &str)]) -> BrokerConfig {

@@ -85,8 +85,12 @@ fn dump_log(
     arguments: &DumpLogArguments,
     out: &mut Output,
 ) -> Result<usize, ToolError> {
-    let bytes = read(path)?;
-    let size = bytes.len() as u64;
+    let read_error = |source| ToolError::ReadFile {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let size = file.metadata().map_err(read_error)?.len();
     out.line(&format!("Log starting offset: {base_offset}"))?;
     let progress = if size >= PROGRESS_MIN_BYTES {
         Progress::bar(size, "reading batches")
@@ -94,13 +98,14 @@ fn dump_log(
         Progress::hidden()
     };
     let mut write_result = Ok(());
-    let scan = segment::scan(bytes, |scanned| {
+    let scan = segment::scan_reader(std::io::BufReader::new(file), size, |scanned| {
         progress.set_position(scanned.position);
         if write_result.is_ok() && !arguments.verify_only {
             write_result = print_batch(scanned, arguments.print_data, out);
         }
     });
     progress.finish();
+    let scan = scan.map_err(read_error)?;
     write_result?;
     print_problems(&scan.problems, out)?;
     out.line(&format!(
@@ -209,8 +214,11 @@ fn sibling_batches(path: &Path, suffix: &str) -> Option<Vec<segment::BatchExtent
     let name = path.file_name()?.to_str()?;
     let stem = name.strip_suffix(suffix)?;
     let log_path: PathBuf = path.with_file_name(format!("{stem}{LOG_SUFFIX}"));
-    let bytes = std::fs::read(log_path).ok()?;
-    Some(segment::scan(Bytes::from(bytes), |_| {}).batches)
+    let file = std::fs::File::open(log_path).ok()?;
+    let size = file.metadata().ok()?.len();
+    segment::scan_reader(std::io::BufReader::new(file), size, |_| {})
+        .ok()
+        .map(|scan| scan.batches)
 }
 
 fn dump_offset_index(
