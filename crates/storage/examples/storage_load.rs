@@ -270,6 +270,14 @@ fn crc_speed() {
     }
 }
 
+/// The number after the mode, or `default`.
+fn first_number<T: std::str::FromStr>(arguments: &[String], default: T) -> T {
+    arguments
+        .get(1)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
 fn main() {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let root =
@@ -277,17 +285,11 @@ fn main() {
             .expect("tempdir");
     match arguments.first().map(String::as_str) {
         Some("recovery") => {
-            let mebibytes = arguments
-                .get(1)
-                .and_then(|value| value.parse().ok())
-                .unwrap_or(1024);
+            let mebibytes = first_number(&arguments, 1024);
             recovery(root.path(), mebibytes);
         }
         Some("append") => {
-            let total = arguments
-                .get(1)
-                .and_then(|value| value.parse().ok())
-                .unwrap_or(256);
+            let total = first_number(&arguments, 256);
             // Optional batch sizes after the total, e.g. `append 256 1024`.
             let sizes: Vec<usize> = arguments
                 .iter()
@@ -304,18 +306,12 @@ fn main() {
             }
         }
         Some("append-null") => {
-            let appends = arguments
-                .get(1)
-                .and_then(|value| value.parse().ok())
-                .unwrap_or(2_000_000);
+            let appends = first_number(&arguments, 2_000_000);
             append_null(root.path(), appends);
         }
         Some("crc") => crc_speed(),
         Some("partitions") => {
-            let count = arguments
-                .get(1)
-                .and_then(|value| value.parse().ok())
-                .unwrap_or(10_000);
+            let count = first_number(&arguments, 10_000);
             partitions(root.path(), count);
         }
         _ => eprintln!("usage: storage_load (recovery <MiB> | partitions <count> | append <MiB> [<batch bytes>...] | append-null <count> | crc)"),
