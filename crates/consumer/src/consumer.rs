@@ -559,7 +559,13 @@ impl Consumer {
             };
             let owned = std::mem::take(&mut pending.owned);
             self.pending_join = None;
-            return self.apply_join(result?, owned).await;
+            let outcome = result?;
+            // A "lost" flag raised by a heartbeat of the old generation while
+            // the join ran is about partitions this outcome replaces.
+            if let Some(group) = &self.group {
+                group.take_lost();
+            }
+            return self.apply_join(outcome, owned).await;
         }
         let SubscriptionMode::Topics(topics) = &self.mode else {
             return Ok(());
