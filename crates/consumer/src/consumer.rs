@@ -267,14 +267,24 @@ impl Consumer {
                 return Err(error);
             }
             self.maybe_rejoin().await?;
-            self.maybe_auto_commit().await;
-            self.update_positions().await?;
-            if self.fetcher.has_buffered() {
+            // While the group rebalances no records are handed out (as when
+            // the join ran inside `poll`): what the application commits
+            // after a poll then always belongs to a settled generation, and
+            // a cooperative member commits everything it printed before it
+            // gives a partition up. `poll` still returns at its deadline.
+            let joining = self.pending_join.is_some();
+            if !joining {
+                self.maybe_auto_commit().await;
+                self.update_positions().await?;
+            }
+            if !joining && self.fetcher.has_buffered() {
                 let records = self.fetcher.drain(self.config.max_poll_records);
                 self.send_fetches().await;
                 return Ok(records);
             }
-            self.send_fetches().await;
+            if !joining {
+                self.send_fetches().await;
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Ok(Vec::new());

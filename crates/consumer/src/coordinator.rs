@@ -5,8 +5,7 @@
 //! commits.
 //!
 //! Joining is started by `poll` (as in Java) and runs as a task of its own,
-//! so that `poll` keeps its timeout (and, with a cooperative protocol, keeps
-//! reading the partitions it still owns) while the group rebalances; the
+//! so that `poll` keeps its timeout while the group rebalances; the
 //! heartbeat task only flags a needed rejoin. It also enforces
 //! `max.poll.interval.ms`: a member whose application stopped polling leaves
 //! the group.

@@ -52,10 +52,11 @@
 //! * **Joins are driven by `poll`**, as in Java: `poll` starts a join when
 //!   one is needed and applies it when it has finished; the JoinGroup and
 //!   SyncGroup round runs in a task of its own, so `poll(timeout)` returns
-//!   within its timeout during a rebalance (a cooperative member keeps
-//!   reading the partitions it owns meanwhile). The heartbeat task only
-//!   flags a needed rejoin, and leaves the group when the application stops
-//!   polling for `max.poll.interval.ms`.
+//!   (empty) within its timeout during a rebalance. No records are handed
+//!   out until the join has finished, so offsets committed after a poll
+//!   always belong to a settled generation. The heartbeat task only flags a
+//!   needed rejoin, and leaves the group when the application stops polling
+//!   for `max.poll.interval.ms`.
 
 pub mod assignor;
 pub mod config;
