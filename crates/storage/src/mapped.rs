@@ -37,6 +37,11 @@ fn map_file(path: &Path, length: usize) -> Result<MmapMut, IndexError> {
     // unmaps before any resize). The map's length equals the file length set
     // just above.
     let map = unsafe { MmapMut::map_mut(&file) }.at(path)?;
+    // No read-ahead on faults: the file is mostly preallocated holes, and the
+    // first touch of an entry page would otherwise read ahead (zero-fill) a
+    // large run of pages past it. Only advice: a failure changes nothing but
+    // speed, so it is ignored.
+    let _ = map.advise(memmap2::Advice::Random);
     Ok(map)
 }
 
