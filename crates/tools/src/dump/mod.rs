@@ -53,9 +53,21 @@ fn dump_file(
     if name.ends_with(LOG_SUFFIX) {
         dump_log(path, base_offset(name, LOG_SUFFIX), arguments, out)
     } else if name.ends_with(TIME_INDEX_SUFFIX) {
-        dump_time_index(path, base_offset(name, TIME_INDEX_SUFFIX), arguments, out)
+        dump_index(
+            &TIME_INDEX,
+            path,
+            base_offset(name, TIME_INDEX_SUFFIX),
+            arguments,
+            out,
+        )
     } else if name.ends_with(INDEX_SUFFIX) {
-        dump_offset_index(path, base_offset(name, INDEX_SUFFIX), arguments, out)
+        dump_index(
+            &OFFSET_INDEX,
+            path,
+            base_offset(name, INDEX_SUFFIX),
+            arguments,
+            out,
+        )
     } else {
         Err(ToolError::InvalidArgument {
             what: "file",
@@ -221,59 +233,45 @@ fn sibling_batches(path: &Path, suffix: &str) -> Option<Vec<segment::BatchExtent
         .map(|scan| scan.batches)
 }
 
-fn dump_offset_index(
-    path: &Path,
-    base_offset: i64,
-    arguments: &DumpLogArguments,
-    out: &mut Output,
-) -> Result<usize, ToolError> {
-    let bytes = read(path)?;
-    let parsed = index::parse_offset_index(&bytes, base_offset);
-    if !arguments.verify_only {
-        for entry in &parsed.entries {
-            out.line(&format!(
-                "offset: {} position: {}",
-                entry.offset, entry.position
-            ))?;
-        }
-    }
-    let batches = sibling_batches(path, INDEX_SUFFIX);
-    let mut problems = parsed.problems.clone();
-    problems.extend(index::verify_offset_index(
-        &parsed.entries,
-        batches.as_deref(),
-    ));
-    finish_index(
-        parsed.entries.len(),
-        parsed.padding_entries,
-        batches.is_some(),
-        &problems,
-        out,
-    )
+/// What differs between the offset index and the time index.
+struct IndexKind<T> {
+    suffix: &'static str,
+    parse: fn(&[u8], i64) -> index::IndexEntries<T>,
+    describe: fn(&T) -> String,
+    verify: fn(&[T], Option<&[segment::BatchExtent]>) -> Vec<Problem>,
 }
 
-fn dump_time_index(
+const OFFSET_INDEX: IndexKind<strom_storage::index::OffsetPosition> = IndexKind {
+    suffix: INDEX_SUFFIX,
+    parse: index::parse_offset_index,
+    describe: |entry| format!("offset: {} position: {}", entry.offset, entry.position),
+    verify: index::verify_offset_index,
+};
+
+const TIME_INDEX: IndexKind<strom_storage::index::TimestampOffset> = IndexKind {
+    suffix: TIME_INDEX_SUFFIX,
+    parse: index::parse_time_index,
+    describe: |entry| format!("timestamp: {} offset: {}", entry.timestamp, entry.offset),
+    verify: index::verify_time_index,
+};
+
+fn dump_index<T>(
+    kind: &IndexKind<T>,
     path: &Path,
     base_offset: i64,
     arguments: &DumpLogArguments,
     out: &mut Output,
 ) -> Result<usize, ToolError> {
     let bytes = read(path)?;
-    let parsed = index::parse_time_index(&bytes, base_offset);
+    let parsed = (kind.parse)(&bytes, base_offset);
     if !arguments.verify_only {
         for entry in &parsed.entries {
-            out.line(&format!(
-                "timestamp: {} offset: {}",
-                entry.timestamp, entry.offset
-            ))?;
+            out.line(&(kind.describe)(entry))?;
         }
     }
-    let batches = sibling_batches(path, TIME_INDEX_SUFFIX);
-    let mut problems = parsed.problems.clone();
-    problems.extend(index::verify_time_index(
-        &parsed.entries,
-        batches.as_deref(),
-    ));
+    let batches = sibling_batches(path, kind.suffix);
+    let mut problems = parsed.problems;
+    problems.extend((kind.verify)(&parsed.entries, batches.as_deref()));
     finish_index(
         parsed.entries.len(),
         parsed.padding_entries,
