@@ -66,13 +66,31 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRe
         Err(error) => return Reply::Response(Response::Fetch(session_error(&error))),
     };
     let plan = Arc::new(plan(broker, context.api_version, &request, fetch));
-    let (response, bytes, errors) = read(&plan);
     let min_bytes = request.min_bytes.max(0) as u64;
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    // Subscribed before the first read: a record appended after that read
+    // then changes a subscribed value and wakes the long poll (subscribing
+    // later would miss it, and the fetch would wait out `max_wait`).
+    let receivers = if max_wait.is_zero() {
+        Vec::new()
+    } else {
+        subscribe(&plan)
+    };
+    let (response, bytes, errors) = read(&plan);
     if bytes >= min_bytes || errors || max_wait.is_zero() || plan.topics.is_empty() {
         return Reply::Response(Response::Fetch(finish(&plan, response)));
     }
-    Reply::Deferred(Box::pin(long_poll(plan, min_bytes, max_wait)))
+    Reply::Deferred(Box::pin(long_poll(plan, receivers, min_bytes, max_wait)))
+}
+
+/// Receivers for the high watermark of every partition the plan reads.
+fn subscribe(plan: &Plan) -> Vec<tokio::sync::watch::Receiver<i64>> {
+    plan.topics
+        .iter()
+        .flat_map(|topic| topic.partitions.iter())
+        .filter_map(|planned| planned.target.as_ref().ok())
+        .map(|replica| replica.high_watermark.subscribe())
+        .collect()
 }
 
 /// Resolves the request's session fields: what to read and in which
@@ -300,26 +318,13 @@ fn read(plan: &Plan) -> (FetchResponse, u64, bool) {
 
 /// Waits for appends until `min_bytes` are readable or `max_wait` passes,
 /// then answers with whatever is there.
-async fn long_poll(plan: Arc<Plan>, min_bytes: u64, max_wait: Duration) -> Option<Response> {
+async fn long_poll(
+    plan: Arc<Plan>,
+    mut receivers: Vec<tokio::sync::watch::Receiver<i64>>,
+    min_bytes: u64,
+    max_wait: Duration,
+) -> Option<Response> {
     let deadline = tokio::time::Instant::now() + max_wait;
-    let replicas: Vec<Arc<PartitionReplica>> = plan
-        .topics
-        .iter()
-        .flat_map(|topic| topic.partitions.iter())
-        .filter_map(|planned| planned.target.as_ref().ok().cloned())
-        .collect();
-    let mut receivers: Vec<_> = replicas
-        .iter()
-        .map(|replica| replica.high_watermark.subscribe())
-        .collect();
-    // A record appended between the first read (in `handle`) and the
-    // subscriptions above changed no subscribed value: read again before
-    // waiting, or that record would wait for the next append or the
-    // deadline (a lost wake-up).
-    let (response, bytes, errors) = read(&plan);
-    if bytes >= min_bytes || errors {
-        return Some(Response::Fetch(finish(&plan, response)));
-    }
     loop {
         if receivers.is_empty() {
             tokio::time::sleep_until(deadline).await;
