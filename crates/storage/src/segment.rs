@@ -62,6 +62,8 @@ pub struct BatchCursor<'a> {
     /// File bytes `chunk_start..chunk_start + chunk.len()`.
     chunk: Vec<u8>,
     chunk_start: u64,
+    /// Bytes read at once (at least one header).
+    chunk_bytes: usize,
 }
 
 impl BatchCursor<'_> {
@@ -94,7 +96,7 @@ impl BatchCursor<'_> {
         let cached =
             position >= self.chunk_start && position + BATCH_HEADER_BYTES as u64 <= chunk_end;
         if !cached {
-            let length = (size_bytes - position).min(HEADER_SCAN_CHUNK_BYTES as u64) as usize;
+            let length = (size_bytes - position).min(self.chunk_bytes as u64) as usize;
             self.chunk.resize(length, 0);
             self.chunk_start = position;
             if self
@@ -362,22 +364,15 @@ impl Segment {
     /// The batch header at `position`, or `None` at (or past) the end.
     /// A header that is cut off or implausible is an error.
     pub fn batch_at(&self, position: u64) -> Result<Option<BatchLocation>, BatchError> {
-        if position >= self.size_bytes {
-            return Ok(None);
+        // One header's bytes read, no chunk.
+        BatchCursor {
+            segment: self,
+            position,
+            chunk: Vec::new(),
+            chunk_start: 0,
+            chunk_bytes: BATCH_HEADER_BYTES,
         }
-        let at = position as usize;
-        if self.size_bytes - position < BATCH_HEADER_BYTES as u64 {
-            return Err(BatchError::Truncated { position: at });
-        }
-        let mut raw = [0u8; BATCH_HEADER_BYTES];
-        self.file
-            .read_exact_at(&mut raw, position)
-            .map_err(|_| BatchError::Truncated { position: at })?;
-        let header = BatchHeader::parse(&raw, at)?;
-        if position + header.size_in_bytes() as u64 > self.size_bytes {
-            return Err(BatchError::Truncated { position: at });
-        }
-        Ok(Some(BatchLocation { position, header }))
+        .next_batch()
     }
 
     /// The first batch whose last offset is `>= offset`, starting the scan at
@@ -401,6 +396,7 @@ impl Segment {
             position,
             chunk: Vec::new(),
             chunk_start: 0,
+            chunk_bytes: HEADER_SCAN_CHUNK_BYTES,
         }
     }
 
