@@ -657,9 +657,10 @@ impl Consumer {
         Ok(())
     }
 
+    /// Commits the consumed offsets when auto-commit is due (`poll` does
+    /// not call it while a join is pending: the commit would be refused).
     async fn maybe_auto_commit(&mut self) {
-        // Not while the group rebalances: the commit would be refused.
-        if !self.config.enable_auto_commit || self.group.is_none() || self.pending_join.is_some() {
+        if !self.config.enable_auto_commit || self.group.is_none() {
             return;
         }
         let now = Instant::now();
