@@ -56,6 +56,12 @@ impl BrokerProcess {
         self.address.to_string()
     }
 
+    /// CPU time used by all of the broker's threads so far (nanoseconds,
+    /// from `/proc/<pid>/task/*/schedstat`).
+    pub fn cpu_ns(&self) -> Option<u64> {
+        threads_cpu_ns(self.child.id(), |_| true)
+    }
+
     /// The broker's resident set and its peak, in kB (`VmRSS`, `VmHWM`).
     pub fn memory_kb(&self) -> Option<(u64, u64)> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
@@ -92,6 +98,29 @@ fn free_port() -> Result<SocketAddr, String> {
     listener
         .local_addr()
         .map_err(|error| format!("no local address: {error}"))
+}
+
+/// CPU time of the threads of process `pid` whose name passes `keep`, in
+/// nanoseconds (the first field of each thread's `schedstat`).
+pub fn threads_cpu_ns(pid: u32, keep: impl Fn(&str) -> bool) -> Option<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let path = entry.ok()?.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        if !keep(name.trim_end()) {
+            continue;
+        }
+        // A thread that ended between the listing and the read counts as 0.
+        let Ok(schedstat) = std::fs::read_to_string(path.join("schedstat")) else {
+            continue;
+        };
+        total += schedstat
+            .split_whitespace()
+            .next()
+            .and_then(|field| field.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(total)
 }
 
 /// A `Key:   123 kB` line of `/proc/<pid>/status`, in kB.

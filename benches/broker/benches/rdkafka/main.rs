@@ -98,6 +98,19 @@ impl Target {
         }
     }
 
+    /// CPU time the server side has used so far: the broker process, or the
+    /// mock cluster's broker threads (named `rdk:mock`) in this process.
+    fn server_cpu_ns(&self) -> Option<u64> {
+        match self {
+            Target::Strom(broker) => broker.cpu_ns(),
+            Target::Mock(_) => {
+                broker_process::threads_cpu_ns(std::process::id(), |name| {
+                    name.starts_with("rdk:mock")
+                })
+            }
+        }
+    }
+
     fn memory_json(&self) -> Value {
         match self {
             Target::Strom(broker) => match broker.memory_kb() {
@@ -107,6 +120,22 @@ impl Target {
             Target::Mock(_) => Value::Null,
         }
     }
+}
+
+/// CPU time of this process's threads apart from the mock cluster's
+/// brokers: the librdkafka client and the application thread.
+fn client_cpu_ns() -> Option<u64> {
+    broker_process::threads_cpu_ns(std::process::id(), |name| !name.starts_with("rdk:mock"))
+}
+
+/// CPU time of the calling thread (the one that calls `send`).
+fn application_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn create_strom_topic(bootstrap: &str, topic: &str, partitions: i32) -> Result<(), String> {
@@ -192,6 +221,9 @@ fn produce_rounds(targets: &[Target], arguments: &Arguments) -> Result<Vec<Produ
         for (acks, topic) in [("1", "bench-acks-1"), ("all", "bench-acks-all")] {
             for (target, rounds) in targets.iter().zip(figures.iter_mut()) {
                 eprintln!("[{}] produce acks={acks}, round {round}", target.name());
+                let server_before = target.server_cpu_ns();
+                let client_before = client_cpu_ns();
+                let application_before = application_cpu_ns();
                 let throughput = produce(
                     &target.bootstrap(),
                     topic,
@@ -200,6 +232,20 @@ fn produce_rounds(targets: &[Target], arguments: &Arguments) -> Result<Vec<Produ
                     arguments.record_bytes,
                     acks,
                 )?;
+                if let (Some(before), Some(after)) = (server_before, target.server_cpu_ns()) {
+                    let spent = |after: Option<u64>, before: Option<u64>| {
+                        after
+                            .zip(before)
+                            .map(|(after, before)| after.saturating_sub(before) as f64 / 1e6)
+                            .unwrap_or(f64::NAN)
+                    };
+                    eprintln!(
+                        "  CPU: server {:.1} ms, client {:.1} ms (the sending thread {:.1} ms)",
+                        after.saturating_sub(before) as f64 / 1e6,
+                        spent(client_cpu_ns(), client_before),
+                        spent(application_cpu_ns(), application_before)
+                    );
+                }
                 if acks == "1" {
                     rounds.acks_one.push(throughput);
                 } else {
