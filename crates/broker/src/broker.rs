@@ -413,9 +413,70 @@ fn default_log_config(config: &BrokerConfig) -> LogConfig {
 }
 
 fn log_manager_config(config: &BrokerConfig, defaults: LogConfig) -> LogManagerConfig {
+    let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    // Kafka deletes a removed partition's directory after the broker's
+    // default `file.delete.delay.ms` (`log.segment.delete.delay.ms`).
+    let directory_delete_delay_ms = defaults.file_delete_delay_ms;
     let mut manager = LogManagerConfig::new(config.log_dirs.clone(), defaults);
-    manager.retention_check_interval_ms = config.log_retention_check_interval.as_millis() as i64;
+    manager.retention_check_interval_ms = millis(config.log_retention_check_interval);
     manager.recovery_point_checkpoint_interval_ms =
-        config.log_flush_offset_checkpoint_interval.as_millis() as i64;
+        millis(config.log_flush_offset_checkpoint_interval);
+    manager.log_start_offset_checkpoint_interval_ms =
+        millis(config.log_flush_start_offset_checkpoint_interval);
+    manager.high_watermark_checkpoint_interval_ms =
+        millis(config.replica_high_watermark_checkpoint_interval);
+    manager.directory_delete_delay_ms = directory_delete_delay_ms;
+    manager.cleaner_enable = config.log_cleaner_enable;
+    manager.cleaner_backoff_ms = millis(config.log_cleaner_backoff);
+    manager.recovery_threads_per_data_dir = config.num_recovery_threads_per_data_dir;
     manager
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manager_config(pairs: &[(&str, &str)]) -> LogManagerConfig {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        let (config, _) = BrokerConfig::from_map(&map).expect("valid config");
+        let defaults = default_log_config(&config);
+        log_manager_config(&config, defaults)
+    }
+
+    #[test]
+    fn the_log_managers_settings_come_from_the_broker_keys() {
+        let manager = manager_config(&[
+            ("log.cleaner.enable", "false"),
+            ("log.cleaner.backoff.ms", "250"),
+            ("num.recovery.threads.per.data.dir", "3"),
+            ("log.segment.delete.delay.ms", "0"),
+            ("log.retention.check.interval.ms", "1000"),
+            ("log.flush.offset.checkpoint.interval.ms", "2000"),
+            ("log.flush.start.offset.checkpoint.interval.ms", "3000"),
+            ("replica.high.watermark.checkpoint.interval.ms", "4000"),
+        ]);
+        assert!(!manager.cleaner_enable);
+        assert_eq!(manager.cleaner_backoff_ms, 250);
+        assert_eq!(manager.recovery_threads_per_data_dir, 3);
+        assert_eq!(manager.directory_delete_delay_ms, 0);
+        assert_eq!(manager.default_config.file_delete_delay_ms, 0);
+        assert_eq!(manager.retention_check_interval_ms, 1000);
+        assert_eq!(manager.recovery_point_checkpoint_interval_ms, 2000);
+        assert_eq!(manager.log_start_offset_checkpoint_interval_ms, 3000);
+        assert_eq!(manager.high_watermark_checkpoint_interval_ms, 4000);
+    }
+
+    #[test]
+    fn the_log_managers_defaults_are_kafkas() {
+        let manager = manager_config(&[]);
+        assert!(manager.cleaner_enable);
+        assert_eq!(manager.cleaner_backoff_ms, 15_000);
+        assert_eq!(manager.recovery_threads_per_data_dir, 2);
+        assert_eq!(manager.directory_delete_delay_ms, 60_000);
+        assert_eq!(manager.log_start_offset_checkpoint_interval_ms, 60_000);
+        assert_eq!(manager.high_watermark_checkpoint_interval_ms, 5_000);
+    }
 }

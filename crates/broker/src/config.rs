@@ -131,8 +131,14 @@ pub struct BrokerConfig {
     pub log_flush_scheduler_interval: Duration,
     /// `log.flush.offset.checkpoint.interval.ms`.
     pub log_flush_offset_checkpoint_interval: Duration,
+    /// `log.flush.start.offset.checkpoint.interval.ms`.
+    pub log_flush_start_offset_checkpoint_interval: Duration,
+    /// `replica.high.watermark.checkpoint.interval.ms`.
+    pub replica_high_watermark_checkpoint_interval: Duration,
     /// `log.cleaner.enable`.
     pub log_cleaner_enable: bool,
+    /// `log.cleaner.backoff.ms`: the sleep between compaction passes.
+    pub log_cleaner_backoff: Duration,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
     /// `max.incremental.fetch.session.cache.slots` (KIP-227).
@@ -171,7 +177,10 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("log.retention.check.interval.ms", "300000"),
     ("log.flush.scheduler.interval.ms", "9223372036854775807"),
     ("log.flush.offset.checkpoint.interval.ms", "60000"),
+    ("log.flush.start.offset.checkpoint.interval.ms", "60000"),
+    ("replica.high.watermark.checkpoint.interval.ms", "5000"),
     ("log.cleaner.enable", "true"),
+    ("log.cleaner.backoff.ms", "15000"),
     ("num.recovery.threads.per.data.dir", "2"),
 ];
 
@@ -315,7 +324,12 @@ impl BrokerConfig {
             log_flush_scheduler_interval: lookup.millis("log.flush.scheduler.interval.ms")?,
             log_flush_offset_checkpoint_interval: lookup
                 .millis("log.flush.offset.checkpoint.interval.ms")?,
+            log_flush_start_offset_checkpoint_interval: lookup
+                .millis("log.flush.start.offset.checkpoint.interval.ms")?,
+            replica_high_watermark_checkpoint_interval: lookup
+                .millis("replica.high.watermark.checkpoint.interval.ms")?,
             log_cleaner_enable: lookup.boolean("log.cleaner.enable")?,
+            log_cleaner_backoff: lookup.millis("log.cleaner.backoff.ms")?,
             num_recovery_threads_per_data_dir: lookup.int(
                 "num.recovery.threads.per.data.dir",
                 1,
