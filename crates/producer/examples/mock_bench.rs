@@ -15,7 +15,13 @@ use strom_producer::Acks;
 use strom_protocol::records::Compression;
 
 async fn librdkafka(bootstrap: &str, topic: &str, options: &PerfOptions) -> PerfReport {
-    let acks = match options.acks {
+    // The comparison always sets every option; the fallbacks are the
+    // producer's defaults.
+    let acks_setting = options.acks.unwrap_or(Acks::All);
+    let linger = options.linger.unwrap_or(Duration::from_millis(5));
+    let batch_size = options.batch_size.unwrap_or(16_384);
+    let compression = options.compression.unwrap_or(Compression::None);
+    let acks = match acks_setting {
         Acks::None => "0",
         Acks::Leader => "1",
         Acks::All => "all",
@@ -23,12 +29,12 @@ async fn librdkafka(bootstrap: &str, topic: &str, options: &PerfOptions) -> Perf
     let producer: FutureProducer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("acks", acks)
-        .set("linger.ms", options.linger.as_millis().to_string())
-        .set("batch.size", options.batch_size.to_string())
-        .set("compression.type", options.compression.name())
+        .set("linger.ms", linger.as_millis().to_string())
+        .set("batch.size", batch_size.to_string())
+        .set("compression.type", compression.name())
         .set(
             "enable.idempotence",
-            if options.acks == Acks::All {
+            if acks_setting == Acks::All {
                 "true"
             } else {
                 "false"
@@ -96,10 +102,10 @@ async fn main() {
             num_records: records,
             record_size: 100,
             throughput: None,
-            acks,
-            linger: Duration::from_millis(5),
-            batch_size: 65_536,
-            compression,
+            acks: Some(acks),
+            linger: Some(Duration::from_millis(5)),
+            batch_size: Some(65_536),
+            compression: Some(compression),
         };
         let strom = run(&options).await.expect("strom run");
         let rdkafka = librdkafka(&bootstrap, &topic, &options).await;

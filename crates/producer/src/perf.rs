@@ -30,14 +30,14 @@ pub struct PerfOptions {
     pub record_size: usize,
     /// Records per second cap; `None` for no cap.
     pub throughput: Option<u64>,
-    /// `acks`.
-    pub acks: Acks,
-    /// `linger.ms`.
-    pub linger: Duration,
-    /// `batch.size`.
-    pub batch_size: usize,
-    /// `compression.type`.
-    pub compression: Compression,
+    /// `acks`; `None` keeps the configuration's.
+    pub acks: Option<Acks>,
+    /// `linger.ms`; `None` keeps the configuration's.
+    pub linger: Option<Duration>,
+    /// `batch.size`; `None` keeps the configuration's.
+    pub batch_size: Option<usize>,
+    /// `compression.type`; `None` keeps the configuration's.
+    pub compression: Option<Compression>,
 }
 
 /// The outcome of a run.
@@ -152,16 +152,24 @@ pub async fn run(options: &PerfOptions) -> Result<PerfReport, ProducerCreateErro
 
 /// Runs the benchmark with `config` (for example read from a client
 /// properties file) as the starting point; the options' acks, linger,
-/// batch size and compression override it, and its bootstrap servers are
-/// used instead of the options'.
+/// batch size and compression override it where they are set, and its
+/// bootstrap servers are used instead of the options'.
 pub async fn run_with_config(
     options: &PerfOptions,
     mut config: ProducerConfig,
 ) -> Result<PerfReport, ProducerCreateError> {
-    config.acks = options.acks;
-    config.linger = options.linger;
-    config.batch_size = options.batch_size;
-    config.compression = options.compression;
+    if let Some(acks) = options.acks {
+        config.acks = acks;
+    }
+    if let Some(linger) = options.linger {
+        config.linger = linger;
+    }
+    if let Some(batch_size) = options.batch_size {
+        config.batch_size = batch_size;
+    }
+    if let Some(compression) = options.compression {
+        config.compression = compression;
+    }
     let producer = Producer::new(config).await?;
     let value = Bytes::from(vec![b'x'; options.record_size]);
     let topic: std::sync::Arc<str> = options.topic.as_str().into();

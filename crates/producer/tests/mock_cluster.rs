@@ -272,10 +272,10 @@ async fn perf_tool_reports_every_record() {
         num_records: 5_000,
         record_size: 100,
         throughput: None,
-        acks: Acks::Leader,
-        linger: Duration::from_millis(2),
-        batch_size: 16_384,
-        compression: strom_protocol::records::Compression::Lz4,
+        acks: Some(Acks::Leader),
+        linger: Some(Duration::from_millis(2)),
+        batch_size: Some(16_384),
+        compression: Some(strom_protocol::records::Compression::Lz4),
     };
     let report = tokio::time::timeout(Duration::from_secs(30), strom_producer::perf::run(&options))
         .await

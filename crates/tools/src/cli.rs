@@ -471,18 +471,18 @@ pub struct PerfProduceArguments {
     /// Records per second cap (no cap by default).
     #[arg(long)]
     pub throughput: Option<u64>,
-    /// Acknowledgements to wait for.
-    #[arg(long, value_enum, default_value = "all")]
-    pub acks: AcksArgument,
-    /// linger.ms.
-    #[arg(long, default_value_t = 5)]
-    pub linger_ms: u64,
-    /// batch.size in bytes.
-    #[arg(long, default_value_t = 16_384)]
-    pub batch_size: usize,
-    /// Compression codec.
-    #[arg(long, value_enum, default_value = "none")]
-    pub compression: CompressionArgument,
+    /// Acknowledgements to wait for [default: --command-config's acks, else all].
+    #[arg(long, value_enum)]
+    pub acks: Option<AcksArgument>,
+    /// linger.ms [default: --command-config's linger.ms, else 5].
+    #[arg(long)]
+    pub linger_ms: Option<u64>,
+    /// batch.size in bytes [default: --command-config's batch.size, else 16384].
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    /// Compression codec [default: --command-config's compression.type, else none].
+    #[arg(long, value_enum)]
+    pub compression: Option<CompressionArgument>,
     /// One JSON line instead of the human summary.
     #[arg(long)]
     pub json: bool,

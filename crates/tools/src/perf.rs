@@ -11,7 +11,10 @@ use strom_consumer::Consumer;
 use strom_producer::perf::PerfReport;
 use strom_producer::{Acks, Producer, ProducerRecord};
 
-use crate::cli::{PerfCommand, PerfConsumeArguments, PerfLatencyArguments, PerfProduceArguments};
+use crate::cli::{
+    AcksArgument, CompressionArgument, PerfCommand, PerfConsumeArguments, PerfLatencyArguments,
+    PerfProduceArguments,
+};
 use crate::context::Context;
 use crate::error::ToolError;
 use crate::output::Output;
@@ -49,13 +52,13 @@ async fn produce(
         num_records: arguments.num_records,
         record_size: arguments.record_size,
         throughput: arguments.throughput,
-        acks: arguments.acks.acks(),
-        linger: Duration::from_millis(arguments.linger_ms),
+        acks: arguments.acks.map(AcksArgument::acks),
+        linger: arguments.linger_ms.map(Duration::from_millis),
         batch_size: arguments.batch_size,
-        compression: arguments.compression.compression(),
+        compression: arguments.compression.map(CompressionArgument::compression),
     };
-    // The client properties of `--command-config` apply; the command's own
-    // options override theirs.
+    // The client properties of `--command-config` apply (and the producer's
+    // defaults where it says nothing); the options given override them.
     let config = context.producer_config(&[])?;
     let progress = Progress::spinner("producing");
     let report = strom_producer::perf::run_with_config(&options, config).await;

@@ -388,6 +388,45 @@ fn perf_produce_applies_the_command_config() {
 }
 
 #[test]
+fn perf_produce_takes_the_command_configs_linger_unless_told_otherwise() {
+    create_topic("bench-linger", "1");
+    let directory = tempfile::tempdir().expect("tempdir");
+    // Two records half a second apart: with linger.ms=3000 the first waits
+    // in its batch until the run's final flush, half a second later.
+    let lingering = directory.path().join("linger.properties");
+    std::fs::write(&lingering, "linger.ms=3000\n").expect("write");
+    let run = |extra: &[&str]| -> f64 {
+        let mut arguments = vec![
+            "--command-config",
+            lingering.to_str().expect("utf-8"),
+            "perf",
+            "produce",
+            "bench-linger",
+            "--num-records",
+            "2",
+            "--throughput",
+            "2",
+            "--json",
+        ];
+        arguments.extend_from_slice(extra);
+        let output = strom(&arguments).ok();
+        let report: serde_json::Value = serde_json::from_str(output.trim()).expect("one json line");
+        assert_eq!(report["records"], 2, "{output}");
+        report["max_latency_ms"].as_f64().expect("max latency")
+    };
+    let from_the_file = run(&[]);
+    assert!(
+        from_the_file >= 400.0,
+        "linger.ms=3000 from the file should hold the first record: {from_the_file} ms"
+    );
+    let from_the_option = run(&["--linger-ms", "0"]);
+    assert!(
+        from_the_option < 400.0,
+        "--linger-ms 0 should win over the file: {from_the_option} ms"
+    );
+}
+
+#[test]
 fn a_group_with_live_members_shows_them_and_refuses_changes() {
     create_topic("live", "1");
     strom_with_input(&["produce", "live"], "a\nb\nc\n").ok();

@@ -85,10 +85,10 @@ async fn strom(workload: &Workload) -> Result<PerfReport, String> {
         num_records: workload.records,
         record_size: workload.record_bytes,
         throughput: None,
-        acks,
-        linger: LINGER,
-        batch_size: BATCH_BYTES,
-        compression,
+        acks: Some(acks),
+        linger: Some(LINGER),
+        batch_size: Some(BATCH_BYTES),
+        compression: Some(compression),
     };
     run_strom(&options)
         .await

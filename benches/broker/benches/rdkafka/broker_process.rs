@@ -57,7 +57,9 @@ impl BrokerProcess {
     }
 
     /// CPU time used by all of the broker's threads so far (nanoseconds,
-    /// from `/proc/<pid>/task/*/schedstat`).
+    /// from `/proc/<pid>/task/*/schedstat`). Not every bench that includes
+    /// this file reads it.
+    #[allow(dead_code)]
     pub fn cpu_ns(&self) -> Option<u64> {
         threads_cpu_ns(self.child.id(), |_| true)
     }
@@ -101,7 +103,9 @@ fn free_port() -> Result<SocketAddr, String> {
 }
 
 /// CPU time of the threads of process `pid` whose name passes `keep`, in
-/// nanoseconds (the first field of each thread's `schedstat`).
+/// nanoseconds (the first field of each thread's `schedstat`). Not every
+/// bench that includes this file reads it.
+#[allow(dead_code)]
 pub fn threads_cpu_ns(pid: u32, keep: impl Fn(&str) -> bool) -> Option<u64> {
     let mut total = 0;
     for entry in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {

@@ -103,11 +103,9 @@ impl Target {
     fn server_cpu_ns(&self) -> Option<u64> {
         match self {
             Target::Strom(broker) => broker.cpu_ns(),
-            Target::Mock(_) => {
-                broker_process::threads_cpu_ns(std::process::id(), |name| {
-                    name.starts_with("rdk:mock")
-                })
-            }
+            Target::Mock(_) => broker_process::threads_cpu_ns(std::process::id(), |name| {
+                name.starts_with("rdk:mock")
+            }),
         }
     }
 

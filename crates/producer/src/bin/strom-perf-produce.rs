@@ -69,10 +69,10 @@ async fn main() -> ExitCode {
         num_records: arguments.num_records,
         record_size: arguments.record_size,
         throughput: u64::try_from(arguments.throughput).ok(),
-        acks,
-        linger: Duration::from_millis(arguments.linger_ms),
-        batch_size: arguments.batch_size,
-        compression,
+        acks: Some(acks),
+        linger: Some(Duration::from_millis(arguments.linger_ms)),
+        batch_size: Some(arguments.batch_size),
+        compression: Some(compression),
     };
     match run(&options).await {
         Ok(report) if arguments.json => {
