@@ -15,6 +15,11 @@ use crate::connection::{Connection, ConnectionOptions};
 use crate::error::ClientError;
 use crate::metadata::{ClusterMetadata, TopicInfo};
 
+/// The pool key suffix of the connections most requests share.
+const SHARED_LANE: &str = "";
+/// The pool key suffix of group coordinator connections.
+const COORDINATOR_LANE: &str = " (coordinator)";
+
 /// The reconnect backoff after `failures` consecutive failures, Java's way:
 /// `initial * 2^(failures-1)` capped at `max`, with ±20% jitter
 /// (`jitter` in `[0, 1)`).
@@ -268,6 +273,23 @@ impl Cluster {
         self.connection_to(&address, true).await
     }
 
+    /// A connection of its own to broker `broker_id` for a group
+    /// coordinator's requests. A JoinGroup can wait on the broker for as long
+    /// as the group's rebalance timeout, and a broker answers the requests of
+    /// one connection in order, so on the shared connection it would hold up
+    /// the fetches sent behind it; Kafka's clients keep a separate
+    /// coordinator connection for the same reason.
+    pub async fn coordinator_connection(&self, broker_id: i32) -> Result<Connection, ClientError> {
+        let address = self
+            .metadata()
+            .brokers
+            .get(&broker_id)
+            .map(|broker| broker.address())
+            .ok_or(ClientError::UnknownBroker { broker_id })?;
+        self.pooled_connection(&address, COORDINATOR_LANE, true)
+            .await
+    }
+
     /// A connection to the leader of `topic`/`partition`.
     pub async fn leader_connection(
         &self,
@@ -328,13 +350,24 @@ impl Cluster {
     /// A pooled connection to `address`; with `backoff`, waits out the
     /// reconnect backoff of earlier failures first.
     async fn connection_to(&self, address: &str, backoff: bool) -> Result<Connection, ClientError> {
+        self.pooled_connection(address, SHARED_LANE, backoff).await
+    }
+
+    /// The pooled connection to `address` on `lane` (connections of
+    /// different lanes to one broker are separate sockets).
+    async fn pooled_connection(
+        &self,
+        address: &str,
+        lane: &str,
+        backoff: bool,
+    ) -> Result<Connection, ClientError> {
         let slot = {
             let mut slots = self
                 .inner
                 .slots
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            Arc::clone(slots.entry(address.to_owned()).or_default())
+            Arc::clone(slots.entry(format!("{address}{lane}")).or_default())
         };
         let mut slot = slot.lock().await;
         if let Some(connection) = slot.connection.as_ref().filter(|c| !c.is_closed()) {

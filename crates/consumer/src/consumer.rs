@@ -239,6 +239,15 @@ impl Consumer {
         self.fetcher.assignment()
     }
 
+    /// Whether this member is in the middle of a group rebalance (its
+    /// JoinGroup/SyncGroup round has started and not finished). Meanwhile
+    /// `poll` keeps returning records of the partitions the member owns
+    /// (none after an eager member's revocation) and commits fail with
+    /// [`ConsumerError::RebalanceInProgress`].
+    pub fn rebalance_in_progress(&self) -> bool {
+        self.pending_join.is_some()
+    }
+
     /// The subscribed topics (empty with a manual assignment).
     pub fn subscription(&self) -> Vec<String> {
         match &self.mode {
@@ -267,24 +276,21 @@ impl Consumer {
                 return Err(error);
             }
             self.maybe_rejoin().await?;
-            // While the group rebalances no records are handed out (as when
-            // the join ran inside `poll`): what the application commits
-            // after a poll then always belongs to a settled generation, and
-            // a cooperative member commits everything it printed before it
-            // gives a partition up. `poll` still returns at its deadline.
-            let joining = self.pending_join.is_some();
-            if !joining {
+            // While the group rebalances, the partitions the member owns keep
+            // flowing (KIP-429; an eager member has revoked them all before
+            // it joined). Commits wait for the rebalance to finish: they
+            // would be refused, and what moves is committed through the
+            // revocation before it goes.
+            if self.pending_join.is_none() {
                 self.maybe_auto_commit().await;
-                self.update_positions().await?;
             }
-            if !joining && self.fetcher.has_buffered() {
+            self.update_positions().await?;
+            if self.fetcher.has_buffered() {
                 let records = self.fetcher.drain(self.config.max_poll_records);
                 self.send_fetches().await;
                 return Ok(records);
             }
-            if !joining {
-                self.send_fetches().await;
-            }
+            self.send_fetches().await;
             let now = Instant::now();
             if now >= deadline {
                 return Ok(Vec::new());
@@ -426,6 +432,10 @@ impl Consumer {
         if !matches!(self.mode, SubscriptionMode::Topics(_)) {
             identity.generation_id = -1;
             identity.member_id.clear();
+        } else if self.pending_join.is_some() {
+            // As Kafka's consumer: no commit with a generation that is being
+            // replaced; the application retries after the rebalance.
+            return Err(ConsumerError::RebalanceInProgress);
         }
         Ok((group, identity))
     }
@@ -454,14 +464,16 @@ impl Consumer {
             self.config.client.request_timeout,
         )
         .await;
-        if let Err(ConsumerError::Group { code, .. }) = &result {
-            if matches!(
-                code,
-                strom_protocol::ErrorCode::NotCoordinator
-                    | strom_protocol::ErrorCode::CoordinatorNotAvailable
-            ) {
-                group.coordinator_lost();
-            }
+        match &result {
+            Err(ConsumerError::Group {
+                code:
+                    strom_protocol::ErrorCode::NotCoordinator
+                    | strom_protocol::ErrorCode::CoordinatorNotAvailable,
+                ..
+            }) => group.coordinator_lost(),
+            // The group rebalances without this member so far: join it.
+            Err(ConsumerError::RebalanceInProgress) => group.request_rejoin(),
+            _ => {}
         }
         result
     }
@@ -658,7 +670,8 @@ impl Consumer {
     }
 
     /// Commits the consumed offsets when auto-commit is due (`poll` does
-    /// not call it while a join is pending: the commit would be refused).
+    /// not call it while a join is pending: commits wait for the new
+    /// generation).
     async fn maybe_auto_commit(&mut self) {
         if !self.config.enable_auto_commit || self.group.is_none() {
             return;

@@ -222,7 +222,8 @@ impl GroupCoordinator {
         lock(&self.shared).coordinator = None;
     }
 
-    /// A connection to the group coordinator, looking it up if unknown.
+    /// A connection to the group coordinator, looking it up if unknown (a
+    /// connection of its own: see [`Cluster::coordinator_connection`]).
     pub async fn coordinator(&self) -> Result<Connection, ConsumerError> {
         let known = lock(&self.shared).coordinator;
         let broker_id = match known {
@@ -234,7 +235,7 @@ impl GroupCoordinator {
             }
         };
         self.cluster
-            .broker_connection(broker_id)
+            .coordinator_connection(broker_id)
             .await
             .inspect_err(|_| {
                 self.coordinator_lost();

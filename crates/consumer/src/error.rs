@@ -80,6 +80,14 @@ pub enum ConsumerError {
         /// The generation the commit was sent with.
         generation_id: i32,
     },
+    /// The group is rebalancing, so offsets cannot be committed now (KIP-429:
+    /// a cooperative member keeps its partitions, and its records, while the
+    /// group rebalances). Not fatal: `poll` until the rebalance has finished,
+    /// then commit again; partitions that move are handed to
+    /// [`RebalanceListener::on_partitions_revoked`](crate::RebalanceListener::on_partitions_revoked)
+    /// first, whose offsets are committed before they go.
+    #[error("the group is rebalancing: poll to finish the rebalance, then commit again")]
+    RebalanceInProgress,
     /// A subscription or assignment from a group member could not be decoded.
     #[error("bad consumer protocol {what} from the group")]
     BadGroupProtocol {

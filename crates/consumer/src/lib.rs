@@ -52,11 +52,17 @@
 //! * **Joins are driven by `poll`**, as in Java: `poll` starts a join when
 //!   one is needed and applies it when it has finished; the JoinGroup and
 //!   SyncGroup round runs in a task of its own, so `poll(timeout)` returns
-//!   (empty) within its timeout during a rebalance. No records are handed
-//!   out until the join has finished, so offsets committed after a poll
-//!   always belong to a settled generation. The heartbeat task only flags a
-//!   needed rejoin, and leaves the group when the application stops polling
-//!   for `max.poll.interval.ms`.
+//!   within its timeout during a rebalance. A cooperative member keeps
+//!   reading the partitions it owns meanwhile (KIP-429; an eager member has
+//!   revoked them all before it joins); commits are refused with
+//!   [`ConsumerError::RebalanceInProgress`] until the rebalance has
+//!   finished, as in Kafka's consumer, and what moves to another member is
+//!   committed through [`RebalanceListener::on_partitions_revoked`] (or by
+//!   auto-commit) first. Group requests use a connection of their own to
+//!   the coordinator, so a JoinGroup parked on the broker does not hold up
+//!   the fetches. The heartbeat task only flags a needed rejoin, and leaves
+//!   the group when the application stops polling for
+//!   `max.poll.interval.ms`.
 
 pub mod assignor;
 pub mod config;

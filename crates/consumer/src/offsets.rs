@@ -326,9 +326,11 @@ pub async fn commit(
         for partition in topic.partitions {
             match ErrorCode::from_code(partition.error_code) {
                 ErrorCode::None => {}
+                // The group completes a rebalance this member has yet to
+                // join: it can commit again once it has.
+                ErrorCode::RebalanceInProgress => return Err(ConsumerError::RebalanceInProgress),
                 ErrorCode::IllegalGeneration
                 | ErrorCode::UnknownMemberId
-                | ErrorCode::RebalanceInProgress
                 | ErrorCode::FencedInstanceId => {
                     return Err(ConsumerError::CommitFailed {
                         generation_id: identity.generation_id,

@@ -9,13 +9,17 @@
 //! partitions of each rebalance callback, `started` once the consumer
 //! exists, `fetch_sessions` (broker id to the KIP-227 session id it held,
 //! 0 for none) when it stops and `closed` after a clean close. After each poll it prints the
-//! batch and then commits the positions synchronously, so every printed
-//! record is committed before its partition can move to another member.
+//! batch and then commits what it printed synchronously. While the group
+//! rebalances the commit is refused (`RebalanceInProgress`) and retried
+//! after the next poll; a partition that moves away is committed through the
+//! revocation callback first. So every printed record is committed before
+//! its partition can move to another member.
 //! It stops, closing cleanly (LeaveGroup), when stdin is closed, on
 //! SIGTERM or SIGINT, or after `--max-records` records.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
@@ -57,8 +61,22 @@ fn parse_property(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("expected key=value, got {text}"))
 }
 
-/// Prints the rebalance callbacks.
-struct PrintingListener;
+/// The offsets of printed records not committed yet, by partition.
+type Uncommitted = Arc<Mutex<BTreeMap<TopicPartition, OffsetAndMetadata>>>;
+
+fn locked(
+    uncommitted: &Uncommitted,
+) -> std::sync::MutexGuard<'_, BTreeMap<TopicPartition, OffsetAndMetadata>> {
+    uncommitted
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Prints the rebalance callbacks, and hands the consumer what was printed
+/// but not committed of the partitions it gives up.
+struct PrintingListener {
+    uncommitted: Uncommitted,
+}
 
 impl RebalanceListener for PrintingListener {
     fn on_partitions_revoked(
@@ -66,7 +84,11 @@ impl RebalanceListener for PrintingListener {
         revoked: &[TopicPartition],
     ) -> BTreeMap<TopicPartition, OffsetAndMetadata> {
         emit(json!({"event": "revoked", "partitions": partitions_json(revoked)}));
-        BTreeMap::new()
+        let mut uncommitted = locked(&self.uncommitted);
+        revoked
+            .iter()
+            .filter_map(|tp| uncommitted.remove_entry(tp))
+            .collect()
     }
 
     fn on_partitions_assigned(&mut self, assigned: &[TopicPartition]) {
@@ -75,6 +97,10 @@ impl RebalanceListener for PrintingListener {
 
     fn on_partitions_lost(&mut self, lost: &[TopicPartition]) {
         emit(json!({"event": "lost", "partitions": partitions_json(lost)}));
+        let mut uncommitted = locked(&self.uncommitted);
+        for tp in lost {
+            uncommitted.remove(tp);
+        }
     }
 }
 
@@ -144,7 +170,10 @@ fn stop_signal() -> Result<watch::Receiver<bool>, std::io::Error> {
     Ok(receiver)
 }
 
-async fn build_consumer(args: &Args) -> Result<Consumer, Box<dyn std::error::Error>> {
+async fn build_consumer(
+    args: &Args,
+    uncommitted: &Uncommitted,
+) -> Result<Consumer, Box<dyn std::error::Error>> {
     let mut config = ConsumerConfig::new(args.bootstrap.split(',').map(str::to_owned));
     config.group_id = args.group.clone();
     config.enable_auto_commit = false;
@@ -168,7 +197,10 @@ async fn build_consumer(args: &Args) -> Result<Consumer, Box<dyn std::error::Err
         }
         consumer.assign(partitions)?;
     } else {
-        consumer.subscribe_with_listener(args.topics.clone(), PrintingListener)?;
+        let listener = PrintingListener {
+            uncommitted: Arc::clone(uncommitted),
+        };
+        consumer.subscribe_with_listener(args.topics.clone(), listener)?;
     }
     Ok(consumer)
 }
@@ -176,6 +208,7 @@ async fn build_consumer(args: &Args) -> Result<Consumer, Box<dyn std::error::Err
 async fn consume(
     consumer: &mut Consumer,
     args: &Args,
+    uncommitted: &Uncommitted,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConsumerError> {
     let grouped = consumer.config().group_id.is_some();
@@ -192,15 +225,29 @@ async fn consume(
             emit(record_json(record));
         }
         remaining -= u64::try_from(printed).unwrap_or(remaining);
-        if !grouped || records.is_empty() {
+        if !grouped {
             continue;
         }
-        if printed == records.len() {
-            consumer.commit_sync().await?;
-        } else {
-            consumer
-                .commit_offsets_sync(&printed_offsets(&records, printed))
-                .await?;
+        let offsets = {
+            let mut uncommitted = locked(uncommitted);
+            uncommitted.extend(printed_offsets(&records, printed));
+            uncommitted.clone()
+        };
+        if offsets.is_empty() {
+            continue;
+        }
+        match consumer.commit_offsets_sync(&offsets).await {
+            Ok(()) => {
+                let mut uncommitted = locked(uncommitted);
+                for (tp, offset) in offsets {
+                    if uncommitted.get(&tp) == Some(&offset) {
+                        uncommitted.remove(&tp);
+                    }
+                }
+            }
+            // Retried after the next poll, which finishes the rebalance.
+            Err(ConsumerError::RebalanceInProgress) => {}
+            Err(error) => return Err(error),
         }
     }
     Ok(())
@@ -231,9 +278,10 @@ fn printed_offsets(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let stop = stop_signal()?;
-    let mut consumer = build_consumer(&args).await?;
+    let uncommitted = Uncommitted::default();
+    let mut consumer = build_consumer(&args, &uncommitted).await?;
     emit(json!({"event": "started"}));
-    let result = consume(&mut consumer, &args, stop).await;
+    let result = consume(&mut consumer, &args, &uncommitted, stop).await;
     let sessions: BTreeMap<String, i32> = consumer
         .fetch_session_ids()
         .into_iter()
