@@ -196,7 +196,11 @@ def kafka_python_member(bootstrap: str, group: str, topic: str, seen: list, stop
 
 def start_kafka_python_member(bootstrap: str, group: str, topic: str):
     seen, stop = [], threading.Event()
-    thread = threading.Thread(target=kafka_python_member, args=(bootstrap, group, topic, seen, stop))
+    # A daemon thread: a client stuck in close() must not keep the test
+    # process alive after the suite has finished.
+    thread = threading.Thread(
+        target=kafka_python_member, args=(bootstrap, group, topic, seen, stop), daemon=True
+    )
     thread.start()
     return seen, stop, thread
 
