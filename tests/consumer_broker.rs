@@ -32,6 +32,24 @@ fn consumer_config(bootstrap: &str, strategy: AssignmentStrategy) -> ConsumerCon
     config
 }
 
+/// A broker without the initial rebalance delay, with the 4-partition topic
+/// `shared`.
+async fn broker_with_shared_topic() -> common::TestBroker {
+    let test_broker = common::start_broker(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let cluster = Cluster::connect(ClientConfig::new([test_broker.bootstrap.clone()]))
+        .await
+        .expect("admin connects");
+    let admin = AdminClient::new(cluster, Duration::from_secs(10));
+    admin
+        .create_topics(&[NewTopic::new("shared", 4, 1)], false)
+        .await
+        .expect("CreateTopics answered")
+        .remove("shared")
+        .expect("an outcome")
+        .expect("created");
+    test_broker
+}
+
 /// Polls until the consumer owns some partition.
 async fn poll_until_assigned(consumer: &mut Consumer) -> Vec<TopicPartition> {
     let started = Instant::now();
@@ -49,19 +67,8 @@ async fn poll_until_assigned(consumer: &mut Consumer) -> Vec<TopicPartition> {
 }
 
 async fn poll_keeps_its_timeout_while_the_group_rebalances(strategy: AssignmentStrategy) {
-    let test_broker = common::start_broker(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let test_broker = broker_with_shared_topic().await;
     let bootstrap = test_broker.bootstrap.clone();
-    let cluster = Cluster::connect(ClientConfig::new([bootstrap.clone()]))
-        .await
-        .expect("admin connects");
-    let admin = AdminClient::new(cluster, Duration::from_secs(10));
-    admin
-        .create_topics(&[NewTopic::new("shared", 4, 1)], false)
-        .await
-        .expect("CreateTopics answered")
-        .remove("shared")
-        .expect("an outcome")
-        .expect("created");
 
     let mut first = Consumer::new(consumer_config(&bootstrap, strategy))
         .await
@@ -158,19 +165,8 @@ async fn poll_until_shared(consumers: &mut [&mut Consumer], partitions: usize) {
 }
 
 async fn cooperative_member_reads_and_defers_commits_while_rebalancing() {
-    let test_broker = common::start_broker(&[("group.initial.rebalance.delay.ms", "0")]).await;
+    let test_broker = broker_with_shared_topic().await;
     let bootstrap = test_broker.bootstrap.clone();
-    let cluster = Cluster::connect(ClientConfig::new([bootstrap.clone()]))
-        .await
-        .expect("admin connects");
-    let admin = AdminClient::new(cluster, Duration::from_secs(10));
-    admin
-        .create_topics(&[NewTopic::new("shared", 4, 1)], false)
-        .await
-        .expect("CreateTopics answered")
-        .remove("shared")
-        .expect("an outcome")
-        .expect("created");
     let strategy = AssignmentStrategy::CooperativeSticky;
     let mut first = Consumer::new(consumer_config(&bootstrap, strategy))
         .await

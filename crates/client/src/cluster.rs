@@ -264,13 +264,17 @@ impl Cluster {
 
     /// A connection to broker `broker_id`, reconnecting with backoff.
     pub async fn broker_connection(&self, broker_id: i32) -> Result<Connection, ClientError> {
-        let address = self
-            .metadata()
+        let address = self.broker_address(broker_id)?;
+        self.connection_to(&address, true).await
+    }
+
+    /// The `host:port` of broker `broker_id` in the metadata.
+    fn broker_address(&self, broker_id: i32) -> Result<String, ClientError> {
+        self.metadata()
             .brokers
             .get(&broker_id)
             .map(|broker| broker.address())
-            .ok_or(ClientError::UnknownBroker { broker_id })?;
-        self.connection_to(&address, true).await
+            .ok_or(ClientError::UnknownBroker { broker_id })
     }
 
     /// A connection of its own to broker `broker_id` for a group
@@ -280,12 +284,7 @@ impl Cluster {
     /// the fetches sent behind it; Kafka's clients keep a separate
     /// coordinator connection for the same reason.
     pub async fn coordinator_connection(&self, broker_id: i32) -> Result<Connection, ClientError> {
-        let address = self
-            .metadata()
-            .brokers
-            .get(&broker_id)
-            .map(|broker| broker.address())
-            .ok_or(ClientError::UnknownBroker { broker_id })?;
+        let address = self.broker_address(broker_id)?;
         self.pooled_connection(&address, COORDINATOR_LANE, true)
             .await
     }
