@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer
+from kafka import KafkaAdminClient, KafkaConsumer
 
 PARTITIONS = 6
 
@@ -162,26 +162,30 @@ def test_committed_offsets_resume_after_close_and_restarts(broker):
 
 def kafka_python_member(bootstrap: str, group: str, topic: str, seen: list, stop: threading.Event):
     """A kafka-python member that commits what it consumed after every poll
-    and before giving partitions up in a rebalance, then leaves on `stop`."""
+    and, through auto-commit, before giving partitions up in a rebalance and
+    on close, then leaves on `stop`.
+
+    kafka-python 3 runs rebalance listeners on its IO thread, where a
+    blocking `commit()` raises ("Cannot block on net.run() from the IO
+    thread itself"), so the commit before a rebalance is the client's own
+    auto-commit rather than a listener's."""
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=group,
         auto_offset_reset="earliest",
-        enable_auto_commit=False,
+        enable_auto_commit=True,
         session_timeout_ms=6000,
         heartbeat_interval_ms=500,
         metadata_max_age_ms=1000,
     )
-
-    class CommitOnRevoke(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
-            if revoked:
-                consumer.commit()
-
-        def on_partitions_assigned(self, assigned):
-            pass
-
-    consumer.subscribe([topic], listener=CommitOnRevoke())
+    # Load the topic's metadata before joining. Otherwise a member that
+    # leads the group can assign before its metadata has arrived, assign
+    # nothing, and rejoin a moment later; after such a double rebalance
+    # kafka-python 3.0.12 was seen to stop talking to the coordinator
+    # altogether (no OffsetFetch, no heartbeat) although Strom had answered
+    # the second SyncGroup with every partition.
+    assert consumer.partitions_for_topic(topic)
+    consumer.subscribe([topic])
     try:
         while not stop.is_set():
             batches = consumer.poll(timeout_ms=100)
