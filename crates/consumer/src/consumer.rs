@@ -4,11 +4,11 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use futures::Stream;
+use futures::{FutureExt, Stream};
 use strom_client::{ClientError, Cluster};
 use strom_protocol::kafka::messages::{ApiKey, FetchRequest, FetchResponse};
 use strom_protocol::{Request, Response};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::assignor::RebalanceProtocol;
@@ -63,8 +63,7 @@ type JoinResult = Result<JoinOutcome, ConsumerError>;
 /// A JoinGroup/SyncGroup round running in its own task while `poll` goes on
 /// (the task is aborted if the consumer drops it).
 struct PendingJoin {
-    task: JoinHandle<()>,
-    answer: oneshot::Receiver<JoinResult>,
+    task: JoinHandle<JoinResult>,
     /// The answer, once received while waiting in `poll`.
     ready: Option<JoinResult>,
     /// The partitions owned when the join started.
@@ -77,27 +76,22 @@ impl PendingJoin {
         if let Some(result) = self.ready.take() {
             return Some(result);
         }
-        match self.answer.try_recv() {
-            Ok(result) => Some(result),
-            Err(oneshot::error::TryRecvError::Empty) => None,
-            Err(oneshot::error::TryRecvError::Closed) => Some(Err(ConsumerError::Timeout {
-                operation: "group join (its task ended without an answer)",
-            })),
-        }
+        (&mut self.task).now_or_never().map(join_result)
     }
 
     /// Waits for the join's answer (keeps it for [`PendingJoin::take_result`]).
     async fn finished(&mut self) {
-        if self.ready.is_some() {
-            return;
+        if self.ready.is_none() {
+            self.ready = Some(join_result((&mut self.task).await));
         }
-        let result = (&mut self.answer)
-            .await
-            .unwrap_or(Err(ConsumerError::Timeout {
-                operation: "group join (its task ended without an answer)",
-            }));
-        self.ready = Some(result);
     }
+}
+
+/// A join task's answer; a task that panicked or was aborted has none.
+fn join_result(joined: Result<JoinResult, tokio::task::JoinError>) -> JoinResult {
+    joined.unwrap_or(Err(ConsumerError::Timeout {
+        operation: "group join (its task ended without an answer)",
+    }))
 }
 
 impl Drop for PendingJoin {
@@ -620,17 +614,12 @@ impl Consumer {
             return Ok(());
         };
         let deadline = Instant::now() + self.config.default_api_timeout;
-        let (sender, answer) = oneshot::channel();
         let joining = group.clone();
         let joining_owned = owned.clone();
-        let task = tokio::spawn(async move {
-            let result = joining.join(&topics, &joining_owned, deadline).await;
-            // The consumer may be gone; then nobody needs the answer.
-            let _ = sender.send(result);
-        });
+        let task =
+            tokio::spawn(async move { joining.join(&topics, &joining_owned, deadline).await });
         self.pending_join = Some(PendingJoin {
             task,
-            answer,
             ready: None,
             owned,
         });
