@@ -115,16 +115,20 @@ pub fn threads_cpu_ns(pid: u32, keep: impl Fn(&str) -> bool) -> Option<u64> {
             continue;
         }
         // A thread that ended between the listing and the read counts as 0.
-        let Ok(schedstat) = std::fs::read_to_string(path.join("schedstat")) else {
-            continue;
-        };
-        total += schedstat
-            .split_whitespace()
-            .next()
-            .and_then(|field| field.parse::<u64>().ok())
-            .unwrap_or(0);
+        total += schedstat_ns(&path.join("schedstat")).unwrap_or(0);
     }
     Some(total)
+}
+
+/// The CPU time in a `schedstat` file (its first field), in nanoseconds.
+#[allow(dead_code)]
+pub fn schedstat_ns(path: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// A `Key:   123 kB` line of `/proc/<pid>/status`, in kB.

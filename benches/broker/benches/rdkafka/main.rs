@@ -128,12 +128,7 @@ fn client_cpu_ns() -> Option<u64> {
 
 /// CPU time of the calling thread (the one that calls `send`).
 fn application_cpu_ns() -> Option<u64> {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    broker_process::schedstat_ns(std::path::Path::new("/proc/thread-self/schedstat"))
 }
 
 fn create_strom_topic(bootstrap: &str, topic: &str, partitions: i32) -> Result<(), String> {
@@ -230,20 +225,18 @@ fn produce_rounds(targets: &[Target], arguments: &Arguments) -> Result<Vec<Produ
                     arguments.record_bytes,
                     acks,
                 )?;
-                if let (Some(before), Some(after)) = (server_before, target.server_cpu_ns()) {
-                    let spent = |after: Option<u64>, before: Option<u64>| {
-                        after
-                            .zip(before)
-                            .map(|(after, before)| after.saturating_sub(before) as f64 / 1e6)
-                            .unwrap_or(f64::NAN)
-                    };
-                    eprintln!(
-                        "  CPU: server {:.1} ms, client {:.1} ms (the sending thread {:.1} ms)",
-                        after.saturating_sub(before) as f64 / 1e6,
-                        spent(client_cpu_ns(), client_before),
-                        spent(application_cpu_ns(), application_before)
-                    );
-                }
+                let spent_ms = |after: Option<u64>, before: Option<u64>| {
+                    after
+                        .zip(before)
+                        .map(|(after, before)| after.saturating_sub(before) as f64 / 1e6)
+                        .unwrap_or(f64::NAN)
+                };
+                eprintln!(
+                    "  CPU: server {:.1} ms, client {:.1} ms (the sending thread {:.1} ms)",
+                    spent_ms(target.server_cpu_ns(), server_before),
+                    spent_ms(client_cpu_ns(), client_before),
+                    spent_ms(application_cpu_ns(), application_before)
+                );
                 if acks == "1" {
                     rounds.acks_one.push(throughput);
                 } else {
