@@ -11,16 +11,17 @@ use std::time::{Duration, Instant};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use strom_producer::perf::{run, PerfOptions, PerfReport};
-use strom_producer::Acks;
+use strom_producer::{Acks, ProducerConfig};
 use strom_protocol::records::Compression;
 
 async fn librdkafka(bootstrap: &str, topic: &str, options: &PerfOptions) -> PerfReport {
     // The comparison always sets every option; the fallbacks are the
-    // producer's defaults.
-    let acks_setting = options.acks.unwrap_or(Acks::All);
-    let linger = options.linger.unwrap_or(Duration::from_millis(5));
-    let batch_size = options.batch_size.unwrap_or(16_384);
-    let compression = options.compression.unwrap_or(Compression::None);
+    // producer's own defaults.
+    let defaults = ProducerConfig::new([bootstrap.to_owned()]);
+    let acks_setting = options.acks.unwrap_or(defaults.acks);
+    let linger = options.linger.unwrap_or(defaults.linger);
+    let batch_size = options.batch_size.unwrap_or(defaults.batch_size);
+    let compression = options.compression.unwrap_or(defaults.compression);
     let acks = match acks_setting {
         Acks::None => "0",
         Acks::Leader => "1",
