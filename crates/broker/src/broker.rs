@@ -15,6 +15,7 @@ use strom_controller::image::Endpoint;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
 use strom_storage::clock::{Clock, SystemClock};
 use strom_storage::manager::Scheduler;
+use strom_storage::page_cache::PageCacheSettings;
 use strom_storage::{LogConfig, LogManager, LogManagerConfig};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
@@ -429,6 +430,10 @@ fn log_manager_config(config: &BrokerConfig, defaults: LogConfig) -> LogManagerC
     manager.cleaner_enable = config.log_cleaner_enable;
     manager.cleaner_backoff_ms = millis(config.log_cleaner_backoff);
     manager.recovery_threads_per_data_dir = config.num_recovery_threads_per_data_dir;
+    manager.page_cache = PageCacheSettings {
+        writeback_bytes: config.log_writeback_interval_bytes,
+        retain_bytes: config.log_page_cache_retain_bytes,
+    };
     manager
 }
 
@@ -457,6 +462,8 @@ mod tests {
             ("log.flush.offset.checkpoint.interval.ms", "2000"),
             ("log.flush.start.offset.checkpoint.interval.ms", "3000"),
             ("replica.high.watermark.checkpoint.interval.ms", "4000"),
+            ("strom.log.writeback.interval.bytes", "0"),
+            ("strom.log.page.cache.retain.bytes", "-1"),
         ]);
         assert!(!manager.cleaner_enable);
         assert_eq!(manager.cleaner_backoff_ms, 250);
@@ -467,6 +474,13 @@ mod tests {
         assert_eq!(manager.recovery_point_checkpoint_interval_ms, 2000);
         assert_eq!(manager.log_start_offset_checkpoint_interval_ms, 3000);
         assert_eq!(manager.high_watermark_checkpoint_interval_ms, 4000);
+        assert_eq!(manager.page_cache, PageCacheSettings::KERNEL);
+        let manager = manager_config(&[
+            ("strom.log.writeback.interval.bytes", "65536"),
+            ("strom.log.page.cache.retain.bytes", "0"),
+        ]);
+        assert_eq!(manager.page_cache.writeback_bytes, 65_536);
+        assert_eq!(manager.page_cache.retain_bytes, Some(0));
     }
 
     #[test]
@@ -478,5 +492,9 @@ mod tests {
         assert_eq!(manager.directory_delete_delay_ms, 60_000);
         assert_eq!(manager.log_start_offset_checkpoint_interval_ms, 60_000);
         assert_eq!(manager.high_watermark_checkpoint_interval_ms, 5_000);
+        // Strom's own defaults: write-behind every MiB, 64 MiB cached per partition.
+        assert_eq!(manager.page_cache, PageCacheSettings::default());
+        assert_eq!(manager.page_cache.writeback_bytes, 1 << 20);
+        assert_eq!(manager.page_cache.retain_bytes, Some(64 << 20));
     }
 }

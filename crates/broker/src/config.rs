@@ -141,6 +141,13 @@ pub struct BrokerConfig {
     pub log_cleaner_backoff: Duration,
     /// `num.recovery.threads.per.data.dir`.
     pub num_recovery_threads_per_data_dir: usize,
+    /// `strom.log.writeback.interval.bytes` (Strom's own): start writeback
+    /// every this many bytes appended to a segment; 0 never.
+    pub log_writeback_interval_bytes: u64,
+    /// `strom.log.page.cache.retain.bytes` (Strom's own): bytes of each
+    /// partition kept in the page cache behind its end; `None` (-1) leaves
+    /// it to the kernel.
+    pub log_page_cache_retain_bytes: Option<u64>,
     /// `max.incremental.fetch.session.cache.slots` (KIP-227).
     pub max_incremental_fetch_session_cache_slots: usize,
     /// Topic-level defaults under topic-level names (see the module docs).
@@ -182,6 +189,9 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("log.cleaner.enable", "true"),
     ("log.cleaner.backoff.ms", "15000"),
     ("num.recovery.threads.per.data.dir", "2"),
+    // Strom's own keys (no Kafka equivalent), under the `strom.` prefix.
+    ("strom.log.writeback.interval.bytes", "1048576"),
+    ("strom.log.page.cache.retain.bytes", "67108864"),
 ];
 
 /// Broker `log.*` keys and the topic-level config each one defaults.
@@ -335,6 +345,19 @@ impl BrokerConfig {
                 1,
                 1024,
             )? as usize,
+            log_writeback_interval_bytes: lookup.int(
+                "strom.log.writeback.interval.bytes",
+                0,
+                i64::MAX,
+            )? as u64,
+            log_page_cache_retain_bytes: match lookup.int(
+                "strom.log.page.cache.retain.bytes",
+                -1,
+                i64::MAX,
+            )? {
+                -1 => None,
+                bytes => Some(bytes as u64),
+            },
             max_incremental_fetch_session_cache_slots: lookup.int(
                 "max.incremental.fetch.session.cache.slots",
                 0,
@@ -561,6 +584,13 @@ mod tests {
         );
         let error = BrokerConfig::from_map(&map(&[("listeners", "127.0.0.1:9092")])).unwrap_err();
         assert!(error.to_string().contains("listeners"), "{error}");
+        for (key, value) in [
+            ("strom.log.page.cache.retain.bytes", "-2"),
+            ("strom.log.writeback.interval.bytes", "-1"),
+        ] {
+            let error = BrokerConfig::from_map(&map(&[(key, value)])).unwrap_err();
+            assert!(error.to_string().contains(key), "{error}");
+        }
     }
 
     #[test]

@@ -319,6 +319,15 @@ pub enum ManagerError {
     /// No log directory was configured.
     #[error("no log directory configured")]
     NoLogDirectory,
+    /// A background thread could not be started.
+    #[error("failed to start the {name} thread")]
+    Thread {
+        /// The thread's name.
+        name: &'static str,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A file operation failed.
     #[error(transparent)]
     Io(#[from] IoError),

@@ -47,6 +47,7 @@ pub mod index;
 pub mod log;
 pub mod manager;
 mod mapped;
+pub mod page_cache;
 pub mod producer_state;
 pub mod read;
 pub mod recovery;

@@ -20,6 +20,7 @@ use crate::batch::{self, BatchHeader};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{AppendError, BatchError, LogError};
+use crate::page_cache::{PageCacheSettings, PageCacheTracker, WriteBehind};
 use crate::producer_state::{list_snapshots, ProducerStateManager, SequenceCheck};
 use crate::segment::{Segment, SegmentSettings, DELETED_SUFFIX};
 use crate::topic_partition::TopicPartition;
@@ -77,6 +78,8 @@ pub struct Log {
     /// `segment.jitter.ms` drawn for the active segment (Kafka draws one per segment).
     pub(crate) roll_jitter_ms: i64,
     pub(crate) backend: Arc<dyn FileBackend>,
+    /// Write-behind and drop-behind bookkeeping, when the log has them.
+    pub(crate) page_cache: Option<PageCacheTracker>,
 }
 
 /// A random roll jitter in `[0, min(segment.jitter.ms, segment.ms))`, as Kafka
@@ -262,6 +265,15 @@ impl Log {
     /// The topic configuration in force.
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// Hands this log's page-cache hints (write-behind, drop-behind) to
+    /// `worker` from the next append on; see [`crate::page_cache`].
+    /// [`PageCacheSettings::KERNEL`] turns them off.
+    pub fn set_page_cache(&mut self, worker: Arc<WriteBehind>, settings: PageCacheSettings) {
+        self.page_cache = settings
+            .is_enabled()
+            .then(|| PageCacheTracker::new(worker, settings));
     }
 
     /// Replaces the configuration (takes effect for later appends and rolls).
@@ -510,7 +522,14 @@ impl Log {
         if self.should_roll(append_bytes as u64, last.last_offset(), now_ms) {
             self.roll_at(first.base_offset, now_ms)?;
         }
-        self.active_mut().append_parts(parts, batches)?;
+        let active = self.active_mut();
+        let start = active.size_bytes();
+        active.append_parts(parts, batches)?;
+        if let (Some(tracker), Some(active)) =
+            (&mut self.page_cache, self.segments.values().next_back())
+        {
+            tracker.appended(active.file(), start, active.size_bytes());
+        }
         let mut info = AppendInfo {
             first_offset: first.base_offset,
             last_offset: last.last_offset(),

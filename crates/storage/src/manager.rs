@@ -26,6 +26,7 @@ use crate::compaction::CleanOptions;
 use crate::config::LogConfig;
 use crate::error::{IoContext, ManagerError};
 use crate::log::Log;
+use crate::page_cache::{PageCacheSettings, PageCacheStats, WriteBehind};
 use crate::recovery::LogOpenOptions;
 use crate::topic_partition::{is_valid_topic_name, TopicPartition};
 
@@ -61,6 +62,8 @@ pub struct LogManagerConfig {
     pub cleaner_enable: bool,
     /// `num.recovery.threads.per.data.dir`: threads opening logs per directory.
     pub recovery_threads_per_data_dir: usize,
+    /// Write-behind and drop-behind for every log (see [`crate::page_cache`]).
+    pub page_cache: PageCacheSettings,
 }
 
 impl LogManagerConfig {
@@ -77,6 +80,7 @@ impl LogManagerConfig {
             cleaner_backoff_ms: 15_000,
             cleaner_enable: true,
             recovery_threads_per_data_dir: 1,
+            page_cache: PageCacheSettings::default(),
         }
     }
 }
@@ -108,6 +112,8 @@ pub struct LogManager {
     logs: RwLock<BTreeMap<TopicPartition, (usize, LogHandle)>>,
     topic_configs: RwLock<BTreeMap<String, LogConfig>>,
     schedule: Mutex<Schedule>,
+    /// The page-cache thread, when [`LogManagerConfig::page_cache`] is on.
+    page_cache: Option<Arc<WriteBehind>>,
 }
 
 fn lock_directory(path: &Path) -> Result<LogDirectory, ManagerError> {
@@ -308,11 +314,22 @@ impl LogManager {
                     })
                     .collect()
             });
+        let page_cache = if config.page_cache.is_enabled() {
+            Some(WriteBehind::start().map_err(|source| ManagerError::Thread {
+                name: "strom-page-cache",
+                source,
+            })?)
+        } else {
+            None
+        };
         let mut logs = BTreeMap::new();
         let mut schedule = Schedule::default();
         for (index, result) in results.into_iter().enumerate() {
             let (loaded, doomed) = result?;
-            for (partition, log) in loaded {
+            for (partition, mut log) in loaded {
+                if let Some(worker) = &page_cache {
+                    log.set_page_cache(Arc::clone(worker), config.page_cache);
+                }
                 logs.insert(partition, (index, Arc::new(RwLock::new(log))));
             }
             schedule
@@ -325,6 +342,7 @@ impl LogManager {
             logs: RwLock::new(logs),
             topic_configs: RwLock::new(topic_configs),
             schedule: Mutex::new(schedule),
+            page_cache,
         })
     }
 
@@ -348,6 +366,20 @@ impl LogManager {
         self.schedule
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// What the page-cache thread has done; `None` when
+    /// [`LogManagerConfig::page_cache`] is off.
+    pub fn page_cache_stats(&self) -> Option<PageCacheStats> {
+        self.page_cache.as_ref().map(|worker| worker.stats())
+    }
+
+    /// Waits until the page-cache thread has done every hint queued so far
+    /// (at once when it is off).
+    pub fn wait_for_page_cache(&self) {
+        if let Some(worker) = &self.page_cache {
+            worker.wait_idle();
+        }
     }
 
     /// The log of `partition`, if it exists.
@@ -414,10 +446,14 @@ impl LogManager {
             had_clean_shutdown: true,
             now_ms,
         };
-        let (log, _) = Log::open(&path, config, options).map_err(|source| ManagerError::Open {
-            path: path.clone(),
-            source,
-        })?;
+        let (mut log, _) =
+            Log::open(&path, config, options).map_err(|source| ManagerError::Open {
+                path: path.clone(),
+                source,
+            })?;
+        if let Some(worker) = &self.page_cache {
+            log.set_page_cache(Arc::clone(worker), self.config.page_cache);
+        }
         crate::checkpoint::sync_directory(&self.directories[index].path)?;
         let handle = Arc::new(RwLock::new(log));
         logs.insert(partition.clone(), (index, Arc::clone(&handle)));

@@ -128,6 +128,7 @@ impl Log {
             next_delete_horizon_ms: None,
             roll_jitter_ms: 0,
             backend,
+            page_cache: None,
         };
         log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config);
         let report = log.load_segments(&bases, &options)?;
