@@ -462,8 +462,8 @@ mod tests {
             ("log.flush.offset.checkpoint.interval.ms", "2000"),
             ("log.flush.start.offset.checkpoint.interval.ms", "3000"),
             ("replica.high.watermark.checkpoint.interval.ms", "4000"),
-            ("strom.log.writeback.interval.bytes", "0"),
-            ("strom.log.page.cache.retain.bytes", "-1"),
+            ("strom.log.writeback.interval.bytes", "1048576"),
+            ("strom.log.page.cache.retain.bytes", "67108864"),
         ]);
         assert!(!manager.cleaner_enable);
         assert_eq!(manager.cleaner_backoff_ms, 250);
@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(manager.recovery_point_checkpoint_interval_ms, 2000);
         assert_eq!(manager.log_start_offset_checkpoint_interval_ms, 3000);
         assert_eq!(manager.high_watermark_checkpoint_interval_ms, 4000);
-        assert_eq!(manager.page_cache, PageCacheSettings::KERNEL);
+        assert_eq!(manager.page_cache, PageCacheSettings::BOUNDED);
         let manager = manager_config(&[
             ("strom.log.writeback.interval.bytes", "65536"),
             ("strom.log.page.cache.retain.bytes", "0"),
@@ -492,9 +492,7 @@ mod tests {
         assert_eq!(manager.directory_delete_delay_ms, 60_000);
         assert_eq!(manager.log_start_offset_checkpoint_interval_ms, 60_000);
         assert_eq!(manager.high_watermark_checkpoint_interval_ms, 5_000);
-        // Strom's own defaults: write-behind every MiB, 64 MiB cached per partition.
-        assert_eq!(manager.page_cache, PageCacheSettings::default());
-        assert_eq!(manager.page_cache.writeback_bytes, 1 << 20);
-        assert_eq!(manager.page_cache.retain_bytes, Some(64 << 20));
+        // Strom's own page-cache hints are off by default, as Kafka has none.
+        assert_eq!(manager.page_cache, PageCacheSettings::KERNEL);
     }
 }

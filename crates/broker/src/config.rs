@@ -190,8 +190,8 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("log.cleaner.backoff.ms", "15000"),
     ("num.recovery.threads.per.data.dir", "2"),
     // Strom's own keys (no Kafka equivalent), under the `strom.` prefix.
-    ("strom.log.writeback.interval.bytes", "1048576"),
-    ("strom.log.page.cache.retain.bytes", "67108864"),
+    ("strom.log.writeback.interval.bytes", "0"),
+    ("strom.log.page.cache.retain.bytes", "-1"),
 ];
 
 /// Broker `log.*` keys and the topic-level config each one defaults.

@@ -251,7 +251,7 @@ fn the_log_manager_gives_its_logs_the_hints_it_is_configured_with() {
         ..LogConfig::default()
     };
     let mut config = LogManagerConfig::new(vec![root.path().to_path_buf()], defaults.clone());
-    assert_eq!(config.page_cache, PageCacheSettings::default());
+    assert_eq!(config.page_cache, PageCacheSettings::KERNEL);
     config.page_cache = PageCacheSettings {
         writeback_bytes: 64 * KIB,
         retain_bytes: Some(0),

@@ -392,7 +392,7 @@ fn run(arguments: &Arguments) -> Result<Value, String> {
         .clone()
         .or_else(default_broker_binary)
         .ok_or("cannot locate strom-broker; pass --broker-bin")?;
-    let broker = BrokerProcess::start(&binary, arguments.partitions)?;
+    let broker = BrokerProcess::start(&binary, arguments.partitions, &[])?;
     let small = workload(
         &broker,
         arguments,

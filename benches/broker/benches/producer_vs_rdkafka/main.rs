@@ -123,7 +123,7 @@ fn run_parent(arguments: &Arguments) -> Result<(), String> {
         .clone()
         .or_else(default_broker_binary)
         .ok_or("no strom-broker binary; pass --broker-bin")?;
-    let broker = BrokerProcess::start(&binary, PARTITIONS)?;
+    let broker = BrokerProcess::start(&binary, PARTITIONS, &[])?;
     let bootstrap = broker.bootstrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

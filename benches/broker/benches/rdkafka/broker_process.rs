@@ -18,17 +18,27 @@ pub struct BrokerProcess {
 
 impl BrokerProcess {
     /// Starts `binary` listening on a free loopback port with a fresh data
-    /// directory, and waits until it accepts connections.
-    pub fn start(binary: &Path, partitions: i32) -> Result<BrokerProcess, String> {
+    /// directory and `settings` (`key=value`, after the bench's own), and
+    /// waits until it accepts connections.
+    pub fn start(
+        binary: &Path,
+        partitions: i32,
+        settings: &[String],
+    ) -> Result<BrokerProcess, String> {
         let data = tempfile::tempdir().map_err(|error| format!("temp dir: {error}"))?;
         let address = free_port()?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .arg("--set")
             .arg(format!("listeners=PLAINTEXT://{address}"))
             .arg("--set")
             .arg(format!("log.dirs={}", data.path().display()))
             .arg("--set")
-            .arg(format!("num.partitions={partitions}"))
+            .arg(format!("num.partitions={partitions}"));
+        for setting in settings {
+            command.arg("--set").arg(setting);
+        }
+        let child = command
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .spawn()

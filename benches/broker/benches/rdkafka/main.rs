@@ -53,6 +53,10 @@ struct Arguments {
     /// The strom-broker executable (default: next to target/<profile>/deps).
     #[arg(long)]
     broker_bin: Option<PathBuf>,
+    /// A broker setting, `key=value`, passed to strom-broker's `--set`
+    /// (repeatable), e.g. `strom.log.page.cache.retain.bytes=-1`.
+    #[arg(long = "broker-set", value_name = "KEY=VALUE")]
+    broker_settings: Vec<String>,
     /// Skip the mock cluster.
     #[arg(long)]
     no_mock: bool,
@@ -404,6 +408,7 @@ fn run(arguments: &Arguments) -> Result<Value, String> {
     let mut targets = vec![Target::Strom(BrokerProcess::start(
         &binary,
         arguments.partitions,
+        &arguments.broker_settings,
     )?)];
     if !arguments.no_mock {
         let cluster = MockCluster::new(1).map_err(|error| format!("mock cluster: {error}"))?;
