@@ -1,5 +1,8 @@
 """Round trips through a Strom broker with two independent clients: each
 consumes what the other produced, checked record by record."""
+import ctypes
+import mmap
+import os
 import time
 
 import pytest
@@ -266,3 +269,75 @@ def test_one_consumer_reads_several_partitions_under_small_fetch_limits(broker):
         consumer.close()
     for partition, reads in seen.items():
         assert reads == [(i, f"p{partition}-{i:05d}".encode()) for i in range(per_partition)]
+
+
+def cached_fraction(path) -> float:
+    """The share of the file's pages in the page cache (`mincore` on a
+    mapping that is never read, so it caches nothing itself)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    size = os.path.getsize(path)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    residency = ctypes.create_string_buffer(pages)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert address not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+        try:
+            assert libc.mincore(address, size, residency) == 0, os.strerror(ctypes.get_errno())
+        finally:
+            libc.munmap(address, size)
+    finally:
+        os.close(fd)
+    return sum(byte & 1 for byte in residency.raw[:pages]) / pages
+
+
+@pytest.mark.timeout(180)
+def test_records_dropped_from_the_page_cache_come_back_from_disk(broker_factory):
+    # Drop-behind with nothing retained: every range is written out and
+    # dropped from the page cache soon after it is appended, so the reads
+    # below come from the disk (docs/operations.md, the strom.* keys).
+    broker = broker_factory(
+        strom_log_writeback_interval_bytes=65536,
+        strom_log_page_cache_retain_bytes=0,
+    )
+    create_topic(broker.bootstrap, "dropped", config={"segment.bytes": str(1 << 20)})
+    count = 20_000
+
+    def value(index):
+        return f"{index:08d}".encode() * 125  # 1,000 bytes
+
+    producer = confluent_producer(broker.bootstrap, **{"linger.ms": 5})
+    for index in range(count):
+        while True:
+            try:
+                producer.produce("dropped", value(index), key=str(index).encode(), partition=0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if index % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    # The broker's first segment (1 MiB, long behind the end) leaves the
+    # page cache; without the hint the kernel would keep all of it.
+    first_segment = broker.data_dir / "dropped-0" / ("0" * 20 + ".log")
+    deadline = time.monotonic() + 10
+    while cached_fraction(first_segment) > 0.1:
+        assert time.monotonic() < deadline, f"{cached_fraction(first_segment):.2f} still cached"
+        time.sleep(0.1)
+
+    def check(reads, who):
+        assert len(reads) == count, who
+        for index, read in enumerate(reads):
+            assert read.offset == index, who
+            assert read.key == str(index).encode(), who
+            assert read.value == value(index), who
+
+    check(consume_confluent(broker.bootstrap, "dropped", count, timeout_s=60), "confluent")
+    check(consume_kafka_python(broker.bootstrap, "dropped", count, timeout_s=60), "kafka-python")
+    broker.restart()
+    check(consume_confluent(broker.bootstrap, "dropped", count, timeout_s=60), "after restart")
