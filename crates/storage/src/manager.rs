@@ -62,7 +62,8 @@ pub struct LogManagerConfig {
     pub cleaner_enable: bool,
     /// `num.recovery.threads.per.data.dir`: threads opening logs per directory.
     pub recovery_threads_per_data_dir: usize,
-    /// Write-behind and drop-behind for every log (see [`crate::page_cache`]).
+    /// Write-behind and drop-behind for every log (see [`crate::page_cache`];
+    /// off by default).
     pub page_cache: PageCacheSettings,
 }
 

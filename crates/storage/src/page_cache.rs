@@ -8,10 +8,14 @@
 //! page: allocated, and on a virtual machine whose host takes back the
 //! memory the guest leaves free (free page reporting, ballooning), faulted
 //! in from the host on its first write. On the machine of
-//! `docs/benchmarks.md` writing 2 GiB into new pages took 4.0 s of system
-//! time, and 0.35 s into pages that had just been freed.
+//! `docs/benchmarks.md` writing 2 GiB into memory that had been free for a
+//! minute took 4.1–4.5 s of system time, and 0.33 s into pages that had
+//! just been freed.
 //!
-//! [`PageCacheSettings`] turns on two things, both only hints to the kernel:
+//! [`PageCacheSettings`] can turn on two things, both only hints to the
+//! kernel; they are off by default ([`PageCacheSettings::KERNEL`], Kafka's
+//! behaviour), because they also cost (`docs/benchmarks.md`, "Page-cache
+//! hints"):
 //!
 //! * **write-behind**: every `writeback_bytes` appended to a segment, the
 //!   kernel is asked to start writing those bytes out
@@ -35,7 +39,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Weak};
 
 /// Bytes per drop-behind range when write-behind is off.
@@ -61,6 +65,13 @@ impl PageCacheSettings {
         retain_bytes: None,
     };
 
+    /// Write-behind every 1 MiB and 64 MiB of each partition kept cached:
+    /// what `docs/benchmarks.md` measured as "on".
+    pub const BOUNDED: PageCacheSettings = PageCacheSettings {
+        writeback_bytes: 1 << 20,
+        retain_bytes: Some(64 << 20),
+    };
+
     /// Whether either hint is on.
     pub fn is_enabled(&self) -> bool {
         self.writeback_bytes > 0 || self.retain_bytes.is_some()
@@ -81,15 +92,6 @@ impl Default for PageCacheSettings {
     fn default() -> Self {
         PageCacheSettings::KERNEL
     }
-}
-
-impl PageCacheSettings {
-    /// Write-behind every 1 MiB and 64 MiB of each partition kept cached:
-    /// what `docs/benchmarks.md` measured as "on".
-    pub const BOUNDED: PageCacheSettings = PageCacheSettings {
-        writeback_bytes: 1 << 20,
-        retain_bytes: Some(64 << 20),
-    };
 }
 
 /// What the background thread has done, for tests and metrics.
@@ -177,9 +179,7 @@ impl WriteBehind {
             length,
             hint,
         };
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            self.sender.try_send(message)
-        {
+        if self.sender.try_send(message).is_err() {
             self.counters
                 .skipped_requests
                 .fetch_add(1, Ordering::Relaxed);

@@ -9,6 +9,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::statistics::Statistics;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use strom_bench::stats::LatencySummary;
 
@@ -39,12 +40,56 @@ pub struct DeliveryCounter {
     /// With a latency dump: the phase's epoch and, per record, its index and
     /// the time from send to acknowledgement (µs).
     acks: Option<(Instant, AckLog)>,
+    /// The last librdkafka statistics, when `statistics.interval.ms` is set
+    /// (e.g. through `STROM_RDKAFKA_PRODUCER_PROPS`).
+    statistics: std::sync::Mutex<Option<Statistics>>,
 }
 
 /// Record index and send-to-acknowledgement time (µs) of each delivery.
 type AckLog = std::sync::Mutex<Vec<(u64, u64)>>;
 
-impl ClientContext for DeliveryCounter {}
+impl ClientContext for DeliveryCounter {
+    fn stats(&self, statistics: Statistics) {
+        if let Ok(mut last) = self.statistics.lock() {
+            *last = Some(statistics);
+        }
+    }
+}
+
+/// One line from librdkafka's statistics (cumulative for the producer's
+/// life, as of their last emission): Produce requests sent, records per
+/// batch, round-trip time and the time records waited in the client.
+fn statistics_line(statistics: &Statistics) -> String {
+    let brokers = statistics
+        .brokers
+        .values()
+        .filter(|broker| broker.nodeid >= 0);
+    let (mut requests, mut rtt_sum, mut rtt_count, mut wait_sum, mut wait_count) = (0, 0, 0, 0, 0);
+    for broker in brokers {
+        requests += broker.req.get("Produce").copied().unwrap_or(0);
+        if let Some(rtt) = &broker.rtt {
+            rtt_sum += rtt.sum;
+            rtt_count += rtt.cnt;
+        }
+        if let Some(wait) = &broker.int_latency {
+            wait_sum += wait.sum;
+            wait_count += wait.cnt;
+        }
+    }
+    let (mut batches, mut batch_records) = (0, 0);
+    for topic in statistics.topics.values() {
+        batches += topic.batchcnt.cnt;
+        batch_records += topic.batchcnt.sum;
+    }
+    let average = |sum: i64, count: i64| if count > 0 { sum / count } else { 0 };
+    format!(
+        "{requests} Produce requests, {batches} batches of {} records on average, \
+         rtt {} µs, in-client wait {} µs (those two: the last statistics interval)",
+        average(batch_records, batches),
+        average(rtt_sum, rtt_count),
+        average(wait_sum, wait_count),
+    )
+}
 
 /// Consumer context that writes librdkafka's log lines (for example with
 /// `STROM_RDKAFKA_CONSUMER_PROPS=debug=fetch`) to stderr with the time
@@ -205,6 +250,11 @@ pub fn produce(
         enqueued.as_secs_f64() * 1e3,
         (elapsed - enqueued).as_secs_f64() * 1e3
     );
+    if let Ok(statistics) = context.statistics.lock() {
+        if let Some(statistics) = statistics.as_ref() {
+            eprintln!("  client: {}", statistics_line(statistics));
+        }
+    }
     let failed = context.failed.load(Ordering::Relaxed);
     if failed > 0 {
         return Err(format!("{failed} deliveries failed"));
