@@ -21,6 +21,21 @@ from datapath import (
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
+def produce_all(producer, topic: str, records) -> None:
+    """Sends (key, value) pairs to partition 0 in order, waiting whenever
+    the client's queue is full, and waits for every acknowledgement."""
+    for index, (key, value) in enumerate(records):
+        while True:
+            try:
+                producer.produce(topic, value, key=key, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if index % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
 def sample_messages(count: int, base_timestamp_ms: int):
     """Keys (some null), values (some null, some empty), headers, and
     explicit timestamps one second apart."""
@@ -110,16 +125,7 @@ def test_100000_records_come_back_in_order(broker):
     producer = confluent_producer(
         broker.bootstrap, **{"linger.ms": 20, "compression.type": "lz4", "batch.num.messages": 5000}
     )
-    for index in range(count):
-        while True:
-            try:
-                producer.produce("many", f"{index:06d}".encode(), partition=0)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if index % 1000 == 0:
-            producer.poll(0)
-    assert producer.flush(60) == 0
+    produce_all(producer, "many", ((None, f"{index:06d}".encode()) for index in range(count)))
     for consume in (consume_confluent, consume_kafka_python):
         reads = consume(broker.bootstrap, "many", count, timeout_s=60)
         assert len(reads) == count, consume.__name__
@@ -312,16 +318,7 @@ def test_records_dropped_from_the_page_cache_come_back_from_disk(broker_factory)
         return f"{index:08d}".encode() * 125  # 1,000 bytes
 
     producer = confluent_producer(broker.bootstrap, **{"linger.ms": 5})
-    for index in range(count):
-        while True:
-            try:
-                producer.produce("dropped", value(index), key=str(index).encode(), partition=0)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if index % 1000 == 0:
-            producer.poll(0)
-    assert producer.flush(60) == 0
+    produce_all(producer, "dropped", ((str(index).encode(), value(index)) for index in range(count)))
     # The broker's first segment (1 MiB, long behind the end) leaves the
     # page cache; without the hint the kernel would keep all of it.
     first_segment = broker.data_dir / "dropped-0" / ("0" * 20 + ".log")

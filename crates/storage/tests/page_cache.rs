@@ -102,6 +102,11 @@ fn assert_whole(log: &Log) {
     assert_eq!(expected, log.log_end_offset());
 }
 
+fn first_segment_path(log: &Log) -> std::path::PathBuf {
+    let first = log.segments().next().expect("a segment");
+    first.log_path().to_path_buf()
+}
+
 fn one_segment_config() -> LogConfig {
     LogConfig {
         segment_bytes: 64 << 20,
@@ -128,12 +133,7 @@ fn drop_behind_keeps_only_the_retained_tail_cached_and_loses_nothing() {
     worker.wait_idle();
 
     let size = log.size_bytes();
-    let path = log
-        .segments()
-        .next()
-        .expect("a segment")
-        .log_path()
-        .to_path_buf();
+    let path = first_segment_path(&log);
     let pages = resident_pages(&path);
     // Bytes more than `retain` plus one open range behind the end were
     // dropped; a range's first and last page may be shared with its
@@ -164,12 +164,7 @@ fn without_hints_the_kernel_keeps_what_was_appended() {
     let root = scratch_dir();
     let mut log = open_log(&partition_dir(root.path()), one_segment_config());
     append_until(&mut log, 4096 * KIB);
-    let path = log
-        .segments()
-        .next()
-        .expect("a segment")
-        .log_path()
-        .to_path_buf();
+    let path = first_segment_path(&log);
     let pages = resident_pages(&path);
     let (resident, total) = resident_within(&pages, 0, log.size_bytes());
     assert!(
