@@ -392,6 +392,14 @@ impl BrokerConfig {
 }
 
 fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
+    // Accepted as the topic default `preallocate`, which segments do not
+    // act on (they grow as records are appended): say so when it is asked for.
+    let preallocate = map
+        .get("log.preallocate")
+        .filter(|value| value.trim().eq_ignore_ascii_case("true"))
+        .map(|_| ConfigWarning::Ignored {
+            key: "log.preallocate".to_owned(),
+        });
     map.keys()
         .filter(|key| {
             !KNOWN_KEYS.iter().any(|(known, _)| known == key)
@@ -404,6 +412,7 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
                 ConfigWarning::Unknown { key: key.clone() }
             }
         })
+        .chain(preallocate)
         .collect()
 }
 
@@ -591,6 +600,21 @@ mod tests {
             let error = BrokerConfig::from_map(&map(&[(key, value)])).unwrap_err();
             assert!(error.to_string().contains(key), "{error}");
         }
+    }
+
+    #[test]
+    fn preallocation_asked_for_is_a_warning() {
+        let (_, warnings) =
+            BrokerConfig::from_map(&map(&[("log.preallocate", "true")])).expect("valid");
+        assert_eq!(
+            warnings,
+            vec![ConfigWarning::Ignored {
+                key: "log.preallocate".to_owned()
+            }]
+        );
+        let (_, warnings) =
+            BrokerConfig::from_map(&map(&[("log.preallocate", "false")])).expect("valid");
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]
