@@ -10,10 +10,10 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{partition_dir, read_all};
+use common::{open, partition_dir, read_all};
 use strom_storage::page_cache::{PageCacheSettings, WriteBehind};
 use strom_storage::testing::{simple_batch, BatchSpec};
-use strom_storage::{Log, LogConfig, LogManager, LogManagerConfig, LogOpenOptions, TopicPartition};
+use strom_storage::{Log, LogConfig, LogManager, LogManagerConfig, TopicPartition};
 
 const KIB: u64 = 1024;
 
@@ -60,21 +60,6 @@ fn scratch_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("scratch directory")
 }
 
-fn open_log(dir: &Path, config: LogConfig) -> Log {
-    let (log, _) = Log::open(
-        dir,
-        config,
-        LogOpenOptions {
-            log_start_offset: 0,
-            recovery_point: 0,
-            had_clean_shutdown: true,
-            now_ms: 0,
-        },
-    )
-    .expect("open log");
-    log
-}
-
 /// About 16 KiB: 160 records of 100 bytes.
 fn batch() -> bytes::Bytes {
     simple_batch(&BatchSpec {
@@ -118,7 +103,7 @@ fn one_segment_config() -> LogConfig {
 #[test]
 fn drop_behind_keeps_only_the_retained_tail_cached_and_loses_nothing() {
     let root = scratch_dir();
-    let mut log = open_log(&partition_dir(root.path()), one_segment_config());
+    let mut log = open(&partition_dir(root.path()), &one_segment_config(), true, 0);
     let worker = WriteBehind::start().expect("page cache thread");
     let chunk = 64 * KIB;
     let retain = 512 * KIB;
@@ -162,7 +147,7 @@ fn drop_behind_keeps_only_the_retained_tail_cached_and_loses_nothing() {
 fn without_hints_the_kernel_keeps_what_was_appended() {
     // The control for the test above: the same appends, no hints.
     let root = scratch_dir();
-    let mut log = open_log(&partition_dir(root.path()), one_segment_config());
+    let mut log = open(&partition_dir(root.path()), &one_segment_config(), true, 0);
     append_until(&mut log, 4096 * KIB);
     let path = first_segment_path(&log);
     let pages = resident_pages(&path);
@@ -181,7 +166,7 @@ fn ranges_follow_rolls_and_truncations() {
         retention_ms: None,
         ..LogConfig::default()
     };
-    let mut log = open_log(&partition_dir(root.path()), config);
+    let mut log = open(&partition_dir(root.path()), &config, true, 0);
     let worker = WriteBehind::start().expect("page cache thread");
     let chunk = 64 * KIB;
     log.set_page_cache(
