@@ -17,6 +17,7 @@ use strom_storage::error::{AppendError, LogError, ReadError};
 use strom_storage::flush::FlushTicket;
 use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
+use strom_storage::read::LogSlice;
 use strom_storage::{AppendInfo, LogConfig, LogManager, TopicPartition};
 use tracing::{info, warn};
 use uuid::Uuid;
@@ -68,11 +69,12 @@ pub enum FlushFailure {
     Interrupted,
 }
 
-/// A read for a consumer or a follower.
+/// A read for a consumer or a follower: the records as `R`, bytes in
+/// memory or a [`LogSlice`] of a segment file.
 #[derive(Debug, Clone)]
-pub struct PartitionRead {
+pub struct PartitionRead<R = Bytes> {
     /// Whole batches from the requested offset (may start before it).
-    pub records: Option<Bytes>,
+    pub records: Option<R>,
     /// The high watermark at the time of the read.
     pub high_watermark: i64,
     /// The log start offset.
@@ -211,16 +213,29 @@ impl PartitionReplica {
         max_bytes: u64,
         min_one_batch: bool,
     ) -> Result<PartitionRead, ReadError> {
+        let read = self.read_slice(fetch_offset, max_bytes, min_one_batch)?;
+        Ok(PartitionRead {
+            records: read.records.as_ref().map(LogSlice::to_bytes).transpose()?,
+            high_watermark: read.high_watermark,
+            log_start_offset: read.log_start_offset,
+            log_end_offset: read.log_end_offset,
+        })
+    }
+
+    /// Like [`read`](Self::read), but the records stay in their segment
+    /// file (to be sent with `sendfile` or read later); never empty.
+    pub fn read_slice(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+    ) -> Result<PartitionRead<LogSlice>, ReadError> {
         let log = self.log();
         let high_watermark = log.high_watermark();
         let info = log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)?;
         drop(log);
-        let records = match info.records {
-            Some(slice) if !slice.is_empty() => Some(slice.to_bytes()?),
-            _ => None,
-        };
         Ok(PartitionRead {
-            records,
+            records: info.records.filter(|slice| !slice.is_empty()),
             high_watermark: info.high_watermark,
             log_start_offset: info.log_start_offset,
             log_end_offset: info.log_end_offset,

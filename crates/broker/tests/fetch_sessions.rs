@@ -333,3 +333,55 @@ async fn flush_per_message_appends_are_acknowledged_and_visible() {
     assert_eq!(response.responses[0].partitions[0].high_watermark, 6);
     broker.shutdown().await;
 }
+
+/// A partition's read of 32 KiB or more is sent from its segment file with
+/// `sendfile` in place of a stand-in, a smaller one from memory. Responses
+/// that mix both, pipelined on one connection at every Fetch version that
+/// names topics, must carry exactly the records produced, each answer whole
+/// and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_reads_sent_from_segment_files_arrive_whole_at_every_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker, "zero-copy").await;
+    create_topic(&mut client, TOPIC, 3, &[]).await;
+    // 300 KB and 180 KB (sent from the files) around 9 KB (read), each in
+    // two produces so that the reads span batches.
+    let mut expected = Vec::new();
+    for (partition, count) in [(0, 100), (1, 3), (2, 60)] {
+        let first = count / 2;
+        produce(&mut client, TOPIC, partition, first, 1).await;
+        produce(&mut client, TOPIC, partition, count - first, 1).await;
+        let values: Vec<Vec<u8>> = (0..first)
+            .chain(0..count - first)
+            .map(|index| value(partition, index))
+            .collect();
+        expected.push((partition, values));
+    }
+    let request = fetch_request(0, -1, vec![wanted(0, 0), wanted(1, 0), wanted(2, 0)], 0);
+    let versions: Vec<i16> = (4..=12).collect();
+    let answers = client
+        .pipeline(
+            versions
+                .iter()
+                .map(|version| (Request::Fetch(request.clone()), *version))
+                .collect(),
+        )
+        .await;
+    for (version, answer) in versions.iter().zip(&answers) {
+        let Response::Fetch(response) = answer else {
+            panic!("not a Fetch response at version {version}");
+        };
+        assert_eq!(returned(response), expected, "version {version}");
+    }
+    // From the middle of a batch: the whole batch comes back, as Kafka does.
+    let response = fetch(&mut client, fetch_request(0, -1, vec![wanted(0, 70)], 0)).await;
+    let (_, values) = &returned(&response)[0];
+    assert_eq!(values.len(), 50);
+    assert_eq!(
+        values[0],
+        value(0, 0),
+        "the second batch starts at offset 50"
+    );
+    broker.shutdown().await;
+}

@@ -147,4 +147,13 @@ pub enum MessageError {
     /// The encoded message does not fit in a frame.
     #[error(transparent)]
     Frame(#[from] FrameError),
+    /// A stand-in for record bytes (see
+    /// [`chunked::stand_in`](crate::chunked::stand_in)) would have been
+    /// copied into the frame instead of being replaced by its region, or has
+    /// no region: encoding refuses rather than send the stand-in's zeros.
+    #[error("a stand-in for {length_bytes} record bytes has no region to send in its place")]
+    StandInNotReplaced {
+        /// The stand-in's length.
+        length_bytes: usize,
+    },
 }

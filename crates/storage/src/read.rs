@@ -8,6 +8,7 @@
 //! offset is returned whole (clients skip the records before it).
 
 use std::fs::File;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,6 +67,34 @@ impl LogSlice {
     /// Offset after the last record of the last batch.
     pub fn next_offset(&self) -> i64 {
         self.next_offset
+    }
+
+    /// Sends the range from byte `sent` of it on to the socket (or any
+    /// descriptor) `out` with one `sendfile` call, straight from the page
+    /// cache, and returns how many bytes went. A non-blocking socket that
+    /// is full gives [`std::io::ErrorKind::WouldBlock`]. `Ok(0)` while bytes
+    /// remain means the file ended early (it was truncated since the read):
+    /// the caller cannot finish the frame and must close the connection.
+    pub fn send_to(&self, out: BorrowedFd<'_>, sent: u64) -> std::io::Result<usize> {
+        /// Linux moves at most this much per call.
+        const MAX_SENDFILE_BYTES: u64 = 0x7fff_f000;
+        let remaining = self.length.saturating_sub(sent);
+        if remaining == 0 {
+            return Ok(0);
+        }
+        let mut offset = libc::off_t::try_from(self.position + sent)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        let count = remaining.min(MAX_SENDFILE_BYTES) as usize;
+        // SAFETY: both descriptors are open for the duration of the call
+        // (`out` is borrowed, the file is owned by `self`), `offset` is a
+        // valid, exclusively borrowed `off_t` the kernel updates, and no
+        // user memory is read or written.
+        let moved =
+            unsafe { libc::sendfile(out.as_raw_fd(), self.file.as_raw_fd(), &mut offset, count) };
+        if moved < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(moved as usize)
     }
 
     /// Reads the range into memory (one `pread`).

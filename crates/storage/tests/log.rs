@@ -431,3 +431,91 @@ fn a_shared_buffer_with_log_append_time_is_stamped_on_a_copy() {
     let header = strom_storage::batch::validate_batch_at(&stored, 0).expect("valid CRC");
     assert_eq!(header.max_timestamp, 123_456);
 }
+
+/// A config whose segments hold about a megabyte.
+fn megabyte_segments() -> strom_storage::LogConfig {
+    strom_storage::LogConfig {
+        segment_bytes: 1 << 20,
+        segment_index_bytes: 64 * 1024,
+        index_interval_bytes: 4096,
+        ..small_config()
+    }
+}
+
+#[test]
+fn a_slice_sent_with_sendfile_is_the_bytes_a_read_returns() {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut log = open(&partition_dir(root.path()), &megabyte_segments(), true, 0);
+    for index in 0..40 {
+        log.append_as_leader(batch(20, index), 0, 0)
+            .expect("append");
+    }
+    // From offset 100: the slice starts inside the file, not at 0.
+    let slice = log
+        .read(100, 1 << 20, log.log_end_offset(), true)
+        .expect("read")
+        .records
+        .expect("records");
+    assert!(slice.position() > 0);
+    let expected = slice.to_bytes().expect("bytes");
+    let (sender, mut receiver) = std::os::unix::net::UnixStream::pair().expect("pair");
+    let reader = std::thread::spawn(move || {
+        let mut received = Vec::new();
+        receiver.read_to_end(&mut received).expect("receive");
+        received
+    });
+    // In pieces: whatever each call moved, the next one goes on from there.
+    let mut sent = 0u64;
+    while sent < slice.len() {
+        let moved = slice.send_to(sender.as_fd(), sent).expect("sendfile");
+        assert!(moved > 0, "the file did not shrink");
+        sent += moved as u64;
+    }
+    assert_eq!(
+        slice.send_to(sender.as_fd(), sent).expect("nothing left"),
+        0
+    );
+    drop(sender);
+    assert_eq!(reader.join().expect("reader"), expected.to_vec());
+}
+
+#[test]
+fn sendfile_reports_a_full_socket_and_a_truncated_file() {
+    use std::os::fd::AsFd;
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut log = open(&partition_dir(root.path()), &megabyte_segments(), true, 0);
+    for index in 0..1000 {
+        log.append_as_leader(batch(20, index), 0, 0)
+            .expect("append");
+    }
+    let slice = log
+        .read(0, 1 << 20, log.log_end_offset(), true)
+        .expect("read")
+        .records
+        .expect("records");
+    let (sender, _receiver) = std::os::unix::net::UnixStream::pair().expect("pair");
+    sender.set_nonblocking(true).expect("non-blocking");
+    // Nobody reads: the socket fills and then refuses without blocking.
+    let mut sent = 0u64;
+    let full = loop {
+        match slice.send_to(sender.as_fd(), sent) {
+            Ok(0) => panic!("the whole {} bytes fit in the socket", slice.len()),
+            Ok(moved) => sent += moved as u64,
+            Err(error) => break error,
+        }
+    };
+    assert_eq!(full.kind(), std::io::ErrorKind::WouldBlock);
+    assert!(sent > 0 && sent < slice.len());
+    // A file cut short under the slice: sendfile moves nothing.
+    let (open_sender, _open_receiver) = std::os::unix::net::UnixStream::pair().expect("pair");
+    slice
+        .file()
+        .set_len(slice.position() + 100)
+        .expect("truncate");
+    assert_eq!(
+        slice.send_to(open_sender.as_fd(), 100).expect("at the end"),
+        0
+    );
+}

@@ -5,20 +5,27 @@
 //! Incremental fetch sessions (KIP-227) are kept by the broker's
 //! [`FetchSessionCache`]: a full request (epoch 0) opens a session, an
 //! incremental one names only what changed and is answered with only the
-//! partitions that have news. The record bytes read for the response go to
-//! the socket as they are (the connection writes them with a vectored write,
-//! see `strom_protocol::chunked`).
+//! partitions that have news.
+//!
+//! Record bytes are not copied through the broker's memory when there are
+//! many of them: a partition's read of at least [`ZERO_COPY_MIN_BYTES`]
+//! puts a stand-in of the right length in the response and hands the
+//! connection the segment range, which it sends with `sendfile` (Kafka's
+//! zero-copy transfer; see `strom_protocol::chunked`). Smaller reads are
+//! read into memory and go out in the response's vectored write.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::select_all;
+use strom_protocol::chunked::stand_in;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::fetch_request::FetchPartition;
 use strom_protocol::kafka::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use strom_protocol::kafka::messages::{FetchRequest, FetchResponse, TopicName};
 use strom_protocol::messages::Response;
+use strom_storage::read::LogSlice;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
 
@@ -29,11 +36,16 @@ use crate::error::FetchSessionError;
 use crate::fetch_session::{
     FetchSessionCache, PartitionKey, PartitionStatus, SessionContext, SessionPartition,
 };
-use crate::network::{Reply, RequestContext};
+use crate::network::{Answer, Reply, RequestContext};
 use crate::replica_manager::{PartitionReplica, ReplicaManager};
 
 /// Kafka's isolation level for READ_COMMITTED.
 const READ_COMMITTED: i8 = 1;
+
+/// A partition's read of at least this many bytes is sent from its segment
+/// file with `sendfile`; smaller ones are read into memory (one `pread`),
+/// which costs less than a system call of their own.
+pub const ZERO_COPY_MIN_BYTES: u64 = 32 * 1024;
 
 /// A fetch resolved against its session and the metadata: what to read,
 /// where, and how to answer.
@@ -76,9 +88,9 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRe
     } else {
         subscribe(&plan)
     };
-    let (response, bytes, errors) = read(&plan);
-    if bytes >= min_bytes || errors || max_wait.is_zero() || plan.topics.is_empty() {
-        return Reply::Response(Response::Fetch(finish(&plan, response)));
+    let read = read(&plan);
+    if read.bytes >= min_bytes || read.errors || max_wait.is_zero() || plan.topics.is_empty() {
+        return Reply::Answer(read.answer(&plan));
     }
     Reply::Deferred(Box::pin(long_poll(plan, receivers, min_bytes, max_wait)))
 }
@@ -247,12 +259,49 @@ fn locate(
     Ok(replica)
 }
 
-/// Reads every planned partition once: the response, the record bytes in
-/// it, and whether any partition failed.
-fn read(plan: &Plan) -> (FetchResponse, u64, bool) {
+/// What one pass over the planned partitions read.
+struct Read {
+    /// The response, with stand-ins for the records sent from files.
+    response: FetchResponse,
+    /// The stand-ins and the segment ranges to send in their places.
+    regions: Vec<(Bytes, LogSlice)>,
+    /// How many record bytes the response holds.
+    bytes: u64,
+    /// Whether any partition failed.
+    errors: bool,
+}
+
+impl Read {
+    /// The answer for the fetch's session (see [`finish`]).
+    fn answer(self, plan: &Plan) -> Answer {
+        Answer {
+            response: Response::Fetch(finish(plan, self.response)),
+            regions: self.regions,
+        }
+    }
+}
+
+/// The records of a partition read for the response: a stand-in (and its
+/// region) for a large read, the bytes of a small one.
+fn records_for_response(
+    slice: LogSlice,
+    regions: &mut Vec<(Bytes, LogSlice)>,
+) -> Result<Bytes, strom_storage::error::ReadError> {
+    if slice.len() >= ZERO_COPY_MIN_BYTES {
+        if let Some(stand_in) = stand_in(regions.len(), slice.len() as usize) {
+            regions.push((stand_in.clone(), slice));
+            return Ok(stand_in);
+        }
+    }
+    slice.to_bytes()
+}
+
+/// Reads every planned partition once.
+fn read(plan: &Plan) -> Read {
     let mut remaining = plan.max_bytes;
     let mut total = 0u64;
     let mut errors = false;
+    let mut regions = Vec::new();
     let mut responses = Vec::with_capacity(plan.topics.len());
     for topic in &plan.topics {
         let mut partitions = Vec::with_capacity(topic.partitions.len());
@@ -273,19 +322,25 @@ fn read(plan: &Plan) -> (FetchResponse, u64, bool) {
                     // KIP-74: the first partition with data may return one
                     // batch even beyond the limits, so large records progress.
                     let min_one_batch = total == 0;
-                    match replica.read(planned.request.fetch_offset, limit, min_one_batch) {
-                        Ok(read) => {
-                            let size = read
+                    let read = replica
+                        .read_slice(planned.request.fetch_offset, limit, min_one_batch)
+                        .and_then(|read| {
+                            let records = read
                                 .records
-                                .as_ref()
-                                .map_or(0, |records| records.len() as u64);
+                                .map(|slice| records_for_response(slice, &mut regions))
+                                .transpose()?;
+                            Ok((read.high_watermark, read.log_start_offset, records))
+                        });
+                    match read {
+                        Ok((high_watermark, log_start_offset, records)) => {
+                            let size = records.as_ref().map_or(0, |records| records.len() as u64);
                             total += size;
                             remaining = remaining.saturating_sub(size);
                             data = data
-                                .with_high_watermark(read.high_watermark)
-                                .with_last_stable_offset(read.high_watermark)
-                                .with_log_start_offset(read.log_start_offset)
-                                .with_records(Some(read.records.unwrap_or_default()));
+                                .with_high_watermark(high_watermark)
+                                .with_last_stable_offset(high_watermark)
+                                .with_log_start_offset(log_start_offset)
+                                .with_records(Some(records.unwrap_or_default()));
                         }
                         Err(error) => {
                             errors = true;
@@ -309,11 +364,12 @@ fn read(plan: &Plan) -> (FetchResponse, u64, bool) {
                 .with_partitions(partitions),
         );
     }
-    (
-        FetchResponse::default().with_responses(responses),
-        total,
+    Read {
+        response: FetchResponse::default().with_responses(responses),
+        regions,
+        bytes: total,
         errors,
-    )
+    }
 }
 
 /// Waits for appends until `min_bytes` are readable or `max_wait` passes,
@@ -323,7 +379,7 @@ async fn long_poll(
     mut receivers: Vec<tokio::sync::watch::Receiver<i64>>,
     min_bytes: u64,
     max_wait: Duration,
-) -> Option<Response> {
+) -> Option<Answer> {
     let deadline = tokio::time::Instant::now() + max_wait;
     loop {
         if receivers.is_empty() {
@@ -338,10 +394,10 @@ async fn long_poll(
                 break;
             }
         }
-        let (response, bytes, errors) = read(&plan);
-        if bytes >= min_bytes || errors || tokio::time::Instant::now() >= deadline {
-            return Some(Response::Fetch(finish(&plan, response)));
+        let read = read(&plan);
+        if read.bytes >= min_bytes || read.errors || tokio::time::Instant::now() >= deadline {
+            return Some(read.answer(&plan));
         }
     }
-    Some(Response::Fetch(finish(&plan, read(&plan).0)))
+    Some(read(&plan).answer(&plan))
 }

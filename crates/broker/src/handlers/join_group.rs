@@ -46,7 +46,7 @@ pub fn handle(
     let coordinator = broker.groups.coordinator.clone();
     Reply::Deferred(Box::pin(async move {
         let result = coordinator.join_group(&group_id, join).await;
-        Some(Response::JoinGroup(response(version, result)))
+        Some(Response::JoinGroup(response(version, result)).into())
     }))
 }
 

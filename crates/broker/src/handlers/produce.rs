@@ -151,7 +151,7 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
                 }
             }
         }
-        Some(Response::Produce(build(topics)))
+        Some(Response::Produce(build(topics)).into())
     }))
 }
 

@@ -44,7 +44,7 @@ pub fn handle(
     let coordinator = broker.groups.coordinator.clone();
     Reply::Deferred(Box::pin(async move {
         let result = coordinator.sync_group(&group_id, sync).await;
-        Some(Response::SyncGroup(response(result)))
+        Some(Response::SyncGroup(response(result)).into())
     }))
 }
 

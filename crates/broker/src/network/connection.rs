@@ -3,16 +3,18 @@
 use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
-use strom_protocol::chunked::encode_response_frame_chunks;
+use strom_protocol::chunked::{encode_response_frame_parts, FramePart};
 use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
 use strom_protocol::messages::{decode_request, Request, Response};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use strom_storage::read::LogSlice;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -36,13 +38,35 @@ pub struct RequestContext {
     pub peer: SocketAddr,
 }
 
-/// A future that produces a deferred response (or none).
-pub type DeferredReply = Pin<Box<dyn Future<Output = Option<Response>> + Send + 'static>>;
+/// A future that produces a deferred answer (or none).
+pub type DeferredReply = Pin<Box<dyn Future<Output = Option<Answer>> + Send + 'static>>;
+
+/// A response and the segment ranges that take the place of its stand-ins
+/// (Fetch record bytes sent with `sendfile`, see
+/// [`strom_protocol::chunked::stand_in`]).
+#[derive(Debug)]
+pub struct Answer {
+    /// The response; its stand-ins are never sent.
+    pub response: Response,
+    /// Each stand-in in `response` and the range sent in its place.
+    pub regions: Vec<(Bytes, LogSlice)>,
+}
+
+impl From<Response> for Answer {
+    fn from(response: Response) -> Answer {
+        Answer {
+            response,
+            regions: Vec::new(),
+        }
+    }
+}
 
 /// A handler's answer to one request.
 pub enum Reply {
     /// Answer with this response now.
     Response(Response),
+    /// Answer now, sending segment ranges in place of stand-ins.
+    Answer(Answer),
     /// Send nothing (a Produce with `acks=0`).
     NoResponse,
     /// Answer nothing and close the connection (what Kafka does with a
@@ -67,12 +91,15 @@ pub trait RequestHandler: Send + Sync + 'static {
     fn unsupported_api_versions(&self) -> Response;
 }
 
+/// One part of an encoded frame: bytes, or a segment range to `sendfile`.
+type Part = FramePart<LogSlice>;
+
 /// A queued answer, in request order.
 enum Pending {
-    /// An encoded frame as chunks (see [`encode_response_frame_chunks`]).
-    Ready(Vec<Bytes>),
+    /// An encoded frame as parts (see [`encode_response_frame_parts`]).
+    Ready(Vec<Part>),
     Deferred {
-        task: AbortOnDrop<Option<Response>>,
+        task: AbortOnDrop<Option<Answer>>,
         correlation_id: i32,
         api_version: i16,
     },
@@ -175,7 +202,7 @@ async fn handle_frame(
                 if prefix.api_key == 18 {
                     let response = handler.unsupported_api_versions();
                     let bytes =
-                        encode(prefix.correlation_id, 0, &response).ok_or("encode error")?;
+                        encode(prefix.correlation_id, 0, &response.into()).ok_or("encode error")?;
                     return queue
                         .send(Pending::Ready(bytes))
                         .await
@@ -196,8 +223,11 @@ async fn handle_frame(
     let correlation_id = context.correlation_id;
     let api_version = context.api_version;
     let pending = match handler.handle(context, decoded.body).await {
-        Reply::Response(response) => {
-            Pending::Ready(encode(correlation_id, api_version, &response).ok_or("encode error")?)
+        Reply::Response(response) => Pending::Ready(
+            encode(correlation_id, api_version, &response.into()).ok_or("encode error")?,
+        ),
+        Reply::Answer(answer) => {
+            Pending::Ready(encode(correlation_id, api_version, &answer).ok_or("encode error")?)
         }
         Reply::NoResponse => return Ok(()),
         Reply::Close => return Err("request not served"),
@@ -210,11 +240,17 @@ async fn handle_frame(
     queue.send(pending).await.map_err(|_| "writer gone")
 }
 
-/// Encodes a response frame as chunks: a Fetch response's record bytes are
-/// sent from the buffers they were read into, not copied again.
-fn encode(correlation_id: i32, api_version: i16, response: &Response) -> Option<Vec<Bytes>> {
-    match encode_response_frame_chunks(correlation_id, api_version, response) {
-        Ok(chunks) => Some(chunks),
+/// Encodes a response frame as parts: a Fetch response's record bytes are
+/// sent from the buffers they were read into, or from their segment files,
+/// not copied again.
+fn encode(correlation_id: i32, api_version: i16, answer: &Answer) -> Option<Vec<Part>> {
+    match encode_response_frame_parts(
+        correlation_id,
+        api_version,
+        &answer.response,
+        &answer.regions,
+    ) {
+        Ok(parts) => Some(parts),
         Err(error) => {
             warn!(%error, correlation_id, api_version, "cannot encode a response");
             None
@@ -228,7 +264,7 @@ const MAX_IO_SLICES: usize = 64;
 /// Writes answers in request order. Answers that are ready together go out
 /// in one vectored write.
 async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver<Pending>) {
-    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut parts: Vec<Part> = Vec::new();
     let mut carried: Option<Pending> = None;
     loop {
         let next = match carried.take() {
@@ -238,14 +274,14 @@ async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver
                 None => break,
             },
         };
-        if !resolve(next, &mut chunks).await {
+        if !resolve(next, &mut parts).await {
             break;
         }
         // Gather the answers that are ready now (pipelined requests); a
         // deferred one waits until these are written.
-        while chunks.len() < MAX_IO_SLICES {
+        while parts.len() < MAX_IO_SLICES {
             match pending.try_recv() {
-                Ok(Pending::Ready(ready)) => chunks.extend(ready),
+                Ok(Pending::Ready(ready)) => parts.extend(ready),
                 Ok(deferred) => {
                     carried = Some(deferred);
                     break;
@@ -253,19 +289,20 @@ async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver
                 Err(_) => break,
             }
         }
-        if write_all_chunks(&mut writer, &mut chunks).await.is_err() {
+        if let Err(error) = write_all_parts(&mut writer, &mut parts).await {
+            debug!(%error, "closing connection: write failed");
             break;
         }
     }
     let _ = writer.shutdown().await;
 }
 
-/// Appends the encoded answer of `next` to `chunks` (waiting for a deferred
+/// Appends the encoded answer of `next` to `parts` (waiting for a deferred
 /// one); `false` when the connection must close.
-async fn resolve(next: Pending, chunks: &mut Vec<Bytes>) -> bool {
+async fn resolve(next: Pending, parts: &mut Vec<Part>) -> bool {
     match next {
         Pending::Ready(ready) => {
-            chunks.extend(ready);
+            parts.extend(ready);
             true
         }
         Pending::Deferred {
@@ -273,14 +310,14 @@ async fn resolve(next: Pending, chunks: &mut Vec<Bytes>) -> bool {
             correlation_id,
             api_version,
         } => {
-            let response = match (&mut task.0).await {
-                Ok(Some(response)) => response,
+            let answer = match (&mut task.0).await {
+                Ok(Some(answer)) => answer,
                 Ok(None) => return true,
                 Err(_) => return false,
             };
-            match encode(correlation_id, api_version, &response) {
+            match encode(correlation_id, api_version, &answer) {
                 Some(encoded) => {
-                    chunks.extend(encoded);
+                    parts.extend(encoded);
                     true
                 }
                 None => false,
@@ -289,25 +326,33 @@ async fn resolve(next: Pending, chunks: &mut Vec<Bytes>) -> bool {
     }
 }
 
-/// Writes every chunk with vectored writes, handling short writes, and
-/// leaves `chunks` empty.
-async fn write_all_chunks(
+/// Writes every part, runs of bytes with vectored writes (handling short
+/// writes) and segment ranges with `sendfile`, and leaves `parts` empty.
+async fn write_all_parts(
     writer: &mut OwnedWriteHalf,
-    chunks: &mut Vec<Bytes>,
+    parts: &mut Vec<Part>,
 ) -> std::io::Result<()> {
     let mut first = 0;
-    while first < chunks.len() {
-        let slices: Vec<IoSlice<'_>> = chunks
+    while first < parts.len() {
+        if let Some(FramePart::Region(slice)) = parts.get(first) {
+            send_region(writer, slice).await?;
+            first += 1;
+            continue;
+        }
+        let slices: Vec<IoSlice<'_>> = parts
             .iter()
             .skip(first)
             .take(MAX_IO_SLICES)
-            .map(|chunk| IoSlice::new(chunk))
+            .map_while(|part| match part {
+                FramePart::Bytes(bytes) => Some(IoSlice::new(bytes)),
+                FramePart::Region(_) => None,
+            })
             .collect();
         let mut written = writer.write_vectored(&slices).await?;
         if written == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
-        while let Some(chunk) = chunks.get_mut(first) {
+        while let Some(FramePart::Bytes(chunk)) = parts.get_mut(first) {
             if written < chunk.len() {
                 chunk.advance(written);
                 break;
@@ -316,7 +361,34 @@ async fn write_all_chunks(
             first += 1;
         }
     }
-    chunks.clear();
+    parts.clear();
+    Ok(())
+}
+
+/// Sends a segment range with `sendfile`, waiting whenever the socket is
+/// full. A range that the file no longer holds whole (truncated since the
+/// read) is an error: the frame's length is already promised, so the
+/// connection must close.
+async fn send_region(writer: &OwnedWriteHalf, slice: &LogSlice) -> std::io::Result<()> {
+    let stream: &TcpStream = writer.as_ref();
+    let mut sent = 0u64;
+    while sent < slice.len() {
+        stream.writable().await?;
+        match stream.try_io(Interest::WRITABLE, || slice.send_to(stream.as_fd(), sent)) {
+            Ok(0) => {
+                warn!(
+                    position = slice.position(),
+                    length = slice.len(),
+                    sent,
+                    "closing connection: a fetched segment range was truncated while being sent"
+                );
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            Ok(moved) => sent += moved as u64,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(error) => return Err(error),
+        }
+    }
     Ok(())
 }
 
@@ -327,4 +399,98 @@ fn hex_prefix(bytes: &[u8], limit: usize) -> String {
         .take(limit)
         .map(|byte| format!("{byte:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strom_storage::testing::{simple_batch, BatchSpec};
+    use strom_storage::{Log, LogConfig, LogOpenOptions};
+    use tokio::net::TcpListener;
+
+    /// A log in `dir` holding `batches` batches, and a slice of all of them.
+    fn slice_of(dir: &std::path::Path, batches: usize) -> LogSlice {
+        let options = LogOpenOptions {
+            log_start_offset: 0,
+            recovery_point: 0,
+            had_clean_shutdown: true,
+            now_ms: 0,
+        };
+        let dir = dir.join("topic-0");
+        let (mut log, _) = Log::open(&dir, LogConfig::default(), options).expect("open");
+        for _ in 0..batches {
+            let batch = simple_batch(&BatchSpec {
+                records: 20,
+                value_bytes: 500,
+                ..BatchSpec::default()
+            });
+            log.append_as_leader(batch, 0, 0).expect("append");
+        }
+        log.read(0, 64 << 20, log.log_end_offset(), true)
+            .expect("read")
+            .records
+            .expect("records")
+    }
+
+    /// A connected pair: the broker's write half and the client's stream.
+    async fn socket_pair() -> (OwnedWriteHalf, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("address"))
+            .await
+            .expect("connect");
+        let (server, _) = listener.accept().await.expect("accept");
+        (server.into_split().1, client)
+    }
+
+    #[tokio::test]
+    async fn bytes_and_segment_ranges_go_out_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // About 1 MB: more than the socket holds, so sendfile waits for room.
+        let slice = slice_of(dir.path(), 100);
+        let file_bytes = slice.to_bytes().expect("bytes");
+        let (mut writer, mut client) = socket_pair().await;
+        let mut parts = vec![
+            Part::Bytes(Bytes::from_static(b"head")),
+            Part::Region(slice.clone()),
+            Part::Bytes(Bytes::from_static(b"middle")),
+            Part::Bytes(Bytes::from_static(b"-")),
+            Part::Region(slice.clone()),
+            Part::Bytes(Bytes::from_static(b"tail")),
+        ];
+        let total = 4 + 6 + 1 + 4 + 2 * file_bytes.len();
+        let reader = tokio::spawn(async move {
+            let mut received = vec![0; total];
+            client.read_exact(&mut received).await.expect("read");
+            received
+        });
+        write_all_parts(&mut writer, &mut parts)
+            .await
+            .expect("written");
+        assert!(parts.is_empty());
+        let mut expected = b"head".to_vec();
+        expected.extend_from_slice(&file_bytes);
+        expected.extend_from_slice(b"middle-");
+        expected.extend_from_slice(&file_bytes);
+        expected.extend_from_slice(b"tail");
+        assert_eq!(reader.await.expect("reader"), expected);
+    }
+
+    #[tokio::test]
+    async fn a_range_truncated_before_it_is_sent_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let slice = slice_of(dir.path(), 3);
+        slice
+            .file()
+            .set_len(slice.position() + slice.len() / 2)
+            .expect("truncate");
+        let (mut writer, _client) = socket_pair().await;
+        let mut parts = vec![
+            Part::Bytes(Bytes::from_static(b"head")),
+            Part::Region(slice),
+        ];
+        let error = write_all_parts(&mut writer, &mut parts)
+            .await
+            .expect_err("the range cannot be finished");
+        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
+    }
 }

@@ -14,5 +14,5 @@
 mod connection;
 mod server;
 
-pub use connection::{Reply, RequestContext, RequestHandler};
+pub use connection::{Answer, Reply, RequestContext, RequestHandler};
 pub use server::{NetworkConfig, Server, ServerHandle};
