@@ -379,27 +379,18 @@ mod tests {
     use crate::kafka::protocol::StrBytes;
     use crate::messages::encode_response_frame;
 
-    fn fetch_response(payload_sizes: &[usize]) -> (Response, Vec<Bytes>) {
-        let payloads: Vec<Bytes> = payload_sizes
+    /// Payloads of `sizes`, each filled with its index plus one.
+    fn payloads(sizes: &[usize]) -> Vec<Bytes> {
+        sizes
             .iter()
             .enumerate()
             .map(|(index, size)| Bytes::from(vec![index as u8 + 1; *size]))
-            .collect();
-        let partitions = payloads
-            .iter()
-            .enumerate()
-            .map(|(index, payload)| {
-                PartitionData::default()
-                    .with_partition_index(index as i32)
-                    .with_high_watermark(1000)
-                    .with_records(Some(payload.clone()))
-            })
-            .collect();
-        let topic = FetchableTopicResponse::default()
-            .with_topic(TopicName(StrBytes::from_static_str("events")))
-            .with_partitions(partitions);
-        let response = FetchResponse::default().with_responses(vec![topic]);
-        (Response::Fetch(response), payloads)
+            .collect()
+    }
+
+    fn fetch_response(payload_sizes: &[usize]) -> (Response, Vec<Bytes>) {
+        let payloads = payloads(payload_sizes);
+        (fetch_with(&payloads), payloads)
     }
 
     fn contiguous(correlation_id: i32, version: i16, body: &Response) -> Vec<u8> {
@@ -480,11 +471,7 @@ mod tests {
     /// Real payloads of `sizes`, their stand-ins (slot = index), and the
     /// registrations of the stand-ins with the real bytes as regions.
     fn stand_ins_for(sizes: &[usize]) -> (Vec<Bytes>, Vec<Bytes>, Vec<(Bytes, Bytes)>) {
-        let real: Vec<Bytes> = sizes
-            .iter()
-            .enumerate()
-            .map(|(index, size)| Bytes::from(vec![index as u8 + 1; *size]))
-            .collect();
+        let real = payloads(sizes);
         let stand_ins: Vec<Bytes> = sizes
             .iter()
             .enumerate()

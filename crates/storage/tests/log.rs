@@ -432,14 +432,25 @@ fn a_shared_buffer_with_log_append_time_is_stamped_on_a_copy() {
     assert_eq!(header.max_timestamp, 123_456);
 }
 
-/// A config whose segments hold about a megabyte.
-fn megabyte_segments() -> strom_storage::LogConfig {
-    strom_storage::LogConfig {
+/// A log under `root` with `batches` batches of 20 records in segments of
+/// about a megabyte, and a read of it from offset `from` to its end (one
+/// segment's worth at most).
+fn slice_of(root: &std::path::Path, batches: i64, from: i64) -> strom_storage::read::LogSlice {
+    let config = strom_storage::LogConfig {
         segment_bytes: 1 << 20,
         segment_index_bytes: 64 * 1024,
         index_interval_bytes: 4096,
         ..small_config()
+    };
+    let mut log = open(&partition_dir(root), &config, true, 0);
+    for index in 0..batches {
+        log.append_as_leader(batch(20, index), 0, 0)
+            .expect("append");
     }
+    log.read(from, 1 << 20, log.log_end_offset(), true)
+        .expect("read")
+        .records
+        .expect("records")
 }
 
 #[test]
@@ -447,17 +458,8 @@ fn a_slice_sent_with_sendfile_is_the_bytes_a_read_returns() {
     use std::io::Read;
     use std::os::fd::AsFd;
     let root = tempfile::tempdir().expect("tempdir");
-    let mut log = open(&partition_dir(root.path()), &megabyte_segments(), true, 0);
-    for index in 0..40 {
-        log.append_as_leader(batch(20, index), 0, 0)
-            .expect("append");
-    }
     // From offset 100: the slice starts inside the file, not at 0.
-    let slice = log
-        .read(100, 1 << 20, log.log_end_offset(), true)
-        .expect("read")
-        .records
-        .expect("records");
+    let slice = slice_of(root.path(), 40, 100);
     assert!(slice.position() > 0);
     let expected = slice.to_bytes().expect("bytes");
     let (sender, mut receiver) = std::os::unix::net::UnixStream::pair().expect("pair");
@@ -485,16 +487,7 @@ fn a_slice_sent_with_sendfile_is_the_bytes_a_read_returns() {
 fn sendfile_reports_a_full_socket_and_a_truncated_file() {
     use std::os::fd::AsFd;
     let root = tempfile::tempdir().expect("tempdir");
-    let mut log = open(&partition_dir(root.path()), &megabyte_segments(), true, 0);
-    for index in 0..1000 {
-        log.append_as_leader(batch(20, index), 0, 0)
-            .expect("append");
-    }
-    let slice = log
-        .read(0, 1 << 20, log.log_end_offset(), true)
-        .expect("read")
-        .records
-        .expect("records");
+    let slice = slice_of(root.path(), 1000, 0);
     let (sender, _receiver) = std::os::unix::net::UnixStream::pair().expect("pair");
     sender.set_nonblocking(true).expect("non-blocking");
     // Nobody reads: the socket fills and then refuses without blocking.
