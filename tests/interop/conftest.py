@@ -2,7 +2,7 @@
 
 The suite starts the broker binary itself, on a free loopback port with a
 fresh data directory, and talks to it only with clients written by others
-(confluent-kafka / librdkafka, kafka-python). The binary comes from
+(confluent-kafka / librdkafka, kafka-python, and KafkaJS under Node.js). The binary comes from
 STROM_BROKER_BIN, or is built with cargo (debug profile) on first use.
 """
 import os

@@ -187,3 +187,16 @@ def consume_kafka_python(bootstrap: str, topic: str, count: int, partition: int 
     finally:
         consumer.close()
     return out
+
+
+def assert_same(messages, reads, offsets):
+    """Checks reads against (key, value, headers, timestamp_ms) messages
+    stored at `offsets`, record by record (CreateTime timestamps)."""
+    assert len(reads) == len(messages), f"read {len(reads)} of {len(messages)}"
+    for (key, value, headers, timestamp_ms), offset, read in zip(messages, offsets, reads):
+        assert read.offset == offset
+        assert read.key == key, f"offset {offset}"
+        assert read.value == value, f"offset {offset}"
+        assert read.headers == list(headers), f"offset {offset}"
+        assert read.timestamp_type == CREATE_TIME, f"offset {offset}"
+        assert read.timestamp_ms == timestamp_ms, f"offset {offset}"

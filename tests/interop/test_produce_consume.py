@@ -10,6 +10,7 @@ import pytest
 from datapath import (
     CREATE_TIME,
     LOG_APPEND_TIME,
+    assert_same,
     consume_confluent,
     consume_kafka_python,
     confluent_producer,
@@ -53,17 +54,6 @@ def sample_messages(count: int, base_timestamp_ms: int):
             headers = [("trace", f"t{index}".encode()), ("empty", b""), ("trace", b"dup")]
         messages.append((key, value, headers, base_timestamp_ms + index * 1000))
     return messages
-
-
-def assert_same(messages, reads, offsets):
-    assert len(reads) == len(messages), f"read {len(reads)} of {len(messages)}"
-    for (key, value, headers, timestamp_ms), offset, read in zip(messages, offsets, reads):
-        assert read.offset == offset
-        assert read.key == key, f"offset {offset}"
-        assert read.value == value, f"offset {offset}"
-        assert read.headers == list(headers), f"offset {offset}"
-        assert read.timestamp_type == CREATE_TIME, f"offset {offset}"
-        assert read.timestamp_ms == timestamp_ms, f"offset {offset}"
 
 
 @pytest.mark.timeout(90)

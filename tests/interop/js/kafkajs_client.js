@@ -1,0 +1,269 @@
+// A small command-line wrapper around KafkaJS for Strom's interop suite.
+// The Python tests run it against a broker they started and check what it
+// prints: one JSON document per line. Record bytes travel as base64 (null
+// stays null). Any failure prints "FAILED ..." on stderr and exits 1.
+//
+//   node kafkajs_client.js produce BOOTSTRAP TOPIC PARTITION CODEC FILE
+//   node kafkajs_client.js consume BOOTSTRAP TOPIC COUNT GROUP
+//   node kafkajs_client.js admin BOOTSTRAP
+//   node kafkajs_client.js handover BOOTSTRAP TOPIC PARTITIONS COUNT GROUP
+//   node kafkajs_client.js offsets-by-time BOOTSTRAP TOPIC TIMESTAMP_MS
+'use strict';
+
+const fs = require('fs');
+const assert = require('assert');
+const { Kafka, logLevel, CompressionTypes } = require('kafkajs');
+
+process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
+
+/** Messages per `send` of the produce command. */
+const SEND_MESSAGES = 250;
+
+/** How long any one step may take before the command gives up. */
+const STEP_TIMEOUT_MS = 30000;
+
+function client(bootstrap) {
+  return new Kafka({
+    clientId: 'strom-interop-kafkajs',
+    brokers: [bootstrap],
+    logLevel: logLevel.WARN,
+    connectionTimeout: 5000,
+    requestTimeout: STEP_TIMEOUT_MS,
+    retry: { retries: 8, initialRetryTime: 100 },
+  });
+}
+
+/** Prints one JSON document as a line, synchronously: `console.log` to a
+ * pipe is asynchronous, and `process.exit` would cut it short. */
+function emit(document) {
+  fs.writeSync(1, JSON.stringify(document) + '\n');
+}
+
+const fromBase64 = (text) => (text === null ? null : Buffer.from(text, 'base64'));
+const toBase64 = (bytes) => (bytes === null || bytes === undefined ? null : bytes.toString('base64'));
+
+function withTimeout(promise, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no progress in ${STEP_TIMEOUT_MS} ms`)), STEP_TIMEOUT_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Produces the messages of FILE (a JSON array of {key, value, headers:
+ * [[name, value]], timestamp}) to one partition with an idempotent producer
+ * (acks=all), SEND_MESSAGES per send; prints the base offset of each send. */
+async function produce(bootstrap, topic, partition, codec, file) {
+  const messages = JSON.parse(fs.readFileSync(file, 'utf8')).map((message) => {
+    const headers = {};
+    for (const [name, value] of message.headers) headers[name] = fromBase64(value);
+    return {
+      key: fromBase64(message.key),
+      value: fromBase64(message.value),
+      headers,
+      timestamp: String(message.timestamp),
+      partition: Number(partition),
+    };
+  });
+  const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[codec];
+  assert.notStrictEqual(compression, undefined, `codec ${codec}`);
+  const producer = client(bootstrap).producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    // KafkaJS sends each `send` as one batch: keep them under the broker's
+    // message.max.bytes (1 MB by default), as an application must.
+    const baseOffsets = [];
+    for (let first = 0; first < messages.length; first += SEND_MESSAGES) {
+      const results = await withTimeout(
+        producer.send({ topic, messages: messages.slice(first, first + SEND_MESSAGES), acks: -1, compression }),
+        'send'
+      );
+      assert.strictEqual(results.length, 1, 'one partition written');
+      assert.strictEqual(results[0].errorCode, 0, 'no error');
+      baseOffsets.push(Number(results[0].baseOffset));
+    }
+    emit({ baseOffsets });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Reads COUNT records of TOPIC from the beginning as a member of GROUP,
+ * committing as it goes; prints each record. */
+async function consume(bootstrap, topic, count, group) {
+  const consumer = client(bootstrap).consumer({ groupId: group, maxWaitTimeInMs: 500 });
+  await consumer.connect();
+  const records = [];
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await withTimeout(
+      new Promise((resolve, reject) => {
+        consumer
+          .run({
+            eachMessage: async ({ partition, message }) => {
+              if (records.length >= count) return;
+              // KafkaJS gathers repeated header names into an array.
+              const headers = Object.entries(message.headers || {}).flatMap(([name, value]) =>
+                (Array.isArray(value) ? value : [value]).map((one) => [name, toBase64(one)])
+              );
+              records.push({
+                partition,
+                offset: Number(message.offset),
+                key: toBase64(message.key),
+                value: toBase64(message.value),
+                headers,
+                timestamp: Number(message.timestamp),
+              });
+              if (records.length === count) resolve();
+            },
+          })
+          .catch(reject);
+      }),
+      `consume ${count} records (got ${records.length})`
+    );
+  } finally {
+    await consumer.disconnect();
+  }
+  for (const record of records) emit(record);
+}
+
+/** The admin API end to end, checking each answer. */
+async function admin(bootstrap) {
+  const admin = client(bootstrap).admin();
+  await admin.connect();
+  try {
+    const topic = 'kafkajs-admin';
+    // validate_only creates nothing.
+    assert.strictEqual(
+      await admin.createTopics({ validateOnly: true, waitForLeaders: false, topics: [{ topic, numPartitions: 2 }] }),
+      true
+    );
+    assert.ok(!(await admin.listTopics()).includes(topic), 'validate-only created nothing');
+    const created = await admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic,
+          numPartitions: 2,
+          replicationFactor: 1,
+          configEntries: [{ name: 'retention.ms', value: '3600000' }],
+        },
+      ],
+    });
+    assert.strictEqual(created, true, 'created');
+    // A second create of the same topic: KafkaJS reports it as not created.
+    assert.strictEqual(await admin.createTopics({ topics: [{ topic, numPartitions: 2 }] }), false);
+    await admin.createPartitions({ topicPartitions: [{ topic, count: 5 }] });
+    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+    assert.strictEqual(metadata.topics[0].partitions.length, 5, 'five partitions');
+    for (const partition of metadata.topics[0].partitions) {
+      assert.strictEqual(partition.partitionErrorCode, 0);
+      assert.deepStrictEqual(partition.isr, [partition.leader]);
+    }
+    const describe = async () => {
+      const answer = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: 2, name: topic, configNames: ['retention.ms', 'cleanup.policy'] }],
+      });
+      const entries = {};
+      for (const entry of answer.resources[0].configEntries) entries[entry.configName] = entry.configValue;
+      return entries;
+    };
+    assert.deepStrictEqual(await describe(), { 'retention.ms': '3600000', 'cleanup.policy': 'delete' });
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: 2, name: topic, configEntries: [{ name: 'retention.ms', value: '7200000' }] }],
+    });
+    assert.strictEqual((await describe())['retention.ms'], '7200000', 'altered');
+    const cluster = await admin.describeCluster();
+    assert.strictEqual(cluster.brokers.length, 1, 'one broker');
+    assert.strictEqual(cluster.controller, cluster.brokers[0].nodeId, 'it is the controller');
+    await admin.deleteTopics({ topics: [topic] });
+    assert.ok(!(await admin.listTopics()).includes(topic), 'deleted');
+    emit({ admin: 'ok', partitions: metadata.topics[0].partitions.length });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** One member of GROUP takes about half of COUNT records of TOPIC and
+ * commits exactly what it took; a second member then reads the rest. Prints
+ * what each took, as {member, partition, offset}. */
+async function handover(bootstrap, topic, partitions, count, group) {
+  const kafka = client(bootstrap);
+  const taken = [];
+  const member = async (name, limit) => {
+    const consumer = kafka.consumer({ groupId: group, maxWaitTimeInMs: 500 });
+    await consumer.connect();
+    const mine = [];
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await withTimeout(
+        new Promise((resolve, reject) => {
+          consumer
+            .run({
+              autoCommit: false,
+              eachBatch: async ({ batch }) => {
+                // Whole batches only, so that the commit marks exactly what
+                // this member took.
+                if (mine.length >= limit) return;
+                for (const message of batch.messages) {
+                  mine.push({ member: name, partition: batch.partition, offset: Number(message.offset) });
+                }
+                const next = Number(batch.messages[batch.messages.length - 1].offset) + 1;
+                await consumer.commitOffsets([{ topic, partition: batch.partition, offset: String(next) }]);
+                if (mine.length >= limit) resolve();
+              },
+            })
+            .catch(reject);
+        }),
+        `${name} takes ${limit} records (took ${mine.length})`
+      );
+    } finally {
+      await consumer.disconnect();
+    }
+    taken.push(...mine);
+    return mine.length;
+  };
+  const first = await member('first', Math.floor(count / 2));
+  await member('second', count - first);
+  for (const record of taken) emit(record);
+  assert.ok(partitions > 0);
+}
+
+/** Prints the offsets KafkaJS finds for TIMESTAMP_MS in each partition. */
+async function offsetsByTime(bootstrap, topic, timestamp) {
+  const admin = client(bootstrap).admin();
+  await admin.connect();
+  try {
+    const byTime = await admin.fetchTopicOffsetsByTimestamp(topic, Number(timestamp));
+    const latest = await admin.fetchTopicOffsets(topic);
+    emit({
+      byTime: byTime.map(({ partition, offset }) => [partition, Number(offset)]),
+      latest: latest.map(({ partition, high, low }) => [partition, Number(low), Number(high)]),
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const commands = {
+  produce: (args) => produce(args[0], args[1], args[2], args[3], args[4]),
+  consume: (args) => consume(args[0], args[1], Number(args[2]), args[3]),
+  admin: (args) => admin(args[0]),
+  handover: (args) => handover(args[0], args[1], Number(args[2]), Number(args[3]), args[4]),
+  'offsets-by-time': (args) => offsetsByTime(args[0], args[1], args[2]),
+};
+
+const [command, ...args] = process.argv.slice(2);
+if (!commands[command]) {
+  console.error(`FAILED unknown command ${command}`);
+  process.exit(2);
+}
+commands[command](args).then(
+  () => process.exit(0),
+  (error) => {
+    console.error('FAILED', error && error.stack ? error.stack : error);
+    process.exit(1);
+  }
+);

@@ -1,0 +1,183 @@
+"""KafkaJS, a third client written by others (pure JavaScript, with its own
+implementation of the protocol), against Strom: it reads what librdkafka
+wrote, librdkafka and kafka-python read what it wrote (record by record),
+its admin client manages topics and configs, its consumer groups hand
+partitions over without gaps or duplicates, and it finds offsets by time.
+
+KafkaJS runs as `node tests/interop/js/kafkajs_client.js` (pinned in
+tests/interop/js/package-lock.json, installed by scripts/node-env).
+"""
+import base64
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from datapath import (
+    CREATE_TIME,
+    Read,
+    assert_same,
+    confluent_producer,
+    consume_confluent,
+    consume_kafka_python,
+    create_topic,
+    produce_confluent,
+)
+
+CLIENT = Path(__file__).resolve().parent / "js" / "kafkajs_client.js"
+
+
+def kafkajs(*args, timeout_s: float = 120) -> list:
+    """Runs one KafkaJS command; returns the JSON documents it printed."""
+    node = shutil.which("node")
+    assert node is not None, "node is not installed (scripts/node-env installs it)"
+    assert (CLIENT.parent / "node_modules" / "kafkajs").is_dir(), "run scripts/node-env first"
+    result = subprocess.run(
+        [node, str(CLIENT), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert result.returncode == 0, f"kafkajs {args[0]} failed:\n{result.stderr[-4000:]}"
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def b64(data):
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def unb64(text):
+    return None if text is None else base64.b64decode(text)
+
+
+def js_messages(count: int, base_timestamp_ms: int):
+    """Keys (some null), values (some null, some empty, up to 2 KB), headers
+    with distinct names (KafkaJS takes headers as an object), timestamps."""
+    messages = []
+    for index in range(count):
+        key = None if index % 5 == 0 else f"key-{index}".encode()
+        if index % 7 == 3:
+            value = None
+        elif index % 7 == 5:
+            value = b""
+        else:
+            value = (f"value-{index}-" * (1 + index % 150)).encode()
+        headers = []
+        if index % 3 == 0:
+            headers = [("trace", f"t{index}".encode()), ("empty", b"")]
+        messages.append((key, value, headers, base_timestamp_ms + index))
+    return messages
+
+
+def reads_of(documents) -> list:
+    """KafkaJS's printed records as `Read`s, in its order."""
+    return [
+        Read(
+            offset=document["offset"],
+            key=unb64(document["key"]),
+            value=unb64(document["value"]),
+            headers=[(name, unb64(value)) for name, value in document["headers"]],
+            timestamp_type=CREATE_TIME,
+            timestamp_ms=document["timestamp"],
+        )
+        for document in documents
+    ]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_librdkafka_and_kafka_python_read_what_kafkajs_wrote(broker, codec, tmp_path):
+    topic = f"from-kafkajs-{codec}"
+    create_topic(broker.bootstrap, topic)
+    messages = js_messages(2000, int(time.time() * 1000) - 3_600_000)
+    batch = tmp_path / "messages.json"
+    batch.write_text(
+        json.dumps(
+            [
+                {
+                    "key": b64(key),
+                    "value": b64(value),
+                    "headers": [[name, b64(data)] for name, data in headers],
+                    "timestamp": timestamp_ms,
+                }
+                for key, value, headers, timestamp_ms in messages
+            ]
+        )
+    )
+    [produced] = kafkajs("produce", broker.bootstrap, topic, 0, codec, batch)
+    assert produced["baseOffsets"] == list(range(0, len(messages), 250))
+    offsets = list(range(len(messages)))
+    assert_same(messages, consume_confluent(broker.bootstrap, topic, len(messages)), offsets)
+    assert_same(messages, consume_kafka_python(broker.bootstrap, topic, len(messages)), offsets)
+
+
+@pytest.mark.timeout(180)
+def test_kafkajs_reads_what_librdkafka_wrote(broker):
+    topic = "from-librdkafka"
+    partitions = 3
+    create_topic(broker.bootstrap, topic, partitions)
+    messages = js_messages(3000, int(time.time() * 1000) - 3_600_000)
+    # librdkafka may send headers with repeated names; KafkaJS must keep them.
+    messages = [
+        (key, value, headers + [("trace", b"again")] if headers else headers, timestamp_ms)
+        for key, value, headers, timestamp_ms in messages
+    ]
+    producer = confluent_producer(broker.bootstrap, **{"compression.type": "gzip"})
+    per_partition = {partition: messages[partition::partitions] for partition in range(partitions)}
+    for partition, sent in per_partition.items():
+        assert produce_confluent(producer, topic, sent, partition=partition) == list(range(len(sent)))
+    documents = kafkajs("consume", broker.bootstrap, topic, len(messages), "kafkajs-readers")
+    counts = {p: sum(1 for d in documents if d["partition"] == p) for p in range(partitions)}
+    unique = {(d["partition"], d["offset"]) for d in documents}
+    assert counts == {p: len(sent) for p, sent in per_partition.items()}, (counts, len(documents), len(unique))
+    for partition, sent in per_partition.items():
+        # KafkaJS gathers repeated names into one entry: compare by name.
+        reads = reads_of([document for document in documents if document["partition"] == partition])
+        expected = [
+            (key, value, sorted(headers, key=lambda header: header[0]), timestamp_ms)
+            for key, value, headers, timestamp_ms in sent
+        ]
+        for read in reads:
+            read.headers = sorted(read.headers, key=lambda header: header[0])
+        assert_same(expected, reads, list(range(len(sent))))
+
+
+@pytest.mark.timeout(120)
+def test_kafkajs_admin_manages_topics_and_configs(broker):
+    [result] = kafkajs("admin", broker.bootstrap)
+    assert result == {"admin": "ok", "partitions": 5}
+
+
+@pytest.mark.timeout(180)
+def test_kafkajs_group_members_hand_over_without_gaps_or_duplicates(broker):
+    topic = "handover"
+    partitions = 4
+    create_topic(broker.bootstrap, topic, partitions)
+    producer = confluent_producer(broker.bootstrap)
+    for partition in range(partitions):
+        sent = [(None, f"{partition}-{index}".encode(), [], None) for index in range(1000)]
+        produce_confluent(producer, topic, sent, partition=partition)
+    taken = kafkajs("handover", broker.bootstrap, topic, partitions, 4000, "kafkajs-handover")
+    pairs = [(record["partition"], record["offset"]) for record in taken]
+    assert len(pairs) == len(set(pairs)), "a record was taken twice"
+    assert set(pairs) == {(p, o) for p in range(partitions) for o in range(1000)}
+    members = {record["member"] for record in taken}
+    assert members == {"first", "second"}, "both members took records"
+
+
+@pytest.mark.timeout(120)
+def test_kafkajs_finds_offsets_by_timestamp(broker):
+    topic = "by-time"
+    create_topic(broker.bootstrap, topic, 2)
+    base_timestamp_ms = int(time.time() * 1000) - 3_600_000
+    producer = confluent_producer(broker.bootstrap)
+    for partition in range(2):
+        sent = [(None, b"x", [], base_timestamp_ms + index * 1000) for index in range(100)]
+        produce_confluent(producer, topic, sent, partition=partition)
+    [answer] = kafkajs("offsets-by-time", broker.bootstrap, topic, base_timestamp_ms + 40_500)
+    # The first record at or after the time: offset 41 in both partitions.
+    assert sorted(answer["byTime"]) == [[0, 41], [1, 41]]
+    assert sorted(answer["latest"]) == [[0, 0, 100], [1, 0, 100]]
