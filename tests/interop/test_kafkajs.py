@@ -1,8 +1,9 @@
 """KafkaJS, a third client written by others (pure JavaScript, with its own
 implementation of the protocol), against Strom: it reads what librdkafka
 wrote, librdkafka and kafka-python read what it wrote (record by record),
-its admin client manages topics and configs, its consumer groups hand
-partitions over without gaps or duplicates, and it finds offsets by time.
+its admin client manages topics, configs, groups and their offsets, its
+consumer groups hand partitions over without gaps or duplicates, and it
+finds offsets by time.
 
 KafkaJS runs as `node tests/interop/js/kafkajs_client.js` (pinned in
 tests/interop/js/package-lock.json, installed by scripts/node-env).
@@ -152,7 +153,7 @@ def test_kafkajs_admin_manages_topics_and_configs(broker):
 
 
 @pytest.mark.timeout(180)
-def test_kafkajs_group_members_hand_over_without_gaps_or_duplicates(broker):
+def test_kafkajs_group_members_hand_over_and_admin_sees_the_group(broker):
     topic = "handover"
     partitions = 4
     create_topic(broker.bootstrap, topic, partitions)
@@ -166,6 +167,18 @@ def test_kafkajs_group_members_hand_over_without_gaps_or_duplicates(broker):
     assert set(pairs) == {(p, o) for p in range(partitions) for o in range(1000)}
     members = {record["member"] for record in taken}
     assert members == {"first", "second"}, "both members took records"
+    # The group's offsets and records through KafkaJS's admin client.
+    [result] = kafkajs("group-admin", broker.bootstrap, topic, partitions, 1000, "kafkajs-handover")
+    assert result == {"groupAdmin": "ok"}
+    # Reset to the earliest: a member of the group reads again from the log
+    # start, which is 500 in partition 1 now.
+    again = kafkajs("consume", broker.bootstrap, topic, 3500, "kafkajs-handover")
+    pairs = {(record["partition"], record["offset"]) for record in again}
+    assert pairs == {
+        (p, o) for p in range(partitions) for o in range(500 if p == 1 else 0, 1000)
+    }
+    [deleted] = kafkajs("delete-group", broker.bootstrap, "kafkajs-handover")
+    assert deleted == {"deleted": "kafkajs-handover", "offsetsLeft": 0}
 
 
 @pytest.mark.timeout(120)

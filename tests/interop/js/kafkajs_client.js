@@ -7,6 +7,8 @@
 //   node kafkajs_client.js consume BOOTSTRAP TOPIC COUNT GROUP
 //   node kafkajs_client.js admin BOOTSTRAP
 //   node kafkajs_client.js handover BOOTSTRAP TOPIC PARTITIONS COUNT GROUP
+//   node kafkajs_client.js group-admin BOOTSTRAP TOPIC PARTITIONS END GROUP
+//   node kafkajs_client.js delete-group BOOTSTRAP GROUP
 //   node kafkajs_client.js offsets-by-time BOOTSTRAP TOPIC TIMESTAMP_MS
 'use strict';
 
@@ -231,6 +233,57 @@ async function handover(bootstrap, topic, partitions, count, group) {
   assert.ok(partitions > 0);
 }
 
+/** The group and record admin calls on GROUP, which has committed the end
+ * of every partition of TOPIC and has no members: describe, list and fetch
+ * offsets, set them, delete the records of partition 1 before 500, and
+ * reset the group to the earliest offsets. */
+async function groupAdmin(bootstrap, topic, partitions, end, group) {
+  const admin = client(bootstrap).admin();
+  await admin.connect();
+  try {
+    const committed = async () => {
+      const [answer] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+      return answer.partitions
+        .map(({ partition, offset }) => [partition, Number(offset)])
+        .sort((a, b) => a[0] - b[0]);
+    };
+    const everyPartition = (offset) => Array.from({ length: partitions }, (_, partition) => [partition, offset]);
+    assert.deepStrictEqual(await committed(), everyPartition(end), 'the end is committed');
+    const { groups } = await admin.describeGroups([group]);
+    assert.strictEqual(groups[0].state, 'Empty');
+    assert.strictEqual(groups[0].protocolType, 'consumer');
+    assert.ok((await admin.listGroups()).groups.some(({ groupId }) => groupId === group), 'listed');
+    await admin.setOffsets({ groupId: group, topic, partitions: [{ partition: 0, offset: '10' }] });
+    assert.deepStrictEqual((await committed())[0], [0, 10], 'set');
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition: 1, offset: '500' }] });
+    const low = (await admin.fetchTopicOffsets(topic)).find(({ partition }) => partition === 1).low;
+    assert.strictEqual(Number(low), 500, 'records before 500 deleted');
+    // KafkaJS commits the EARLIEST sentinel itself (-2), as it does with
+    // Kafka, which stores any offset; its consumers then start at the log
+    // start.
+    await admin.resetOffsets({ groupId: group, topic, earliest: true });
+    assert.deepStrictEqual(await committed(), everyPartition(-2), 'reset to the earliest');
+    emit({ groupAdmin: 'ok' });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Deletes GROUP (which has no members) and checks that it is gone. */
+async function deleteGroup(bootstrap, group) {
+  const admin = client(bootstrap).admin();
+  await admin.connect();
+  try {
+    assert.ok((await admin.listGroups()).groups.some(({ groupId }) => groupId === group), 'listed');
+    await admin.deleteGroups([group]);
+    assert.ok(!(await admin.listGroups()).groups.some(({ groupId }) => groupId === group), 'deleted');
+    const [answer] = await admin.fetchOffsets({ groupId: group, topics: [] });
+    emit({ deleted: group, offsetsLeft: answer ? answer.partitions.length : 0 });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 /** Prints the offsets KafkaJS finds for TIMESTAMP_MS in each partition. */
 async function offsetsByTime(bootstrap, topic, timestamp) {
   const admin = client(bootstrap).admin();
@@ -252,6 +305,8 @@ const commands = {
   consume: (args) => consume(args[0], args[1], Number(args[2]), args[3]),
   admin: (args) => admin(args[0]),
   handover: (args) => handover(args[0], args[1], Number(args[2]), Number(args[3]), args[4]),
+  'group-admin': (args) => groupAdmin(args[0], args[1], Number(args[2]), Number(args[3]), args[4]),
+  'delete-group': (args) => deleteGroup(args[0], args[1]),
   'offsets-by-time': (args) => offsetsByTime(args[0], args[1], args[2]),
 };
 
