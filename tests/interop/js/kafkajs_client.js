@@ -14,7 +14,11 @@
 
 const fs = require('fs');
 const assert = require('assert');
-const { Kafka, logLevel, CompressionTypes } = require('kafkajs');
+const { Kafka, logLevel, CompressionTypes, CompressionCodecs } = require('kafkajs');
+const SnappyCodec = require('kafkajs-snappy');
+
+// Snappy comes as a plugin (raw snappy blocks out, raw or xerial-framed in).
+CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec;
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 
@@ -67,7 +71,11 @@ async function produce(bootstrap, topic, partition, codec, file) {
       partition: Number(partition),
     };
   });
-  const compression = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[codec];
+  const compression = {
+    none: CompressionTypes.None,
+    gzip: CompressionTypes.GZIP,
+    snappy: CompressionTypes.Snappy,
+  }[codec];
   assert.notStrictEqual(compression, undefined, `codec ${codec}`);
   const producer = client(bootstrap).producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
