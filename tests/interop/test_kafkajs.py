@@ -184,6 +184,28 @@ def test_kafkajs_group_members_hand_over_and_admin_sees_the_group(broker):
     assert deleted == {"deleted": "kafkajs-handover", "offsetsLeft": 0}
 
 
+@pytest.mark.timeout(180)
+def test_a_kafkajs_group_rebalances_while_records_arrive_and_loses_none(broker):
+    topic = "live"
+    partitions = 6
+    create_topic(broker.bootstrap, topic, partitions)
+    count = 3000
+    documents = kafkajs("live-group", broker.bootstrap, topic, count, "kafkajs-live")
+    summary = documents[-1]
+    records = documents[:-1]
+    pairs = {(record["partition"], record["offset"]) for record in records}
+    assert len(pairs) == count, "every record was read"
+    # Offsets are dense from 0 in every partition: nothing was skipped.
+    for partition in range(partitions):
+        offsets = sorted(o for p, o in pairs if p == partition)
+        assert offsets == list(range(len(offsets))), f"partition {partition}"
+    # The second member joined while the first was reading: the first was
+    # assigned partitions again in the rebalance, and both read records.
+    assert summary["assignments"]["a"] >= 2, summary
+    assert summary["assignments"]["b"] >= 1, summary
+    assert {record["member"] for record in records} == {"a", "b"}
+
+
 @pytest.mark.timeout(120)
 def test_kafkajs_finds_offsets_by_timestamp(broker):
     topic = "by-time"

@@ -9,6 +9,7 @@
 //   node kafkajs_client.js handover BOOTSTRAP TOPIC PARTITIONS COUNT GROUP
 //   node kafkajs_client.js group-admin BOOTSTRAP TOPIC PARTITIONS END GROUP
 //   node kafkajs_client.js delete-group BOOTSTRAP GROUP
+//   node kafkajs_client.js live-group BOOTSTRAP TOPIC COUNT GROUP
 //   node kafkajs_client.js offsets-by-time BOOTSTRAP TOPIC TIMESTAMP_MS
 'use strict';
 
@@ -292,6 +293,56 @@ async function deleteGroup(bootstrap, group) {
   }
 }
 
+/** A group that grows while records arrive: member "a" joins and reads,
+ * a producer sends COUNT records in sends of 100 spread over time, member
+ * "b" joins halfway (a rebalance while "a" is reading), and both read until
+ * every record has been seen. Prints what each member saw, as {member,
+ * partition, offset}, and the number of times each member was assigned
+ * partitions. */
+async function liveGroup(bootstrap, topic, count, group) {
+  const kafka = client(bootstrap);
+  const seen = new Set();
+  const records = [];
+  const assignments = { a: 0, b: 0 };
+  let allSeen;
+  const done = new Promise((resolve) => {
+    allSeen = resolve;
+  });
+  const member = async (name) => {
+    const consumer = kafka.consumer({ groupId: group, maxWaitTimeInMs: 200, heartbeatInterval: 500 });
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      assignments[name] += 1;
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        records.push({ member: name, partition, offset: Number(message.offset) });
+        seen.add(`${partition}:${message.offset}`);
+        if (seen.size === count) allSeen();
+      },
+    });
+    return consumer;
+  };
+  const producer = kafka.producer();
+  await producer.connect();
+  const a = await member('a');
+  let b;
+  for (let sent = 0; sent < count; sent += 100) {
+    if (sent === count / 2) b = await member('b');
+    const messages = Array.from({ length: Math.min(100, count - sent) }, (_, index) => ({
+      value: `live-${sent + index}`,
+    }));
+    await withTimeout(producer.send({ topic, messages, acks: -1 }), 'send');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await withTimeout(done, `every record seen (seen ${seen.size} of ${count})`);
+  await producer.disconnect();
+  await Promise.all([a.disconnect(), b.disconnect()]);
+  for (const record of records) emit(record);
+  emit({ assignments });
+}
+
 /** Prints the offsets KafkaJS finds for TIMESTAMP_MS in each partition. */
 async function offsetsByTime(bootstrap, topic, timestamp) {
   const admin = client(bootstrap).admin();
@@ -315,6 +366,7 @@ const commands = {
   handover: (args) => handover(args[0], args[1], Number(args[2]), Number(args[3]), args[4]),
   'group-admin': (args) => groupAdmin(args[0], args[1], Number(args[2]), Number(args[3]), args[4]),
   'delete-group': (args) => deleteGroup(args[0], args[1]),
+  'live-group': (args) => liveGroup(args[0], args[1], Number(args[2]), args[3]),
   'offsets-by-time': (args) => offsetsByTime(args[0], args[1], args[2]),
 };
 
