@@ -385,3 +385,59 @@ async fn large_reads_sent_from_segment_files_arrive_whole_at_every_version() {
     );
     broker.shutdown().await;
 }
+
+/// An incremental session whose answers are sent from the segment files:
+/// a long poll woken by appends returns the partitions with large news
+/// (stand-ins replaced by their ranges), leaves out the quiet one, and the
+/// next epoch returns only what is new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incremental_answers_with_large_reads_carry_only_the_news() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker, "zero-copy-session").await;
+    let mut producer = Client::connect(&broker, "zero-copy-producer").await;
+    create_topic(&mut client, TOPIC, 3, &[]).await;
+    let all = vec![wanted(0, 0), wanted(1, 0), wanted(2, 0)];
+    let full = fetch(&mut client, fetch_request(0, 0, all, 0)).await;
+    let session_id = full.session_id;
+    assert!(session_id > 0, "a session was opened");
+
+    // 120 KB on partitions 0 and 2 while an empty incremental fetch waits.
+    let waiting = tokio::spawn(async move {
+        let answer = fetch(&mut client, fetch_request(session_id, 1, Vec::new(), 5_000)).await;
+        (client, answer)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    produce(&mut producer, TOPIC, 0, 40, 1).await;
+    produce(&mut producer, TOPIC, 2, 40, 1).await;
+    let (mut client, answer) = waiting.await.expect("fetch task");
+    let forty = |partition| {
+        (0..40)
+            .map(|index| value(partition, index))
+            .collect::<Vec<_>>()
+    };
+    let mut news = returned(&answer);
+    let mut epoch = 2;
+    if news.len() < 2 {
+        // The poll woke on partition 0's append alone: ask again, moving
+        // partition 0 on.
+        assert_eq!(news, vec![(0, forty(0))]);
+        let again = fetch(
+            &mut client,
+            fetch_request(session_id, epoch, vec![wanted(0, 40)], 0),
+        )
+        .await;
+        news.extend(returned(&again));
+        epoch += 1;
+    }
+    // The quiet partition 1 is never in an answer.
+    assert_eq!(news, vec![(0, forty(0)), (2, forty(2))]);
+
+    // Both move on to 40; 40 more on partition 2 alone.
+    produce(&mut producer, TOPIC, 2, 40, 1).await;
+    let moved_on = vec![wanted(0, 40), wanted(2, 40)];
+    let next = fetch(&mut client, fetch_request(session_id, epoch, moved_on, 0)).await;
+    assert_eq!(next.error_code, 0);
+    assert_eq!(returned(&next), vec![(2, forty(2))]);
+    broker.shutdown().await;
+}
