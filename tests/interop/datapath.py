@@ -200,3 +200,27 @@ def assert_same(messages, reads, offsets):
         assert read.headers == list(headers), f"offset {offset}"
         assert read.timestamp_type == CREATE_TIME, f"offset {offset}"
         assert read.timestamp_ms == timestamp_ms, f"offset {offset}"
+
+
+def sample_messages(count: int, base_timestamp_ms: int, longest_repeat: int = 13,
+                    repeated_header: bool = True):
+    """Keys (some null), values (some null, some empty, the rest `value-N-`
+    repeated up to `longest_repeat` times), headers on every third (with a
+    repeated name unless `repeated_header` is false), and explicit
+    timestamps one second apart."""
+    messages = []
+    for index in range(count):
+        key = None if index % 5 == 0 else f"key-{index}".encode()
+        if index % 7 == 3 and key is not None:
+            value = None
+        elif index % 7 == 5:
+            value = b""
+        else:
+            value = (f"value-{index}-" * (1 + index % longest_repeat)).encode()
+        headers = []
+        if index % 3 == 0:
+            headers = [("trace", f"t{index}".encode()), ("empty", b"")]
+            if repeated_header:
+                headers.append(("trace", b"dup"))
+        messages.append((key, value, headers, base_timestamp_ms + index * 1000))
+    return messages

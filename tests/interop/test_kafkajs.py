@@ -28,6 +28,7 @@ from datapath import (
     consume_kafka_python,
     create_topic,
     produce_confluent,
+    sample_messages,
 )
 
 CLIENT = Path(__file__).resolve().parent / "js" / "kafkajs_client.js"
@@ -56,23 +57,14 @@ def unb64(text):
     return None if text is None else base64.b64decode(text)
 
 
-def js_messages(count: int, base_timestamp_ms: int):
-    """Keys (some null), values (some null, some empty, up to 2 KB), headers
-    with distinct names (KafkaJS takes headers as an object), timestamps."""
-    messages = []
-    for index in range(count):
-        key = None if index % 5 == 0 else f"key-{index}".encode()
-        if index % 7 == 3:
-            value = None
-        elif index % 7 == 5:
-            value = b""
-        else:
-            value = (f"value-{index}-" * (1 + index % 150)).encode()
-        headers = []
-        if index % 3 == 0:
-            headers = [("trace", f"t{index}".encode()), ("empty", b"")]
-        messages.append((key, value, headers, base_timestamp_ms + index))
-    return messages
+def produce_to_each_partition(bootstrap: str, topic: str, partitions: int, messages_of,
+                              **config) -> None:
+    """Produces `messages_of(partition)` to each partition with librdkafka
+    (a producer with `config` on top of the suite's)."""
+    producer = confluent_producer(bootstrap, **config)
+    for partition in range(partitions):
+        sent = messages_of(partition)
+        assert produce_confluent(producer, topic, sent, partition=partition) == list(range(len(sent)))
 
 
 def reads_of(documents) -> list:
@@ -95,7 +87,10 @@ def reads_of(documents) -> list:
 def test_librdkafka_and_kafka_python_read_what_kafkajs_wrote(broker, codec, tmp_path):
     topic = f"from-kafkajs-{codec}"
     create_topic(broker.bootstrap, topic)
-    messages = js_messages(2000, int(time.time() * 1000) - 3_600_000)
+    # KafkaJS takes headers as an object: no repeated names.
+    messages = sample_messages(
+        2000, int(time.time() * 1000) - 3_600_000, longest_repeat=150, repeated_header=False
+    )
     batch = tmp_path / "messages.json"
     batch.write_text(
         json.dumps(
@@ -123,20 +118,15 @@ def test_kafkajs_reads_what_librdkafka_wrote(broker, codec):
     topic = f"from-librdkafka-{codec}"
     partitions = 3
     create_topic(broker.bootstrap, topic, partitions)
-    messages = js_messages(3000, int(time.time() * 1000) - 3_600_000)
-    # librdkafka may send headers with repeated names; KafkaJS must keep them.
-    messages = [
-        (key, value, headers + [("trace", b"again")] if headers else headers, timestamp_ms)
-        for key, value, headers, timestamp_ms in messages
-    ]
-    producer = confluent_producer(broker.bootstrap, **{"compression.type": codec})
+    # Repeated header names too: KafkaJS must keep both values.
+    messages = sample_messages(3000, int(time.time() * 1000) - 3_600_000, longest_repeat=150)
     per_partition = {partition: messages[partition::partitions] for partition in range(partitions)}
-    for partition, sent in per_partition.items():
-        assert produce_confluent(producer, topic, sent, partition=partition) == list(range(len(sent)))
+    produce_to_each_partition(
+        broker.bootstrap, topic, partitions, per_partition.get, **{"compression.type": codec}
+    )
     documents = kafkajs("consume", broker.bootstrap, topic, len(messages), "kafkajs-readers")
     counts = {p: sum(1 for d in documents if d["partition"] == p) for p in range(partitions)}
-    unique = {(d["partition"], d["offset"]) for d in documents}
-    assert counts == {p: len(sent) for p, sent in per_partition.items()}, (counts, len(documents), len(unique))
+    assert counts == {p: len(sent) for p, sent in per_partition.items()}, counts
     for partition, sent in per_partition.items():
         # KafkaJS gathers repeated names into one entry: compare by name.
         reads = reads_of([document for document in documents if document["partition"] == partition])
@@ -160,10 +150,12 @@ def test_kafkajs_group_members_hand_over_and_admin_sees_the_group(broker):
     topic = "handover"
     partitions = 4
     create_topic(broker.bootstrap, topic, partitions)
-    producer = confluent_producer(broker.bootstrap)
-    for partition in range(partitions):
-        sent = [(None, f"{partition}-{index}".encode(), [], None) for index in range(1000)]
-        produce_confluent(producer, topic, sent, partition=partition)
+    produce_to_each_partition(
+        broker.bootstrap,
+        topic,
+        partitions,
+        lambda partition: [(None, f"{partition}-{i}".encode(), [], None) for i in range(1000)],
+    )
     taken = kafkajs("handover", broker.bootstrap, topic, partitions, 4000, "kafkajs-handover")
     pairs = [(record["partition"], record["offset"]) for record in taken]
     assert len(pairs) == len(set(pairs)), "a record was taken twice"
@@ -211,10 +203,12 @@ def test_kafkajs_finds_offsets_by_timestamp(broker):
     topic = "by-time"
     create_topic(broker.bootstrap, topic, 2)
     base_timestamp_ms = int(time.time() * 1000) - 3_600_000
-    producer = confluent_producer(broker.bootstrap)
-    for partition in range(2):
-        sent = [(None, b"x", [], base_timestamp_ms + index * 1000) for index in range(100)]
-        produce_confluent(producer, topic, sent, partition=partition)
+    produce_to_each_partition(
+        broker.bootstrap,
+        topic,
+        2,
+        lambda _: [(None, b"x", [], base_timestamp_ms + i * 1000) for i in range(100)],
+    )
     [answer] = kafkajs("offsets-by-time", broker.bootstrap, topic, base_timestamp_ms + 40_500)
     # The first record at or after the time: offset 41 in both partitions.
     assert sorted(answer["byTime"]) == [[0, 41], [1, 41]]

@@ -11,6 +11,7 @@ from datapath import (
     CREATE_TIME,
     LOG_APPEND_TIME,
     assert_same,
+    sample_messages,
     consume_confluent,
     consume_kafka_python,
     confluent_producer,
@@ -35,25 +36,6 @@ def produce_all(producer, topic: str, records) -> None:
         if index % 1000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
-
-
-def sample_messages(count: int, base_timestamp_ms: int):
-    """Keys (some null), values (some null, some empty), headers, and
-    explicit timestamps one second apart."""
-    messages = []
-    for index in range(count):
-        key = None if index % 5 == 0 else f"key-{index}".encode()
-        if index % 7 == 3 and key is not None:
-            value = None
-        elif index % 7 == 5:
-            value = b""
-        else:
-            value = (f"value-{index}-" * (1 + index % 13)).encode()
-        headers = []
-        if index % 3 == 0:
-            headers = [("trace", f"t{index}".encode()), ("empty", b""), ("trace", b"dup")]
-        messages.append((key, value, headers, base_timestamp_ms + index * 1000))
-    return messages
 
 
 @pytest.mark.timeout(90)

@@ -49,10 +49,15 @@ function emit(document) {
 const fromBase64 = (text) => (text === null ? null : Buffer.from(text, 'base64'));
 const toBase64 = (bytes) => (bytes === null || bytes === undefined ? null : bytes.toString('base64'));
 
+/** `promise`, or an error naming `what` (a string, or a function giving
+ * one when the time is up) after STEP_TIMEOUT_MS. */
 function withTimeout(promise, what) {
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no progress in ${STEP_TIMEOUT_MS} ms`)), STEP_TIMEOUT_MS);
+    timer = setTimeout(() => {
+      const label = typeof what === 'function' ? what() : what;
+      reject(new Error(`${label}: no progress in ${STEP_TIMEOUT_MS} ms`));
+    }, STEP_TIMEOUT_MS);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
@@ -99,42 +104,52 @@ async function produce(bootstrap, topic, partition, codec, file) {
   }
 }
 
-/** Reads COUNT records of TOPIC from the beginning as a member of GROUP,
- * committing as it goes; prints each record. */
-async function consume(bootstrap, topic, count, group) {
-  const consumer = client(bootstrap).consumer({ groupId: group, maxWaitTimeInMs: 500 });
+/** Connects CONSUMER, subscribes it to TOPIC from the beginning and runs it
+ * with the handlers `handlers(finish)` gives, until they call `finish()`
+ * (or the time is up: `what()` names what was awaited); then disconnects. */
+async function runUntilFinished(consumer, topic, what, handlers) {
   await consumer.connect();
-  const records = [];
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     await withTimeout(
       new Promise((resolve, reject) => {
-        consumer
-          .run({
-            eachMessage: async ({ partition, message }) => {
-              if (records.length >= count) return;
-              // KafkaJS gathers repeated header names into an array.
-              const headers = Object.entries(message.headers || {}).flatMap(([name, value]) =>
-                (Array.isArray(value) ? value : [value]).map((one) => [name, toBase64(one)])
-              );
-              records.push({
-                partition,
-                offset: Number(message.offset),
-                key: toBase64(message.key),
-                value: toBase64(message.value),
-                headers,
-                timestamp: Number(message.timestamp),
-              });
-              if (records.length === count) resolve();
-            },
-          })
-          .catch(reject);
+        consumer.run(handlers(resolve)).catch(reject);
       }),
-      `consume ${count} records (got ${records.length})`
+      what
     );
   } finally {
     await consumer.disconnect();
   }
+}
+
+/** Reads COUNT records of TOPIC from the beginning as a member of GROUP,
+ * committing as it goes; prints each record. */
+async function consume(bootstrap, topic, count, group) {
+  const consumer = client(bootstrap).consumer({ groupId: group, maxWaitTimeInMs: 500 });
+  const records = [];
+  await runUntilFinished(
+    consumer,
+    topic,
+    () => `consume ${count} records (got ${records.length})`,
+    (finish) => ({
+      eachMessage: async ({ partition, message }) => {
+        if (records.length >= count) return;
+        // KafkaJS gathers repeated header names into an array.
+        const headers = Object.entries(message.headers || {}).flatMap(([name, value]) =>
+          (Array.isArray(value) ? value : [value]).map((one) => [name, toBase64(one)])
+        );
+        records.push({
+          partition,
+          offset: Number(message.offset),
+          key: toBase64(message.key),
+          value: toBase64(message.value),
+          headers,
+          timestamp: Number(message.timestamp),
+        });
+        if (records.length === count) finish();
+      },
+    })
+  );
   for (const record of records) emit(record);
 }
 
@@ -205,34 +220,26 @@ async function handover(bootstrap, topic, partitions, count, group) {
   const taken = [];
   const member = async (name, limit) => {
     const consumer = kafka.consumer({ groupId: group, maxWaitTimeInMs: 500 });
-    await consumer.connect();
     const mine = [];
-    try {
-      await consumer.subscribe({ topic, fromBeginning: true });
-      await withTimeout(
-        new Promise((resolve, reject) => {
-          consumer
-            .run({
-              autoCommit: false,
-              eachBatch: async ({ batch }) => {
-                // Whole batches only, so that the commit marks exactly what
-                // this member took.
-                if (mine.length >= limit) return;
-                for (const message of batch.messages) {
-                  mine.push({ member: name, partition: batch.partition, offset: Number(message.offset) });
-                }
-                const next = Number(batch.messages[batch.messages.length - 1].offset) + 1;
-                await consumer.commitOffsets([{ topic, partition: batch.partition, offset: String(next) }]);
-                if (mine.length >= limit) resolve();
-              },
-            })
-            .catch(reject);
-        }),
-        `${name} takes ${limit} records (took ${mine.length})`
-      );
-    } finally {
-      await consumer.disconnect();
-    }
+    await runUntilFinished(
+      consumer,
+      topic,
+      () => `${name} takes ${limit} records (took ${mine.length})`,
+      (finish) => ({
+        autoCommit: false,
+        eachBatch: async ({ batch }) => {
+          // Whole batches only, so that the commit marks exactly what this
+          // member took.
+          if (mine.length >= limit) return;
+          for (const message of batch.messages) {
+            mine.push({ member: name, partition: batch.partition, offset: Number(message.offset) });
+          }
+          const next = Number(batch.messages[batch.messages.length - 1].offset) + 1;
+          await consumer.commitOffsets([{ topic, partition: batch.partition, offset: String(next) }]);
+          if (mine.length >= limit) finish();
+        },
+      })
+    );
     taken.push(...mine);
     return mine.length;
   };
