@@ -97,6 +97,76 @@ impl LogSlice {
         Ok(moved as usize)
     }
 
+    /// Whether every page of the range is in the page cache, from one
+    /// `cachestat` call (Linux 6.5 and later); `None` when the kernel cannot
+    /// tell. A range that is not must come from the disk, which blocks
+    /// whoever reads or `sendfile`s it: see
+    /// [`load_into_page_cache`](Self::load_into_page_cache).
+    pub fn is_cached(&self) -> Option<bool> {
+        /// `cachestat` has this number on every Linux architecture.
+        const SYS_CACHESTAT: libc::c_long = 451;
+        #[repr(C)]
+        struct CachestatRange {
+            offset: u64,
+            length: u64,
+        }
+        #[repr(C)]
+        #[derive(Default)]
+        struct Cachestat {
+            cached: u64,
+            dirty: u64,
+            writeback: u64,
+            evicted: u64,
+            recently_evicted: u64,
+        }
+        if self.length == 0 {
+            return Some(true);
+        }
+        let range = CachestatRange {
+            offset: self.position,
+            length: self.length,
+        };
+        let mut stat = Cachestat::default();
+        // SAFETY: the descriptor is open (owned by `self`), `range` and
+        // `stat` are valid, properly laid out (`#[repr(C)]`, the kernel's
+        // `struct cachestat_range` and `struct cachestat`) and live for the
+        // call; the kernel only writes `stat`.
+        let result = unsafe {
+            libc::syscall(
+                SYS_CACHESTAT,
+                self.file.as_raw_fd(),
+                &range as *const CachestatRange,
+                &mut stat as *mut Cachestat,
+                0,
+            )
+        };
+        if result != 0 {
+            return None;
+        }
+        let page = page_size();
+        let first_page = self.position / page;
+        let end_page = (self.position + self.length).div_ceil(page);
+        Some(stat.cached >= end_page - first_page)
+    }
+
+    /// Reads the range through the page cache in small pieces, keeping
+    /// nothing, so that a `sendfile` of it right after does not wait for
+    /// the disk. It blocks for as long as the disk takes: call it off the
+    /// async workers.
+    pub fn load_into_page_cache(&self) -> Result<(), ReadError> {
+        const PIECE_BYTES: u64 = 256 * 1024;
+        let mut buffer = vec![0u8; PIECE_BYTES.min(self.length) as usize];
+        let mut done = 0;
+        while done < self.length {
+            let piece = (self.length - done).min(PIECE_BYTES) as usize;
+            self.file
+                .read_exact_at(&mut buffer[..piece], self.position + done)
+                .at(&self.path)?;
+            done += piece as u64;
+        }
+        Ok(())
+    }
+
     /// Reads the range into memory (one `pread`).
     pub fn to_bytes(&self) -> Result<Bytes, ReadError> {
         let mut buffer = BytesMut::zeroed(self.length as usize);
@@ -302,4 +372,14 @@ fn slice_from(
         first_offset: first.header.base_offset,
         next_offset,
     })
+}
+
+/// The size of a memory page.
+fn page_size() -> u64 {
+    // SAFETY: `sysconf` has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(size)
+        .ok()
+        .filter(|&size| size > 0)
+        .unwrap_or(4096)
 }

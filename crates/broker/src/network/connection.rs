@@ -366,10 +366,23 @@ async fn write_all_parts(
 }
 
 /// Sends a segment range with `sendfile`, waiting whenever the socket is
-/// full. A range that the file no longer holds whole (truncated since the
+/// full (and for the disk, off the async workers, when the range is not in
+/// the page cache). A range that the file no longer holds whole (truncated since the
 /// read) is an error: the frame's length is already promised, so the
 /// connection must close.
 async fn send_region(writer: &OwnedWriteHalf, slice: &LogSlice) -> std::io::Result<()> {
+    // `sendfile` reads what is not cached from the disk, blocking the
+    // thread: load such a range on the blocking pool first, so that the
+    // async worker goes on serving other connections meanwhile. Loading is
+    // only a head start: if it fails (the file was truncated, say),
+    // `sendfile` meets the same problem below and reports it.
+    if slice.is_cached() == Some(false) {
+        let loading = slice.clone();
+        let loaded = tokio::task::spawn_blocking(move || loading.load_into_page_cache()).await;
+        if let Ok(Err(error)) = loaded {
+            debug!(%error, "loading a fetched range into the page cache failed");
+        }
+    }
     let stream: &TcpStream = writer.as_ref();
     let mut sent = 0u64;
     while sent < slice.len() {
@@ -473,6 +486,39 @@ mod tests {
         expected.extend_from_slice(&file_bytes);
         expected.extend_from_slice(b"tail");
         assert_eq!(reader.await.expect("reader"), expected);
+    }
+
+    #[tokio::test]
+    async fn a_range_dropped_from_the_page_cache_is_loaded_and_sent() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let slice = slice_of(dir.path(), 100);
+        let file_bytes = slice.to_bytes().expect("bytes");
+        slice.file().sync_all().expect("fsync");
+        // SAFETY: the descriptor is open; fadvise only drops clean pages.
+        let dropped = unsafe {
+            libc::posix_fadvise(slice.file().as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
+        };
+        assert_eq!(dropped, 0);
+        assert_eq!(slice.is_cached(), Some(false));
+        let (mut writer, mut client) = socket_pair().await;
+        let total = 4 + file_bytes.len();
+        let reader = tokio::spawn(async move {
+            let mut received = vec![0; total];
+            client.read_exact(&mut received).await.expect("read");
+            received
+        });
+        let mut parts = vec![
+            Part::Bytes(Bytes::from_static(b"head")),
+            Part::Region(slice.clone()),
+        ];
+        write_all_parts(&mut writer, &mut parts)
+            .await
+            .expect("written");
+        let mut expected = b"head".to_vec();
+        expected.extend_from_slice(&file_bytes);
+        assert_eq!(reader.await.expect("reader"), expected);
+        assert_eq!(slice.is_cached(), Some(true), "loaded on the way");
     }
 
     #[tokio::test]
