@@ -47,19 +47,7 @@ pub const MAX_STAND_INS: usize = 4096;
 /// The zeros stand-ins point into: allocated zeroed on first use and never
 /// freed. Pages of it that nothing reads are never made resident, so it
 /// costs address space, not memory.
-fn stand_in_area() -> &'static [u8] {
-    static AREA: OnceLock<&'static [u8]> = OnceLock::new();
-    AREA.get_or_init(|| {
-        let area: &'static [u8] = Vec::leak(vec![0; MAX_STAND_IN_BYTES + MAX_STAND_INS]);
-        let start = area.as_ptr() as usize;
-        let _ = STAND_IN_AREA_RANGE.set(start..start + area.len());
-        area
-    })
-}
-
-/// The addresses of the stand-in area, once it exists (before, nothing can
-/// point into it).
-static STAND_IN_AREA_RANGE: OnceLock<Range<usize>> = OnceLock::new();
+static STAND_IN_AREA: OnceLock<&'static [u8]> = OnceLock::new();
 
 /// A stand-in for `length` record bytes that the writer will send from
 /// elsewhere; `slot` (below [`MAX_STAND_INS`]) tells the stand-ins of one
@@ -73,17 +61,19 @@ pub fn stand_in(slot: usize, length: usize) -> Option<Bytes> {
     if slot >= MAX_STAND_INS || length > MAX_STAND_IN_BYTES {
         return None;
     }
-    Some(Bytes::from_static(&stand_in_area()[slot..slot + length]))
+    let area = STAND_IN_AREA.get_or_init(|| Vec::leak(vec![0; MAX_STAND_IN_BYTES + MAX_STAND_INS]));
+    Some(Bytes::from_static(&area[slot..slot + length]))
 }
 
 /// Whether `bytes` lies (even partly) in the stand-in area.
 fn overlaps_stand_ins(bytes: &[u8]) -> bool {
-    let Some(area) = STAND_IN_AREA_RANGE.get() else {
+    // Before the area exists, nothing can point into it.
+    let Some(area) = STAND_IN_AREA.get() else {
         return false;
     };
-    let start = bytes.as_ptr() as usize;
-    let end = start + bytes.len();
-    !bytes.is_empty() && start < area.end && end > area.start
+    let area = area.as_ptr_range();
+    let range = bytes.as_ptr_range();
+    !bytes.is_empty() && range.start < area.end && range.end > area.start
 }
 
 /// One part of an encoded frame.
@@ -154,6 +144,11 @@ impl ChunkedBuf {
 
     /// The index of the registered payload that `src` is, if any.
     fn find_shared(&self, src: &[u8]) -> Option<usize> {
+        // Most writes are small fields: only stand-ins are registered below
+        // the threshold.
+        if src.len() < MIN_SHARED_PAYLOAD_BYTES && !overlaps_stand_ins(src) {
+            return None;
+        }
         let rest = self.shared.get(self.next_shared..)?;
         rest.iter()
             .position(|payload| {

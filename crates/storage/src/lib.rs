@@ -53,6 +53,7 @@ pub mod read;
 pub mod recovery;
 mod retention;
 pub mod segment;
+mod sys;
 pub mod testing;
 pub mod topic_partition;
 

@@ -205,11 +205,11 @@ fn run(receiver: &Receiver<Message>, counters: &Counters) {
                 };
                 let (result, counter) = match hint {
                     Hint::WriteBack => (
-                        sys::start_writeback(&file, start, length),
+                        crate::sys::start_writeback(&file, start, length),
                         &counters.writeback_bytes,
                     ),
                     Hint::Drop => (
-                        sys::write_out_and_drop(&file, start, length),
+                        crate::sys::write_out_and_drop(&file, start, length),
                         &counters.dropped_bytes,
                     ),
                 };
@@ -224,71 +224,6 @@ fn run(receiver: &Receiver<Message>, counters: &Counters) {
                 }
             }
         }
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod sys {
-    use std::fs::File;
-    use std::io;
-    use std::os::fd::AsRawFd;
-
-    fn check(result: libc::c_int) -> io::Result<()> {
-        if result == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-
-    fn range(start: u64, length: u64) -> io::Result<(libc::off64_t, libc::off64_t)> {
-        let convert = |value: u64| {
-            libc::off64_t::try_from(value).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
-        };
-        Ok((convert(start)?, convert(length)?))
-    }
-
-    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writeback, does not wait.
-    pub(super) fn start_writeback(file: &File, start: u64, length: u64) -> io::Result<()> {
-        let (start, length) = range(start, length)?;
-        // SAFETY: a plain system call on a descriptor `file` keeps open.
-        check(unsafe {
-            libc::sync_file_range(file.as_raw_fd(), start, length, libc::SYNC_FILE_RANGE_WRITE)
-        })
-    }
-
-    /// Writes the range out (waiting for it) and drops it from the cache.
-    pub(super) fn write_out_and_drop(file: &File, start: u64, length: u64) -> io::Result<()> {
-        let (start, length) = range(start, length)?;
-        let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
-            | libc::SYNC_FILE_RANGE_WRITE
-            | libc::SYNC_FILE_RANGE_WAIT_AFTER;
-        // SAFETY: a plain system call on a descriptor `file` keeps open.
-        check(unsafe { libc::sync_file_range(file.as_raw_fd(), start, length, flags) })?;
-        // posix_fadvise returns the error number instead of setting errno.
-        // SAFETY: as above.
-        let error = unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), start, length, libc::POSIX_FADV_DONTNEED)
-        };
-        if error == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::from_raw_os_error(error))
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod sys {
-    use std::fs::File;
-    use std::io;
-
-    pub(super) fn start_writeback(_file: &File, _start: u64, _length: u64) -> io::Result<()> {
-        Ok(())
-    }
-
-    pub(super) fn write_out_and_drop(_file: &File, _start: u64, _length: u64) -> io::Result<()> {
-        Ok(())
     }
 }
 

@@ -8,7 +8,7 @@
 //! offset is returned whole (clients skip the records before it).
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -82,19 +82,8 @@ impl LogSlice {
         if remaining == 0 {
             return Ok(0);
         }
-        let mut offset = libc::off_t::try_from(self.position + sent)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
         let count = remaining.min(MAX_SENDFILE_BYTES) as usize;
-        // SAFETY: both descriptors are open for the duration of the call
-        // (`out` is borrowed, the file is owned by `self`), `offset` is a
-        // valid, exclusively borrowed `off_t` the kernel updates, and no
-        // user memory is read or written.
-        let moved =
-            unsafe { libc::sendfile(out.as_raw_fd(), self.file.as_raw_fd(), &mut offset, count) };
-        if moved < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(moved as usize)
+        crate::sys::send_file(out, &self.file, self.position + sent, count)
     }
 
     /// Whether every page of the range is in the page cache, from one
@@ -103,50 +92,7 @@ impl LogSlice {
     /// whoever reads or `sendfile`s it: see
     /// [`load_into_page_cache`](Self::load_into_page_cache).
     pub fn is_cached(&self) -> Option<bool> {
-        /// `cachestat` has this number on every Linux architecture.
-        const SYS_CACHESTAT: libc::c_long = 451;
-        #[repr(C)]
-        struct CachestatRange {
-            offset: u64,
-            length: u64,
-        }
-        #[repr(C)]
-        #[derive(Default)]
-        struct Cachestat {
-            cached: u64,
-            dirty: u64,
-            writeback: u64,
-            evicted: u64,
-            recently_evicted: u64,
-        }
-        if self.length == 0 {
-            return Some(true);
-        }
-        let range = CachestatRange {
-            offset: self.position,
-            length: self.length,
-        };
-        let mut stat = Cachestat::default();
-        // SAFETY: the descriptor is open (owned by `self`), `range` and
-        // `stat` are valid, properly laid out (`#[repr(C)]`, the kernel's
-        // `struct cachestat_range` and `struct cachestat`) and live for the
-        // call; the kernel only writes `stat`.
-        let result = unsafe {
-            libc::syscall(
-                SYS_CACHESTAT,
-                self.file.as_raw_fd(),
-                &range as *const CachestatRange,
-                &mut stat as *mut Cachestat,
-                0,
-            )
-        };
-        if result != 0 {
-            return None;
-        }
-        let page = page_size();
-        let first_page = self.position / page;
-        let end_page = (self.position + self.length).div_ceil(page);
-        Some(stat.cached >= end_page - first_page)
+        crate::sys::is_range_cached(&self.file, self.position, self.length)
     }
 
     /// Reads the range through the page cache in small pieces, keeping
@@ -372,14 +318,4 @@ fn slice_from(
         first_offset: first.header.base_offset,
         next_offset,
     })
-}
-
-/// The size of a memory page.
-fn page_size() -> u64 {
-    // SAFETY: `sysconf` has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    u64::try_from(size)
-        .ok()
-        .filter(|&size| size > 0)
-        .unwrap_or(4096)
 }
