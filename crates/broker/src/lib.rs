@@ -2,7 +2,8 @@
 //! Kafka broker.
 //!
 //! It owns the network server, one handler per Kafka API behind a dispatch
-//! table, and the broker configuration ([`config`]). It deliberately owns no
+//! table, and the broker configuration ([`config`], with a typed builder in
+//! [`config_builder`] beside the property-string form). It deliberately owns no
 //! protocol, storage, replication, controller or group logic: those live in
 //! the crates below it, and this crate only wires them together ([`groups`]
 //! gives the group coordinator its `__consumer_offsets` storage and loads
@@ -11,6 +12,7 @@
 
 pub mod broker;
 pub mod config;
+pub mod config_builder;
 pub mod error;
 pub mod fetch_session;
 pub mod groups;
@@ -24,4 +26,5 @@ pub mod replica_manager;
 
 pub use broker::{start, RunningBroker, StartError};
 pub use config::BrokerConfig;
+pub use config_builder::{BrokerConfigBuilder, BuildError, ByteSize};
 pub use error::ConfigError;
