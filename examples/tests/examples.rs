@@ -90,7 +90,7 @@ async fn produce_consume_and_admin_examples_against_one_broker() {
     check_deliveries(&deliveries);
 
     let stop = consume::StopWhen {
-        idle: Duration::from_secs(1),
+        idle: Duration::from_secs(3),
         total: Duration::from_secs(60),
     };
     let consumed = bounded("consume", consume::run(&bootstrap, stop)).await;

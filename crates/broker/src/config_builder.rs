@@ -94,11 +94,11 @@ impl Display for ByteSize {
 pub enum BuildError {
     /// A value the broker's configuration rules refuse: the same rules, and
     /// the same error, as for the value in `server.properties`.
-    #[error("invalid broker configuration")]
-    Invalid(#[source] ConfigError),
+    #[error(transparent)]
+    Invalid(ConfigError),
     /// A topic-level default (a broker `log.*` key) the log rules refuse.
-    #[error("invalid topic-level default")]
-    TopicDefault(#[source] strom_storage::error::ConfigError),
+    #[error(transparent)]
+    TopicDefault(strom_storage::error::ConfigError),
     /// A duration that is not a whole number of the property's unit.
     #[error("`{key}` takes a whole number of {unit}; {nanos} ns is not")]
     NotWholeUnit {

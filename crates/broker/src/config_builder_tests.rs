@@ -225,6 +225,7 @@ fn values_the_rules_refuse_name_their_key() {
     ];
     for (builder, key) in refused {
         let error = builder.build().expect_err(key);
+        assert!(error.to_string().contains(key), "{error}");
         assert_eq!(invalid_key(error), key);
     }
 }
