@@ -113,7 +113,7 @@ async fn collect(pending: Vec<(String, DeliveryFuture)>) -> Deliveries {
                 deliveries.delivered.push((key, metadata));
             }
             Err(error) => {
-                println!("not delivered key={key}: {}", explain(&error));
+                println!("not delivered key={key}: {error} ({})", advice(&error));
                 deliveries.failed.push((key, error));
             }
         }
@@ -122,17 +122,17 @@ async fn collect(pending: Vec<(String, DeliveryFuture)>) -> Deliveries {
 }
 
 /// What an application would do about each kind of failure.
-fn explain(error: &ProduceError) -> String {
+fn advice(error: &ProduceError) -> &'static str {
     match error {
         ProduceError::RecordTooLarge { .. } => {
-            format!("{error} (split the payload, or raise max.request.size and the topic's max.message.bytes)")
+            "split the payload, or raise max.request.size and the topic's max.message.bytes"
         }
         ProduceError::Timeout { .. } => {
-            format!("{error} (the broker did not answer in time: it may have been written; send again if duplicates are acceptable)")
+            "no answer in time: it may have been written; send again if a duplicate is acceptable"
         }
         ProduceError::UnknownTopicOrPartition { .. } | ProduceError::Authorization { .. } => {
-            format!("{error} (check the topic name and the broker's auto.create.topics.enable)")
+            "check the topic name and the broker's auto.create.topics.enable"
         }
-        other => other.to_string(),
+        _ => "the producer gave up on it: log it, and send again once the cause has passed",
     }
 }

@@ -121,7 +121,7 @@ pub enum BuildError {
     },
     /// A log directory that `log.dirs` cannot express: it contains a comma,
     /// begins or ends with white space, or is not UTF-8.
-    #[error("log directory {path:?} cannot be written in log.dirs")]
+    #[error("log directory `{path}` cannot be written in log.dirs")]
     LogDir {
         /// The directory.
         path: PathBuf,
