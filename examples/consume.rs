@@ -57,7 +57,8 @@ pub struct Consumed {
 /// When to stop reading.
 #[derive(Debug, Clone, Copy)]
 pub struct StopWhen {
-    /// Stop once nothing arrived for this long (after something did).
+    /// Stop once nothing arrived for this long: since the last records,
+    /// or before any, since the partitions were assigned.
     pub idle: Duration,
     /// Stop after this long in any case.
     pub total: Duration,
@@ -92,11 +93,17 @@ pub async fn run(bootstrap: &str, stop: StopWhen) -> Result<Consumed, Box<dyn Er
     let mut consumer = Consumer::new(consumer_config(bootstrap)).await?;
     let (events, mut received) = unbounded_channel();
     consumer.subscribe_with_listener([TOPIC], PrintingListener { events })?;
-    let records = read_and_commit(&mut consumer, stop).await?;
-    let committed = committed_offsets(&consumer).await?;
-    // Revokes the partitions through the listener and leaves the group, so
-    // the others need not wait for this member's session to expire.
+    let outcome = match read_and_commit(&mut consumer, stop).await {
+        Ok(records) => committed_offsets(&consumer)
+            .await
+            .map(|committed| (records, committed)),
+        Err(error) => Err(error),
+    };
+    // Revokes the partitions through the listener and leaves the group (also
+    // after a failure), so the others need not wait for this member's
+    // session to expire.
     consumer.close().await?;
+    let (records, committed) = outcome?;
     Ok(Consumed {
         records,
         rebalances: drain(&mut received),
