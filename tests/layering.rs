@@ -1,6 +1,6 @@
 //! Layering rules of the workspace, read from `cargo metadata`.
 //!
-//! Dependencies point down only (see `ARCHITECTURE.md`): every Strom crate may
+//! Dependencies point down only (see `docs/architecture.md`): every Strom crate may
 //! depend on the Strom crates listed for it below and on no other. A new crate
 //! must be added to the table, which is how a reviewer gets to see its place.
 

@@ -1,7 +1,7 @@
 //! The partitions this broker hosts: each one's log, replication state and
 //! offset watches, and the append and read paths that keep them consistent.
 //!
-//! The seeds' ReplicaManager: it learns which partitions exist and who leads
+//! Kafka's ReplicaManager: it learns which partitions exist and who leads
 //! them from the metadata image ([`ReplicaManager::apply_image`]), and it is
 //! the one place where a log append is followed by the replication
 //! bookkeeping (LEO, HW) that decides what consumers may see.

@@ -1,4 +1,4 @@
-//! Group membership, the consumer side (the seeds' ConsumerCoordinator):
+//! Group membership, the consumer side (Kafka's ConsumerCoordinator):
 //! FindCoordinator, JoinGroup with the MEMBER_ID_REQUIRED round trip,
 //! SyncGroup with the leader computing the assignment, a heartbeat task that
 //! runs independently of `poll`, LeaveGroup, and the member identity used for

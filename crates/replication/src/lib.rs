@@ -1,7 +1,8 @@
 //! Partitions as replicas: who leads, who is in sync, and what is committed.
 //!
 //! `strom-replication` owns the replication state of one partition on one
-//! broker, in Kafka's pull model (see `ARCHITECTURE.md`, decision 4):
+//! broker, in Kafka's pull model (followers fetch from the leader with the
+//! Fetch API; the leader learns their log end offsets from those fetches):
 //!
 //! * [`LeaderState`]: the leader's view — leader epoch, ISR, the log end
 //!   offset (LEO) of every replica as learned from their fetches, and the high
@@ -20,7 +21,8 @@
 //! controller). They do not own the log; the broker appends to
 //! `strom-storage` and reports the resulting LEO. A single-node broker runs
 //! exactly this code with an ISR of one, in which case the HW follows the LEO
-//! as soon as a write is done.
+//! as soon as a write is done. That is the only way it runs today: no broker
+//! fetches from another yet, so [`FollowerState`] is not driven by the broker.
 
 mod error;
 mod follower;

@@ -514,7 +514,11 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve((batch_decode_info.record_count as usize).min(buf.remaining()));
+        // Strom patch: a count from the wire, bounded by the bytes left (see bounded_capacity).
+        records.reserve(types::bounded_capacity::<Record>(
+            batch_decode_info.record_count as usize,
+            buf.remaining(),
+        ));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }
@@ -893,7 +897,11 @@ impl Record {
         }
         let num_headers = num_headers as usize;
 
-        let mut headers = IndexMap::with_capacity(num_headers.min(bytes::Buf::remaining(buf)));
+        // Strom patch: a count from the wire, bounded by the bytes left (see bounded_capacity).
+        let mut headers = IndexMap::with_capacity(types::bounded_capacity::<(StrBytes, Option<Bytes>)>(
+            num_headers,
+            bytes::Buf::remaining(buf),
+        ));
         for _ in 0..num_headers {
             // Key len
             let key_len: i32 = types::VarInt.decode(buf)?;

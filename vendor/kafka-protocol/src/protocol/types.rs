@@ -10,6 +10,18 @@ use anyhow::{bail, Result};
 use std::convert::TryFrom;
 use std::string::String as StdString;
 
+/// Strom patch: how many elements of `T` to pre-allocate for an element count read off the
+/// wire, when `remaining` bytes are left to decode them from.
+///
+/// A count is rejected when it exceeds the bytes left (every element takes at least one byte on
+/// the wire), but an element can be far larger in memory than on the wire (a struct decoded
+/// from a few bytes), so the capacity is also bounded by the bytes left divided by the size of
+/// one element in memory: a pre-allocation never exceeds the bytes left to decode. An array
+/// that is really there grows past it as its elements decode.
+pub(crate) fn bounded_capacity<T>(count: usize, remaining: usize) -> usize {
+    count.min(remaining / std::mem::size_of::<T>().max(1))
+}
+
 macro_rules! define_copy_impl {
     ($e:ident, $t:ty) => (
         impl Encoder<$t> for $e {
@@ -990,7 +1002,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
                 if n as usize > buf.remaining() {
                     bail!("Array length {n} exceeds the {} bytes remaining", buf.remaining());
                 }
-                let mut result = Vec::with_capacity(n as usize);
+                let mut result = Vec::with_capacity(bounded_capacity::<T>(n as usize, buf.remaining()));
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1102,7 +1114,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
                 if (n - 1) as usize > buf.remaining() {
                     bail!("CompactArray length {} exceeds the {} bytes remaining", n - 1, buf.remaining());
                 }
-                let mut result = Vec::with_capacity((n - 1) as usize);
+                let mut result = Vec::with_capacity(bounded_capacity::<T>((n - 1) as usize, buf.remaining()));
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }
