@@ -366,7 +366,7 @@ impl From<Vec<i32>> for ReplicaList {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::collection::vec;
     use proptest::option;
     use proptest::prelude::*;

@@ -129,6 +129,14 @@ impl Controller {
         }
     }
 
+    /// Forgets every broker's last heartbeat. A controller that becomes
+    /// active calls this first: heartbeats it saw in an earlier term say
+    /// nothing about the brokers now, and each unfenced broker gets a full
+    /// session from the first check on.
+    pub fn reset_liveness(&mut self) {
+        self.last_heartbeat_ms.clear();
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ControllerConfig {
         &self.config
