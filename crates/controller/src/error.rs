@@ -751,6 +751,10 @@ pub enum RuntimeError {
         /// The timeout.
         timeout_ms: u64,
     },
+    /// Fewer than a majority of the controller voters answered the active
+    /// controller, so it cannot commit; nothing was applied.
+    #[error("fewer than a majority of the controller voters are reachable")]
+    NoMajority,
     /// The command's records were planned against an image that a new
     /// active controller had already moved past; nothing was applied.
     #[error("the command was planned on a stale image and was not applied")]

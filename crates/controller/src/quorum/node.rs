@@ -356,9 +356,7 @@ fn leadership_error(
                 leader: forward.leader_id,
             }
         }
-        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(source)) => RuntimeError::Quorum {
-            source: Box::new(source),
-        },
+        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(_)) => RuntimeError::NoMajority,
         RaftError::Fatal(source) => RuntimeError::Quorum {
             source: Box::new(source),
         },
