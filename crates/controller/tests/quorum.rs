@@ -2,179 +2,14 @@
 //! in-process network: elections, failover, catching up, snapshots, loss
 //! of the majority, and commands refused where they must be.
 
-use std::collections::BTreeMap;
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use strom_controller::controller::{
-    BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
-};
-use strom_controller::environment::{SeededRandom, SystemClock};
 use strom_controller::error::RuntimeError;
-use strom_controller::image::Endpoint;
-use strom_controller::quorum::memory::MemoryNetwork;
-use strom_controller::quorum::{QuorumConfig, QuorumController};
 use strom_controller::ControllerClient;
-
-struct Cluster {
-    network: MemoryNetwork,
-    voters: BTreeMap<u64, String>,
-    directory: tempfile::TempDir,
-    nodes: BTreeMap<u64, Arc<QuorumController>>,
-    snapshot_interval_entries: u64,
-}
-
-impl Cluster {
-    async fn start(voters: u64) -> Cluster {
-        Self::start_with(voters, 1_000).await
-    }
-
-    async fn start_with(voters: u64, snapshot_interval_entries: u64) -> Cluster {
-        let mut cluster = Cluster {
-            network: MemoryNetwork::new(7),
-            voters: (1..=voters)
-                .map(|id| (id, format!("127.0.0.1:{}", 19_000 + id)))
-                .collect(),
-            directory: tempfile::tempdir().expect("tempdir"),
-            nodes: BTreeMap::new(),
-            snapshot_interval_entries,
-        };
-        for id in 1..=voters {
-            cluster.restart(id).await;
-        }
-        cluster.register_broker(100).await;
-        cluster
-    }
-
-    /// Registers and unfences a broker, so topics have a replica to use.
-    async fn register_broker(&self, broker_id: i32) {
-        for _ in 0..40 {
-            let leader = self.leader().await;
-            let registered = leader
-                .register_broker(BrokerRegistrationRequest {
-                    broker_id,
-                    incarnation_id: uuid::Uuid::from_u128(broker_id as u128),
-                    endpoints: vec![Endpoint {
-                        name: "PLAINTEXT".into(),
-                        host: "127.0.0.1".into(),
-                        port: 9092,
-                        security_protocol: "PLAINTEXT".into(),
-                    }],
-                    rack: None,
-                })
-                .await;
-            let Ok(Ok(reply)) = registered else {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            let heartbeat = leader
-                .broker_heartbeat(BrokerHeartbeatRequest {
-                    broker_id,
-                    broker_epoch: reply.broker_epoch,
-                    want_fence: false,
-                    want_shutdown: false,
-                })
-                .await;
-            if matches!(heartbeat, Ok(Ok(_))) {
-                return;
-            }
-        }
-        panic!("broker {broker_id} could not register");
-    }
-
-    fn config(&self, node_id: u64) -> QuorumConfig {
-        let mut config = QuorumConfig::new(
-            node_id,
-            self.voters.clone(),
-            self.directory.path().join(format!("node-{node_id}")),
-        );
-        config.election_timeout_ms = 300;
-        config.heartbeat_interval_ms = 60;
-        config.request_timeout_ms = 1_500;
-        config.tick_interval_ms = 100;
-        config.snapshot_interval_entries = self.snapshot_interval_entries;
-        config.controller.broker_session_timeout_ms = 120_000;
-        config
-    }
-
-    async fn restart(&mut self, node_id: u64) {
-        let node = QuorumController::start(
-            self.config(node_id),
-            self.network.transport(node_id),
-            Arc::new(SystemClock),
-            Box::new(SeededRandom::new(node_id)),
-        )
-        .await
-        .expect("node starts");
-        self.network.attach(&node);
-        self.nodes.insert(node_id, node);
-    }
-
-    /// Stops a node as a crash would: no more messages in or out.
-    async fn kill(&mut self, node_id: u64) {
-        self.network.detach(node_id);
-        if let Some(node) = self.nodes.remove(&node_id) {
-            node.shutdown().await;
-        }
-    }
-
-    async fn leader(&self) -> Arc<QuorumController> {
-        for _ in 0..200 {
-            let active: Vec<_> = self
-                .nodes
-                .values()
-                .filter(|node| node.is_active())
-                .collect();
-            if let [node] = active.as_slice() {
-                return Arc::clone(node);
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("no single active controller within 5 s");
-    }
-
-    async fn create_topic(&self, name: &str) -> Result<(), RuntimeError> {
-        for _ in 0..40 {
-            let leader = self.leader().await;
-            match leader.create_topics(request(name)).await {
-                Ok(outcomes) => {
-                    outcomes[0].result.clone().expect("topic created");
-                    return Ok(());
-                }
-                Err(RuntimeError::NotController { .. } | RuntimeError::Stale) => {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(error) => return Err(error),
-            }
-        }
-        panic!("no controller accepted the command");
-    }
-
-    async fn wait_for_topics(&self, node_id: u64, count: usize) {
-        let node = &self.nodes[&node_id];
-        for _ in 0..200 {
-            if node.image().topic_count() >= count {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!(
-            "node {node_id} has {} topics, expected {count}",
-            node.image().topic_count()
-        );
-    }
-}
-
-fn request(name: &str) -> CreateTopicsRequest {
-    CreateTopicsRequest {
-        topics: vec![NewTopic {
-            name: name.to_string(),
-            partitions: Some(1),
-            ..NewTopic::default()
-        }],
-        validate_only: false,
-    }
-}
+use support::{request, Cluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_voters_elect_one_active_controller_and_replicate_commands() {
@@ -282,7 +117,7 @@ async fn without_a_majority_writes_time_out_and_resume_when_a_voter_returns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_far_behind_installs_a_snapshot() {
-    let mut cluster = Cluster::start_with(3, 10).await;
+    let mut cluster = Cluster::start_with(3, 10, 7).await;
     let leader = cluster.leader().await.node_id();
     let behind = (1..=3).find(|id| *id != leader).expect("a follower");
     cluster.kill(behind).await;

@@ -258,6 +258,12 @@ impl QuorumController {
         self.raft.metrics().borrow().state == ServerState::Leader
     }
 
+    /// openraft's metrics of this node, updated on every change of role,
+    /// term, log or commit point.
+    pub fn raft_metrics(&self) -> watch::Receiver<openraft::RaftMetrics<NodeId, BasicNode>> {
+        self.raft.metrics()
+    }
+
     /// The quorum as this node sees it (DescribeQuorum's answer on the
     /// active controller).
     pub fn status(&self) -> QuorumStatus {
