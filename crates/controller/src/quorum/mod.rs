@@ -18,11 +18,13 @@
 //!   controller listener) and its adapter to openraft.
 //! - [`memory`]: an in-process transport with seeded faults, for tests
 //!   and simulations.
-//! - [`node`]: [`QuorumController`](node::QuorumController), one node,
+//! - [`node`]: [`node::QuorumController`], one node,
 //!   which runs commands when it is the active controller and is a
 //!   [`ControllerClient`](crate::ControllerClient) like the embedded
 //!   [`LocalController`](crate::LocalController).
 //! - [`status`]: the DescribeQuorum view of the quorum.
+//! - [`tcp`]: Raft RPCs over TCP in Kafka's framing: the transport nodes use
+//!   between processes, and the server side of a connection.
 //!
 //! # Mapping to Kafka
 //!
@@ -41,6 +43,7 @@ pub mod network;
 pub mod node;
 pub mod state_machine;
 pub mod status;
+pub mod tcp;
 pub mod types;
 
 pub use node::{QuorumConfig, QuorumController, QuorumStartError};

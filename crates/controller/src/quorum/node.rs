@@ -124,7 +124,7 @@ pub enum QuorumStartError {
     Raft {
         /// Why.
         #[source]
-        source: openraft::error::Fatal<NodeId>,
+        source: Box<openraft::error::Fatal<NodeId>>,
     },
 }
 
@@ -188,7 +188,9 @@ impl QuorumController {
             machine.clone(),
         )
         .await
-        .map_err(|source| QuorumStartError::Raft { source })?;
+        .map_err(|source| QuorumStartError::Raft {
+            source: Box::new(source),
+        })?;
         let node = Arc::new(Self {
             node_id: config.node_id,
             raft,
@@ -217,11 +219,13 @@ impl QuorumController {
         if !config.voters.contains_key(&config.node_id) {
             return Ok(());
         }
-        let initialized = self
-            .raft
-            .is_initialized()
-            .await
-            .map_err(|source| QuorumStartError::Raft { source })?;
+        let initialized =
+            self.raft
+                .is_initialized()
+                .await
+                .map_err(|source| QuorumStartError::Raft {
+                    source: Box::new(source),
+                })?;
         if initialized {
             return Ok(());
         }
