@@ -128,6 +128,7 @@ pub mod image;
 pub mod log;
 pub mod partition_state;
 pub mod quorum;
+pub mod rack_assignment;
 pub mod records;
 pub mod replica_state;
 pub mod runtime;
