@@ -164,6 +164,14 @@ pub enum ApplyError {
         /// The epoch in the record.
         record_epoch: i64,
     },
+    /// A producer id block must move the next producer id forward.
+    #[error("producer ids record sets the next id to {record}, not above {current}")]
+    ProducerIdNotIncreasing {
+        /// The next id in the image.
+        current: i64,
+        /// The next id in the record.
+        record: i64,
+    },
     /// A re-registration must carry a larger broker epoch.
     #[error(
         "broker {broker_id} re-registered with epoch {record_epoch}, not above {current_epoch}"
@@ -620,6 +628,12 @@ pub enum ControllerError {
     /// `BROKER_NOT_AVAILABLE`: no unfenced broker can host replicas.
     #[error("no broker is available")]
     NoBrokersAvailable,
+    /// Every producer id has been handed out (`UNKNOWN_SERVER_ERROR`).
+    #[error("no producer ids are left after {next_producer_id}")]
+    ProducerIdsExhausted {
+        /// The first id not yet handed out.
+        next_producer_id: i64,
+    },
     /// `STALE_BROKER_EPOCH`.
     #[error("broker {broker_id} is at epoch {current_epoch}, the request names {request_epoch}")]
     StaleBrokerEpoch {

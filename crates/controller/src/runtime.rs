@@ -25,11 +25,12 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::controller::{
-    AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest, BrokerHeartbeatReply,
-    BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest, Controller,
-    ControllerConfig, ControllerResult, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
-    DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
-    ResourceOutcome, TopicOutcome, TopicReference,
+    AllocateProducerIdsRequest, AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest,
+    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
+    BrokerRegistrationRequest, Controller, ControllerConfig, ControllerResult,
+    CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, ElectLeadersRequest,
+    ElectionOutcome, IncrementalAlterConfigsRequest, ProducerIdBlock, ResourceOutcome,
+    TopicOutcome, TopicReference,
 };
 use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
@@ -98,6 +99,12 @@ pub trait ControllerClient: Send + Sync {
         &self,
         request: AlterPartitionRequest,
     ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError>;
+
+    /// AllocateProducerIds: the next block of producer ids for a broker.
+    async fn allocate_producer_ids(
+        &self,
+        request: AllocateProducerIdsRequest,
+    ) -> Result<Result<ProducerIdBlock, ControllerError>, RuntimeError>;
 }
 
 /// Settings of the embedded controller.
@@ -422,6 +429,14 @@ impl<R: CommandRunner> ControllerClient for R {
         request: AlterPartitionRequest,
     ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError> {
         self.run(move |controller, image, _| controller.alter_partition(image, &request))
+            .await
+    }
+
+    async fn allocate_producer_ids(
+        &self,
+        request: AllocateProducerIdsRequest,
+    ) -> Result<Result<ProducerIdBlock, ControllerError>, RuntimeError> {
+        self.run(move |controller, image, _| controller.allocate_producer_ids(image, &request))
             .await
     }
 }

@@ -17,6 +17,7 @@
 mod brokers;
 mod configs;
 mod partitions;
+mod producer_ids;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ pub use configs::{
     ResourceConfigs, ResourceOutcome,
 };
 pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
+pub use producer_ids::{AllocateProducerIdsRequest, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use topics::{
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, DeletedTopic,
     NewTopic, PartitionsIncrease, TopicOutcome, TopicReference,
