@@ -1,5 +1,6 @@
 //! Replica assignment for new topics and partitions, as Kafka does it for
-//! rack-unaware clusters.
+//! rack-unaware clusters (a cluster whose live brokers all have
+//! `broker.rack` uses [`crate::rack_assignment`] instead).
 //!
 //! Brokers are sorted by id. A random start index picks the broker of the
 //! first replica of partition 0; partition `p`'s first replica is broker
@@ -94,7 +95,7 @@ fn follower_index(first_index: usize, shift: usize, follower: usize, broker_coun
     (first_index + offset) % broker_count
 }
 
-fn check_counts(
+pub(crate) fn check_counts(
     broker_count: usize,
     partitions: i32,
     replication_factor: i32,

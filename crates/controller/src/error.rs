@@ -164,6 +164,14 @@ pub enum ApplyError {
         /// The epoch in the record.
         record_epoch: i64,
     },
+    /// A producer id block must move the next producer id forward.
+    #[error("producer ids record sets the next id to {record}, not above {current}")]
+    ProducerIdNotIncreasing {
+        /// The next id in the image.
+        current: i64,
+        /// The next id in the record.
+        record: i64,
+    },
     /// A re-registration must carry a larger broker epoch.
     #[error(
         "broker {broker_id} re-registered with epoch {record_epoch}, not above {current_epoch}"
@@ -384,6 +392,54 @@ pub enum LogError {
         /// What is wrong.
         problem: SnapshotProblem,
     },
+    /// A frame of the quorum's Raft log or vote file does not decode.
+    #[error("undecodable quorum frame at byte {position} of {path}")]
+    QuorumFrame {
+        /// The file.
+        path: PathBuf,
+        /// Byte position of the frame.
+        position: u64,
+        /// Why it does not decode.
+        #[source]
+        source: CodecError,
+    },
+    /// A thread panicked while it held the log file; what it left on disk
+    /// is unknown until recovery runs again.
+    #[error("the quorum log was left in an unknown state by a panic")]
+    Poisoned,
+}
+
+/// Bytes of the quorum (a Raft entry, vote or RPC) do not decode.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    /// The bytes are not a valid message.
+    #[error("undecodable message")]
+    Decode {
+        /// The decoding error.
+        #[source]
+        source: prost::DecodeError,
+    },
+    /// A required field is absent.
+    #[error("required field {field} is missing")]
+    MissingField {
+        /// The field.
+        field: &'static str,
+    },
+    /// An enumeration field has a value this build does not know.
+    #[error("unknown value {kind} of {field}")]
+    UnknownKind {
+        /// The field.
+        field: &'static str,
+        /// The value.
+        kind: u32,
+    },
+    /// The metadata records inside an entry are not valid.
+    #[error("invalid metadata records")]
+    Records {
+        /// Why.
+        #[source]
+        source: RecordError,
+    },
 }
 
 /// What is wrong with a snapshot file.
@@ -572,6 +628,12 @@ pub enum ControllerError {
     /// `BROKER_NOT_AVAILABLE`: no unfenced broker can host replicas.
     #[error("no broker is available")]
     NoBrokersAvailable,
+    /// Every producer id has been handed out (`UNKNOWN_SERVER_ERROR`).
+    #[error("no producer ids are left after {next_producer_id}")]
+    ProducerIdsExhausted {
+        /// The first id not yet handed out.
+        next_producer_id: i64,
+    },
     /// `STALE_BROKER_EPOCH`.
     #[error("broker {broker_id} is at epoch {current_epoch}, the request names {request_epoch}")]
     StaleBrokerEpoch {
@@ -688,6 +750,36 @@ pub enum RuntimeError {
     /// write failed, the on-disk state is unknown until recovery).
     #[error("the controller stopped after an earlier failure")]
     Failed,
+    /// This node is not the active controller of the quorum; `leader` is
+    /// the one it knows of (Kafka's NOT_CONTROLLER).
+    #[error("this node is not the active controller (the active controller is {})", leader.map_or_else(|| "unknown".to_string(), |id| format!("node {id}")))]
+    NotController {
+        /// The active controller's node id, if known.
+        leader: Option<u64>,
+    },
+    /// The quorum did not commit the command within the request timeout
+    /// (fewer than a majority of voters reachable); nothing was applied
+    /// unless it shows in a later image.
+    #[error("the metadata quorum did not answer within {timeout_ms} ms")]
+    QuorumTimeout {
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// Fewer than a majority of the controller voters answered the active
+    /// controller, so it cannot commit; nothing was applied.
+    #[error("fewer than a majority of the controller voters are reachable")]
+    NoMajority,
+    /// The command's records were planned against an image that a new
+    /// active controller had already moved past; nothing was applied.
+    #[error("the command was planned on a stale image and was not applied")]
+    Stale,
+    /// The Raft node failed.
+    #[error("the metadata quorum failed")]
+    Quorum {
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 #[cfg(test)]

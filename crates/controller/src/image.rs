@@ -26,8 +26,8 @@ use uuid::Uuid;
 use crate::error::{ApplyError, PartitionProblem};
 use crate::records::{
     uuid_from_bytes, uuid_to_bytes, BrokerEndpoint, ConfigRecord, ConfigResourceType,
-    MetadataRecord, PartitionChangeRecord, PartitionRecord, Record, RegisterBrokerRecord,
-    RemoveTopicRecord, TopicRecord, UnregisterBrokerRecord, NO_LEADER,
+    MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, Record,
+    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, UnregisterBrokerRecord, NO_LEADER,
 };
 
 /// A broker id (Kafka's `node.id`).
@@ -150,6 +150,8 @@ pub struct MetadataImage {
     topics_by_id: Arc<BTreeMap<Uuid, Arc<TopicImage>>>,
     topic_ids_by_name: Arc<BTreeMap<String, Uuid>>,
     configs: Arc<BTreeMap<ConfigResource, Arc<ConfigMap>>>,
+    /// The first producer id no broker has been handed yet.
+    next_producer_id: i64,
 }
 
 impl MetadataImage {
@@ -214,6 +216,11 @@ impl MetadataImage {
     pub fn configs(&self, resource: &ConfigResource) -> &BTreeMap<String, String> {
         static EMPTY: ConfigMap = BTreeMap::new();
         self.configs.get(resource).map_or(&EMPTY, Arc::as_ref)
+    }
+
+    /// The first producer id not yet handed to any broker.
+    pub fn next_producer_id(&self) -> i64 {
+        self.next_producer_id
     }
 
     /// One explicitly set configuration value.
@@ -298,7 +305,27 @@ impl MetadataImage {
                 records.extend(config_records(resource, configs));
             }
         }
+        if self.next_producer_id > 0 {
+            records.push(MetadataRecord::new(Record::ProducerIds(
+                ProducerIdsRecord {
+                    broker_id: -1,
+                    broker_epoch: -1,
+                    next_producer_id: self.next_producer_id,
+                },
+            )));
+        }
         records
+    }
+
+    fn take_producer_ids(&mut self, record: &ProducerIdsRecord) -> Result<(), ApplyError> {
+        if record.next_producer_id <= self.next_producer_id {
+            return Err(ApplyError::ProducerIdNotIncreasing {
+                current: self.next_producer_id,
+                record: record.next_producer_id,
+            });
+        }
+        self.next_producer_id = record.next_producer_id;
+        Ok(())
     }
 
     fn apply_in_place(&mut self, record: &MetadataRecord) -> Result<(), ApplyError> {
@@ -317,6 +344,7 @@ impl MetadataImage {
             Some(Record::PartitionChange(record)) => self.change_partition(record),
             Some(Record::Config(record)) => self.set_config(record),
             Some(Record::RemoveTopic(record)) => self.remove_topic(record),
+            Some(Record::ProducerIds(record)) => self.take_producer_ids(record),
         }
     }
 

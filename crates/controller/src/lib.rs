@@ -127,6 +127,8 @@ pub mod error;
 pub mod image;
 pub mod log;
 pub mod partition_state;
+pub mod quorum;
+pub mod rack_assignment;
 pub mod records;
 pub mod replica_state;
 pub mod runtime;
@@ -134,4 +136,4 @@ pub mod topic_name;
 
 pub use controller::{Controller, ControllerConfig};
 pub use image::MetadataImage;
-pub use runtime::{ControllerClient, LocalController, LocalControllerConfig};
+pub use runtime::{CommandRunner, ControllerClient, LocalController, LocalControllerConfig};

@@ -175,20 +175,20 @@ impl MetadataLog {
     }
 }
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
     move |source| LogError::Io {
         path: path.to_path_buf(),
         source,
     }
 }
 
-fn sync_directory(directory: &Path) -> Result<(), LogError> {
+pub(crate) fn sync_directory(directory: &Path) -> Result<(), LogError> {
     File::open(directory)
         .and_then(|handle| handle.sync_all())
         .map_err(io_error(directory))
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
     let mut file = File::create(path).map_err(io_error(path))?;
     file.write_all(bytes).map_err(io_error(path))?;
     file.sync_all().map_err(io_error(path))
@@ -209,7 +209,7 @@ fn remove_stale_temp(directory: &Path) -> Result<(), LogError> {
     }
 }
 
-fn encode_frame(payload: &[u8]) -> Result<Vec<u8>, LogError> {
+pub(crate) fn encode_frame(payload: &[u8]) -> Result<Vec<u8>, LogError> {
     let length = u32::try_from(payload.len())
         .ok()
         .filter(|length| u64::from(*length) <= MAX_FRAME_BYTES)
@@ -242,14 +242,18 @@ struct Replay {
 }
 
 /// One frame's outcome.
-enum Frame<'a> {
+pub(crate) enum Frame<'a> {
     /// A whole, checksummed payload and the position after it.
     Complete { payload: &'a [u8], end: usize },
     /// The file ends inside this frame (or its last frame is damaged).
     TornTail,
 }
 
-fn next_frame<'a>(path: &Path, bytes: &'a [u8], position: usize) -> Result<Frame<'a>, LogError> {
+pub(crate) fn next_frame<'a>(
+    path: &Path,
+    bytes: &'a [u8],
+    position: usize,
+) -> Result<Frame<'a>, LogError> {
     let (Some(length), Some(stored)) = (read_u32(bytes, position), read_u32(bytes, position + 4))
     else {
         return Ok(Frame::TornTail);
@@ -363,7 +367,7 @@ fn apply_batch(
     Ok(image.next_offset() - before)
 }
 
-fn encode_snapshot(payload: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_snapshot(payload: &[u8]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(SNAPSHOT_HEADER_BYTES + payload.len());
     bytes.extend_from_slice(SNAPSHOT_MAGIC);
     bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_be_bytes());
@@ -374,11 +378,25 @@ fn encode_snapshot(payload: &[u8]) -> Vec<u8> {
 }
 
 fn read_snapshot(path: &Path) -> Result<MetadataImage, LogError> {
-    let bytes = match fs::read(path) {
+    let Some(payload) = read_snapshot_payload(path)? else {
+        return Ok(MetadataImage::empty());
+    };
+    let corrupt = |problem| LogError::CorruptSnapshot {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let snapshot = MetadataSnapshot::decode_from(&payload)
+        .map_err(|_| corrupt(SnapshotProblem::Undecodable))?;
+    MetadataImage::from_snapshot_records(snapshot.last_offset, &snapshot.records)
+        .map_err(|_| corrupt(SnapshotProblem::DoesNotApply))
+}
+
+/// Reads a file written with [`encode_snapshot`] and checks its header and
+/// CRC; `None` if the file does not exist.
+pub(crate) fn read_snapshot_payload(path: &Path) -> Result<Option<Vec<u8>>, LogError> {
+    let mut bytes = match fs::read(path) {
         Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(MetadataImage::empty())
-        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(LogError::Io {
                 path: path.to_path_buf(),
@@ -397,19 +415,17 @@ fn read_snapshot(path: &Path) -> Result<MetadataImage, LogError> {
     }
     let length = read_u64(&bytes, 12).ok_or(corrupt(SnapshotProblem::Truncated))?;
     let stored = read_u32(&bytes, 20).ok_or(corrupt(SnapshotProblem::Truncated))?;
-    let payload = usize::try_from(length)
+    let end = usize::try_from(length)
         .ok()
-        .and_then(|length| {
-            bytes.get(SNAPSHOT_HEADER_BYTES..SNAPSHOT_HEADER_BYTES.checked_add(length)?)
-        })
+        .and_then(|length| SNAPSHOT_HEADER_BYTES.checked_add(length))
+        .filter(|end| *end <= bytes.len())
         .ok_or(corrupt(SnapshotProblem::Truncated))?;
-    if crc32c::crc32c(payload) != stored {
+    if crc32c::crc32c(&bytes[SNAPSHOT_HEADER_BYTES..end]) != stored {
         return Err(corrupt(SnapshotProblem::CrcMismatch));
     }
-    let snapshot = MetadataSnapshot::decode_from(payload)
-        .map_err(|_| corrupt(SnapshotProblem::Undecodable))?;
-    MetadataImage::from_snapshot_records(snapshot.last_offset, &snapshot.records)
-        .map_err(|_| corrupt(SnapshotProblem::DoesNotApply))
+    bytes.truncate(end);
+    bytes.drain(..SNAPSHOT_HEADER_BYTES);
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]

@@ -67,6 +67,9 @@ pub enum Record {
     /// A topic and all its partitions were removed.
     #[prost(message, tag = "10")]
     RemoveTopic(RemoveTopicRecord),
+    /// A block of producer ids was handed to a broker.
+    #[prost(message, tag = "11")]
+    ProducerIds(ProducerIdsRecord),
 }
 
 /// A listener a broker advertises to clients and to other brokers.
@@ -240,6 +243,22 @@ pub struct ConfigRecord {
     pub value: Option<String>,
 }
 
+/// A block of producer ids handed to a broker (Kafka's ProducerIdsRecord):
+/// ids below `next_producer_id` are taken, so no two brokers of a cluster
+/// hand out the same id to idempotent producers.
+#[derive(Clone, PartialEq, Eq, ::prost::Message)]
+pub struct ProducerIdsRecord {
+    /// The broker the block went to (-1 in a snapshot).
+    #[prost(int32, tag = "1")]
+    pub broker_id: i32,
+    /// That broker's epoch when it asked.
+    #[prost(int64, tag = "2")]
+    pub broker_epoch: i64,
+    /// The first id not yet handed out.
+    #[prost(int64, tag = "3")]
+    pub next_producer_id: i64,
+}
+
 /// Removal of a topic with all its partitions and configuration.
 #[derive(Clone, PartialEq, Eq, ::prost::Message)]
 pub struct RemoveTopicRecord {
@@ -333,6 +352,7 @@ impl MetadataRecord {
             Some(Record::PartitionChange(_)) => "PartitionChange",
             Some(Record::Config(_)) => "Config",
             Some(Record::RemoveTopic(_)) => "RemoveTopic",
+            Some(Record::ProducerIds(_)) => "ProducerIds",
         }
     }
 }
@@ -366,7 +386,7 @@ impl From<Vec<i32>> for ReplicaList {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::collection::vec;
     use proptest::option;
     use proptest::prelude::*;

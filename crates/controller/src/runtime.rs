@@ -25,11 +25,12 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::controller::{
-    AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest, BrokerHeartbeatReply,
-    BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest, Controller,
-    ControllerConfig, ControllerResult, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
-    DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
-    ResourceOutcome, TopicOutcome, TopicReference,
+    AllocateProducerIdsRequest, AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest,
+    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
+    BrokerRegistrationRequest, Controller, ControllerConfig, ControllerResult,
+    CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, ElectLeadersRequest,
+    ElectionOutcome, IncrementalAlterConfigsRequest, ProducerIdBlock, ResourceOutcome,
+    TopicOutcome, TopicReference,
 };
 use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
@@ -98,6 +99,12 @@ pub trait ControllerClient: Send + Sync {
         &self,
         request: AlterPartitionRequest,
     ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError>;
+
+    /// AllocateProducerIds: the next block of producer ids for a broker.
+    async fn allocate_producer_ids(
+        &self,
+        request: AllocateProducerIdsRequest,
+    ) -> Result<Result<ProducerIdBlock, ControllerError>, RuntimeError>;
 }
 
 /// Settings of the embedded controller.
@@ -209,21 +216,8 @@ impl LocalController {
 
     /// Checks broker sessions now; returns the brokers fenced.
     pub async fn tick(&self) -> Result<Vec<BrokerId>, RuntimeError> {
-        self.execute(|controller, image, now_ms| controller.tick(image, now_ms))
+        self.run(|controller, image, now_ms| controller.tick(image, now_ms))
             .await
-    }
-
-    async fn execute<T, F>(&self, command: F) -> Result<T, RuntimeError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Controller, &MetadataImage, u64) -> Result<ControllerResult<T>, ApplyError>
-            + Send
-            + 'static,
-    {
-        let shared = Arc::clone(&self.shared);
-        tokio::task::spawn_blocking(move || shared.execute(command))
-            .await
-            .map_err(|_| RuntimeError::Shutdown)?
     }
 }
 
@@ -306,21 +300,67 @@ impl State {
     }
 }
 
+/// How a controller runs one planned command: the part in which the
+/// embedded controller and the quorum differ. Every [`CommandRunner`] is a
+/// [`ControllerClient`].
 #[async_trait]
-impl ControllerClient for LocalController {
-    fn image(&self) -> Arc<MetadataImage> {
+pub trait CommandRunner: Send + Sync {
+    /// The latest image.
+    fn current_image(&self) -> Arc<MetadataImage>;
+
+    /// A receiver that sees every newly committed image.
+    fn image_receiver(&self) -> watch::Receiver<Arc<MetadataImage>>;
+
+    /// Plans `command` against the current image (with the time in ms),
+    /// commits its records as one batch, and returns its reply once the
+    /// records are in the image.
+    async fn run<T, F>(&self, command: F) -> Result<T, RuntimeError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Controller, &MetadataImage, u64) -> Result<ControllerResult<T>, ApplyError>
+            + Send
+            + 'static;
+}
+
+#[async_trait]
+impl CommandRunner for LocalController {
+    fn current_image(&self) -> Arc<MetadataImage> {
         self.shared.publisher.borrow().clone()
     }
 
-    fn subscribe(&self) -> watch::Receiver<Arc<MetadataImage>> {
+    fn image_receiver(&self) -> watch::Receiver<Arc<MetadataImage>> {
         self.shared.publisher.subscribe()
+    }
+
+    async fn run<T, F>(&self, command: F) -> Result<T, RuntimeError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Controller, &MetadataImage, u64) -> Result<ControllerResult<T>, ApplyError>
+            + Send
+            + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || shared.execute(command))
+            .await
+            .map_err(|_| RuntimeError::Shutdown)?
+    }
+}
+
+#[async_trait]
+impl<R: CommandRunner> ControllerClient for R {
+    fn image(&self) -> Arc<MetadataImage> {
+        self.current_image()
+    }
+
+    fn subscribe(&self) -> watch::Receiver<Arc<MetadataImage>> {
+        self.image_receiver()
     }
 
     async fn create_topics(
         &self,
         request: CreateTopicsRequest,
     ) -> Result<Vec<TopicOutcome<CreatedTopic>>, RuntimeError> {
-        self.execute(move |controller, image, _| controller.create_topics(image, &request))
+        self.run(move |controller, image, _| controller.create_topics(image, &request))
             .await
     }
 
@@ -328,7 +368,7 @@ impl ControllerClient for LocalController {
         &self,
         topics: Vec<TopicReference>,
     ) -> Result<Vec<DeleteOutcome>, RuntimeError> {
-        self.execute(move |controller, image, _| controller.delete_topics(image, &topics))
+        self.run(move |controller, image, _| controller.delete_topics(image, &topics))
             .await
     }
 
@@ -336,7 +376,7 @@ impl ControllerClient for LocalController {
         &self,
         request: CreatePartitionsRequest,
     ) -> Result<Vec<TopicOutcome<()>>, RuntimeError> {
-        self.execute(move |controller, image, _| controller.create_partitions(image, &request))
+        self.run(move |controller, image, _| controller.create_partitions(image, &request))
             .await
     }
 
@@ -344,7 +384,7 @@ impl ControllerClient for LocalController {
         &self,
         request: AlterConfigsRequest,
     ) -> Result<Vec<ResourceOutcome>, RuntimeError> {
-        self.execute(move |controller, image, _| controller.alter_configs(image, &request))
+        self.run(move |controller, image, _| controller.alter_configs(image, &request))
             .await
     }
 
@@ -352,17 +392,15 @@ impl ControllerClient for LocalController {
         &self,
         request: IncrementalAlterConfigsRequest,
     ) -> Result<Vec<ResourceOutcome>, RuntimeError> {
-        self.execute(move |controller, image, _| {
-            controller.incremental_alter_configs(image, &request)
-        })
-        .await
+        self.run(move |controller, image, _| controller.incremental_alter_configs(image, &request))
+            .await
     }
 
     async fn register_broker(
         &self,
         request: BrokerRegistrationRequest,
     ) -> Result<Result<BrokerRegistrationReply, ControllerError>, RuntimeError> {
-        self.execute(move |controller, image, now_ms| {
+        self.run(move |controller, image, now_ms| {
             controller.register_broker(image, &request, now_ms)
         })
         .await
@@ -372,7 +410,7 @@ impl ControllerClient for LocalController {
         &self,
         request: BrokerHeartbeatRequest,
     ) -> Result<Result<BrokerHeartbeatReply, ControllerError>, RuntimeError> {
-        self.execute(move |controller, image, now_ms| {
+        self.run(move |controller, image, now_ms| {
             controller.broker_heartbeat(image, &request, now_ms)
         })
         .await
@@ -382,7 +420,7 @@ impl ControllerClient for LocalController {
         &self,
         request: ElectLeadersRequest,
     ) -> Result<Vec<ElectionOutcome>, RuntimeError> {
-        self.execute(move |controller, image, _| controller.elect_leaders(image, &request))
+        self.run(move |controller, image, _| controller.elect_leaders(image, &request))
             .await
     }
 
@@ -390,7 +428,15 @@ impl ControllerClient for LocalController {
         &self,
         request: AlterPartitionRequest,
     ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError> {
-        self.execute(move |controller, image, _| controller.alter_partition(image, &request))
+        self.run(move |controller, image, _| controller.alter_partition(image, &request))
+            .await
+    }
+
+    async fn allocate_producer_ids(
+        &self,
+        request: AllocateProducerIdsRequest,
+    ) -> Result<Result<ProducerIdBlock, ControllerError>, RuntimeError> {
+        self.run(move |controller, image, _| controller.allocate_producer_ids(image, &request))
             .await
     }
 }

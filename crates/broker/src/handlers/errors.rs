@@ -71,6 +71,7 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
         ControllerError::UnsupportedConfigResource { .. } => ErrorCode::InvalidRequest,
         ControllerError::NoBrokersAvailable => ErrorCode::InvalidReplicationFactor,
         ControllerError::StaleBrokerEpoch { .. } => ErrorCode::StaleBrokerEpoch,
+        ControllerError::ProducerIdsExhausted { .. } => ErrorCode::UnknownServerError,
         ControllerError::BrokerNotRegistered { .. } => ErrorCode::BrokerIdNotRegistered,
         ControllerError::DuplicateBrokerRegistration { .. } => {
             ErrorCode::DuplicateBrokerRegistration
@@ -92,9 +93,16 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
 }
 
 /// The code for a controller that could not run a command at all.
-pub fn runtime_error_code(_error: &RuntimeError) -> ErrorCode {
-    // The embedded controller failed to persist; clients may retry.
-    ErrorCode::NotController
+pub fn runtime_error_code(error: &RuntimeError) -> ErrorCode {
+    match error {
+        // The quorum could not commit in time (or has no majority): the
+        // outcome is unknown, as for any request that timed out.
+        RuntimeError::QuorumTimeout { .. } | RuntimeError::NoMajority => ErrorCode::RequestTimedOut,
+        // Not (or no longer) the active controller, a command planned on a
+        // stale image, or a controller that stopped after a failure to
+        // persist: clients refresh metadata and retry.
+        _ => ErrorCode::NotController,
+    }
 }
 
 /// The code for a DeleteRecords that the log refused.

@@ -17,6 +17,7 @@
 mod brokers;
 mod configs;
 mod partitions;
+mod producer_ids;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ pub use configs::{
     ResourceConfigs, ResourceOutcome,
 };
 pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
+pub use producer_ids::{AllocateProducerIdsRequest, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
 pub use topics::{
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, DeletedTopic,
     NewTopic, PartitionsIncrease, TopicOutcome, TopicReference,
@@ -127,6 +129,14 @@ impl Controller {
             random,
             last_heartbeat_ms: BTreeMap::new(),
         }
+    }
+
+    /// Forgets every broker's last heartbeat. A controller that becomes
+    /// active calls this first: heartbeats it saw in an earlier term say
+    /// nothing about the brokers now, and each unfenced broker gets a full
+    /// session from the first check on.
+    pub fn reset_liveness(&mut self) {
+        self.last_heartbeat_ms.clear();
     }
 
     /// The configuration.

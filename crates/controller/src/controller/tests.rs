@@ -63,6 +63,15 @@ impl Harness {
         broker_id: BrokerId,
         incarnation: u128,
     ) -> Result<BrokerRegistrationReply, ControllerError> {
+        self.register_in_rack(broker_id, incarnation, None)
+    }
+
+    fn register_in_rack(
+        &mut self,
+        broker_id: BrokerId,
+        incarnation: u128,
+        rack: Option<&str>,
+    ) -> Result<BrokerRegistrationReply, ControllerError> {
         let request = BrokerRegistrationRequest {
             broker_id,
             incarnation_id: Uuid::from_u128(incarnation),
@@ -72,7 +81,7 @@ impl Harness {
                 port: 9000 + broker_id as u16,
                 security_protocol: "PLAINTEXT".into(),
             }],
-            rack: None,
+            rack: rack.map(str::to_string),
         };
         let result = self
             .controller

@@ -11,6 +11,7 @@ use crate::election::offline_partition_leader;
 use crate::error::{ApplyError, AssignmentError, ConfigProblem, ControllerError, TopicNameProblem};
 use crate::image::{leader_to_record, BrokerId, MetadataImage};
 use crate::partition_state::PartitionState;
+use crate::rack_assignment::assign_replicas_rack_aware;
 use crate::records::{
     uuid_to_bytes, ConfigRecord, MetadataRecord, PartitionRecord, Record, RemoveTopicRecord,
     TopicRecord,
@@ -247,14 +248,38 @@ impl Controller {
         first_partition_index: i32,
     ) -> Result<Vec<Vec<BrokerId>>, ControllerError> {
         let brokers = image.unfenced_broker_ids();
-        assign_replicas(
-            &brokers,
-            partitions,
-            replication_factor,
-            first_partition_index,
-            self.random.as_mut(),
-        )
-        .map_err(|problem| match problem {
+        let racks: Vec<(BrokerId, String)> = brokers
+            .iter()
+            .filter_map(|id| {
+                let rack = image.broker(*id)?.rack.clone()?;
+                Some((*id, rack))
+            })
+            .collect();
+        let assigned = if !racks.is_empty() && racks.len() == brokers.len() {
+            assign_replicas_rack_aware(
+                &racks,
+                partitions,
+                replication_factor,
+                first_partition_index,
+                self.random.as_mut(),
+            )
+        } else {
+            if !racks.is_empty() {
+                tracing::warn!(
+                    brokers_with_rack = racks.len(),
+                    brokers = brokers.len(),
+                    "not every live broker has broker.rack; assigning replicas without racks"
+                );
+            }
+            assign_replicas(
+                &brokers,
+                partitions,
+                replication_factor,
+                first_partition_index,
+                self.random.as_mut(),
+            )
+        };
+        assigned.map_err(|problem| match problem {
             AssignmentError::NonPositiveReplicationFactor { .. }
             | AssignmentError::ReplicationFactorTooLarge { .. } => {
                 ControllerError::InvalidReplicationFactor {

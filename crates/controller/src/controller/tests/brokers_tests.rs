@@ -345,3 +345,68 @@ fn election_for_unknown_partitions() {
         })
     );
 }
+
+#[test]
+fn producer_id_blocks_are_disjoint_and_survive_a_snapshot() {
+    let mut harness = Harness::with_brokers(2);
+    let allocate = |harness: &mut Harness, broker_id: BrokerId| {
+        let broker_epoch = harness.image.broker(broker_id).unwrap().epoch;
+        let request = AllocateProducerIdsRequest {
+            broker_id,
+            broker_epoch,
+        };
+        let result = harness
+            .controller
+            .allocate_producer_ids(&harness.image, &request)
+            .unwrap();
+        harness.commit(result)
+    };
+    let first = allocate(&mut harness, 1).unwrap();
+    let second = allocate(&mut harness, 2).unwrap();
+    assert_eq!(first.first_producer_id, 0);
+    assert_eq!(first.size, PRODUCER_ID_BLOCK_SIZE);
+    assert_eq!(second.first_producer_id, i64::from(PRODUCER_ID_BLOCK_SIZE));
+    assert_eq!(
+        harness.image.next_producer_id(),
+        2 * i64::from(PRODUCER_ID_BLOCK_SIZE)
+    );
+
+    let rebuilt = MetadataImage::from_snapshot_records(
+        harness.image.last_offset().unwrap(),
+        &harness.image.to_snapshot_records(),
+    )
+    .unwrap();
+    assert_eq!(rebuilt.next_producer_id(), harness.image.next_producer_id());
+}
+
+#[test]
+fn producer_ids_go_only_to_a_registered_broker_at_its_epoch() {
+    let mut harness = Harness::with_brokers(1);
+    let epoch = harness.image.broker(1).unwrap().epoch;
+    let stale = AllocateProducerIdsRequest {
+        broker_id: 1,
+        broker_epoch: epoch - 1,
+    };
+    let result = harness
+        .controller
+        .allocate_producer_ids(&harness.image, &stale)
+        .unwrap();
+    assert!(result.records.is_empty());
+    assert!(matches!(
+        result.response,
+        Err(ControllerError::StaleBrokerEpoch { .. })
+    ));
+    let unknown = AllocateProducerIdsRequest {
+        broker_id: 9,
+        broker_epoch: 0,
+    };
+    let result = harness
+        .controller
+        .allocate_producer_ids(&harness.image, &unknown)
+        .unwrap();
+    assert!(matches!(
+        result.response,
+        Err(ControllerError::BrokerNotRegistered { broker_id: 9 })
+    ));
+    assert_eq!(harness.image.next_producer_id(), 0);
+}

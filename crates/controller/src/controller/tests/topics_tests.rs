@@ -47,6 +47,24 @@ fn create_spreads_leaders_over_brokers() {
 }
 
 #[test]
+fn brokers_with_racks_get_replicas_spread_over_racks() {
+    let mut harness = Harness::new();
+    for (broker_id, rack) in [(1, "a"), (2, "a"), (3, "b"), (4, "b"), (5, "c"), (6, "c")] {
+        harness
+            .register_in_rack(broker_id, broker_id as u128, Some(rack))
+            .unwrap();
+        harness.heartbeat(broker_id, false, false).unwrap();
+    }
+    harness.create_one(topic("racked", 12, 3)).unwrap();
+    let topic = harness.image.topic_by_name("racked").unwrap();
+    for partition in &topic.partitions {
+        let racks: std::collections::BTreeSet<i32> =
+            partition.replicas.iter().map(|id| (id + 1) / 2).collect();
+        assert_eq!(racks.len(), 3, "{:?} spans three racks", partition.replicas);
+    }
+}
+
+#[test]
 fn defaults_come_from_the_config() {
     let mut harness = Harness::with_config(ControllerConfig {
         default_partitions: 4,

@@ -1,0 +1,438 @@
+//! [`QuorumController`]: one controller voter (or observer) of the
+//! metadata quorum, a [`CommandRunner`] and so a
+//! [`ControllerClient`](crate::runtime::ControllerClient).
+//!
+//! Commands run on the active controller (the Raft leader) only, one at a
+//! time: it confirms its leadership with a quorum round (openraft's
+//! `ensure_linearizable`, which also waits until every entry committed
+//! before is applied), plans the command against its applied image, and
+//! proposes the records as one entry; the reply is returned once that
+//! entry is committed and applied. Elsewhere a command fails with
+//! [`RuntimeError::NotController`] naming the active controller, which is
+//! what a broker forwards to. A command that cannot be committed within
+//! the request timeout fails with [`RuntimeError::QuorumTimeout`]; its
+//! records are one entry, so it is applied whole or not at all.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::{BasicNode, Raft, ServerState, SnapshotPolicy};
+use tokio::sync::watch;
+
+use crate::controller::{Controller, ControllerConfig, ControllerResult};
+use crate::environment::{Clock, RandomSource};
+use crate::error::{ApplyError, CodecError, LogError, RuntimeError};
+use crate::image::MetadataImage;
+use crate::quorum::codec::{RaftReply, RaftRequest};
+use crate::quorum::log_store::{LogRecovery, QuorumLogStore};
+use crate::quorum::network::{QuorumNetwork, QuorumTransport};
+use crate::quorum::state_machine::QuorumStateMachine;
+use crate::quorum::status::{status_from_metrics, QuorumStatus};
+use crate::quorum::types::{ApplyOutcome, NodeId, QuorumTypes};
+use crate::records::MetadataBatch;
+use crate::runtime::CommandRunner;
+
+/// Settings of one quorum node, with Kafka's names in the docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumConfig {
+    /// `node.id`.
+    pub node_id: NodeId,
+    /// `controller.quorum.voters`: each voter's id and `host:port` on its
+    /// controller listener. A node not listed is an observer: it follows
+    /// the log once a voter adds it.
+    pub voters: BTreeMap<NodeId, String>,
+    /// Directory of the quorum's log, vote and snapshot.
+    pub metadata_dir: PathBuf,
+    /// Settings of the controller core.
+    pub controller: ControllerConfig,
+    /// `controller.quorum.election.timeout.ms`: a follower that hears
+    /// nothing from a leader for a random time between this and twice this
+    /// starts an election.
+    pub election_timeout_ms: u64,
+    /// How often the leader sends heartbeats (Kafka's followers fetch at
+    /// about this interval).
+    pub heartbeat_interval_ms: u64,
+    /// `controller.quorum.request.timeout.ms`: how long a command may wait
+    /// for the quorum.
+    pub request_timeout_ms: u64,
+    /// `strom.metadata.snapshot.interval.entries`: take a snapshot and
+    /// truncate the log behind it after this many entries.
+    pub snapshot_interval_entries: u64,
+    /// How often the active controller checks broker sessions.
+    pub tick_interval_ms: u64,
+}
+
+impl QuorumConfig {
+    /// Kafka's defaults (election timeout 1 s, request timeout 2 s) for
+    /// `node_id` among `voters`.
+    pub fn new(
+        node_id: NodeId,
+        voters: BTreeMap<NodeId, String>,
+        metadata_dir: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            node_id,
+            voters,
+            metadata_dir: metadata_dir.into(),
+            controller: ControllerConfig::default(),
+            election_timeout_ms: 1_000,
+            heartbeat_interval_ms: 200,
+            request_timeout_ms: 2_000,
+            snapshot_interval_entries: 1_000,
+            tick_interval_ms: 1_000,
+        }
+    }
+
+    fn raft_config(&self) -> Result<openraft::Config, QuorumStartError> {
+        let config = openraft::Config {
+            cluster_name: "strom-metadata".to_string(),
+            heartbeat_interval: self.heartbeat_interval_ms,
+            election_timeout_min: self.election_timeout_ms,
+            election_timeout_max: self.election_timeout_ms.saturating_mul(2),
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_interval_entries.max(1)),
+            max_in_snapshot_log_to_keep: 0,
+            install_snapshot_timeout: self.request_timeout_ms,
+            ..openraft::Config::default()
+        };
+        config
+            .validate()
+            .map_err(|source| QuorumStartError::Config {
+                source: Box::new(source),
+            })
+    }
+}
+
+/// Why a quorum node did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum QuorumStartError {
+    /// The timeouts do not make a valid Raft configuration.
+    #[error("invalid quorum timeouts")]
+    Config {
+        /// openraft's complaint.
+        #[source]
+        source: Box<openraft::ConfigError>,
+    },
+    /// The log, vote or snapshot could not be opened.
+    #[error("the quorum's metadata directory could not be opened")]
+    Storage(#[from] LogError),
+    /// openraft refused to start.
+    #[error("the Raft node did not start")]
+    Raft {
+        /// Why.
+        #[source]
+        source: Box<openraft::error::Fatal<NodeId>>,
+    },
+}
+
+struct CommandState {
+    controller: Controller,
+    /// The term in which this node last ran a command as leader.
+    leader_term: Option<u64>,
+}
+
+/// One node of the metadata quorum. See the module docs.
+pub struct QuorumController {
+    node_id: NodeId,
+    raft: Raft<QuorumTypes>,
+    machine: QuorumStateMachine,
+    commands: tokio::sync::Mutex<CommandState>,
+    clock: Arc<dyn Clock>,
+    request_timeout: Duration,
+    recovery: LogRecovery,
+    liveness_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for QuorumController {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("QuorumController")
+            .field("node_id", &self.node_id)
+            .field("recovery", &self.recovery)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QuorumController {
+    /// Opens the node's log and snapshot, starts its Raft node, and (on a
+    /// voter whose log is empty) proposes the initial membership of
+    /// `voters`. Must be called inside a tokio runtime.
+    pub async fn start(
+        config: QuorumConfig,
+        transport: Arc<dyn QuorumTransport>,
+        clock: Arc<dyn Clock>,
+        random: Box<dyn RandomSource>,
+    ) -> Result<Arc<Self>, QuorumStartError> {
+        let raft_config = Arc::new(config.raft_config()?);
+        let directory = config.metadata_dir.clone();
+        let (log, recovery, machine) = tokio::task::spawn_blocking(move || {
+            let (log, recovery) = QuorumLogStore::open(&directory)?;
+            let machine = QuorumStateMachine::open(&directory)?;
+            Ok::<_, LogError>((log, recovery, machine))
+        })
+        .await
+        .map_err(|join| {
+            QuorumStartError::Storage(LogError::Io {
+                path: config.metadata_dir.clone(),
+                source: std::io::Error::other(join),
+            })
+        })??;
+        let raft = Raft::new(
+            config.node_id,
+            raft_config,
+            QuorumNetwork::new(transport),
+            log,
+            machine.clone(),
+        )
+        .await
+        .map_err(|source| QuorumStartError::Raft {
+            source: Box::new(source),
+        })?;
+        let node = Arc::new(Self {
+            node_id: config.node_id,
+            raft,
+            machine,
+            commands: tokio::sync::Mutex::new(CommandState {
+                controller: Controller::new(config.controller.clone(), random),
+                leader_term: None,
+            }),
+            clock,
+            request_timeout: Duration::from_millis(config.request_timeout_ms.max(1)),
+            recovery,
+            liveness_task: std::sync::Mutex::new(None),
+        });
+        node.initialize_if_new(&config).await?;
+        let interval = Duration::from_millis(config.tick_interval_ms.max(1));
+        let task = tokio::spawn(liveness_loop(Arc::downgrade(&node), interval));
+        *node
+            .liveness_task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(task);
+        tracing::info!(node_id = config.node_id, voters = ?config.voters.keys().collect::<Vec<_>>(), entries = recovery.entries, "metadata quorum node started");
+        Ok(node)
+    }
+
+    async fn initialize_if_new(&self, config: &QuorumConfig) -> Result<(), QuorumStartError> {
+        if !config.voters.contains_key(&config.node_id) {
+            return Ok(());
+        }
+        let initialized =
+            self.raft
+                .is_initialized()
+                .await
+                .map_err(|source| QuorumStartError::Raft {
+                    source: Box::new(source),
+                })?;
+        if initialized {
+            return Ok(());
+        }
+        let members: BTreeMap<NodeId, BasicNode> = config
+            .voters
+            .iter()
+            .map(|(id, address)| (*id, BasicNode::new(address.clone())))
+            .collect();
+        // Every voter proposes the same membership; the ones that already
+        // heard from another voter refuse, which is fine.
+        if let Err(error) = self.raft.initialize(members).await {
+            tracing::debug!(error = %error, "quorum already initialized by another voter");
+        }
+        Ok(())
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    /// What recovery found in the quorum log at start-up.
+    pub fn recovery(&self) -> LogRecovery {
+        self.recovery
+    }
+
+    /// The active controller this node knows of.
+    pub fn leader(&self) -> Option<NodeId> {
+        self.raft.metrics().borrow().current_leader
+    }
+
+    /// Whether this node is the active controller.
+    pub fn is_active(&self) -> bool {
+        self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// openraft's metrics of this node, updated on every change of role,
+    /// term, log or commit point.
+    pub fn raft_metrics(&self) -> watch::Receiver<openraft::RaftMetrics<NodeId, BasicNode>> {
+        self.raft.metrics()
+    }
+
+    /// The quorum as this node sees it (DescribeQuorum's answer on the
+    /// active controller).
+    pub fn status(&self) -> QuorumStatus {
+        status_from_metrics(&self.raft.metrics().borrow())
+    }
+
+    /// Handles one encoded Raft request from another node and returns the
+    /// encoded reply. Bytes that do not decode are an error (the caller
+    /// closes that connection); nothing is changed by them.
+    pub async fn handle_raft_request(&self, request: &[u8]) -> Result<Vec<u8>, CodecError> {
+        let reply = match RaftRequest::decode(request)? {
+            RaftRequest::AppendEntries(request) => match self.raft.append_entries(request).await {
+                Ok(reply) => RaftReply::AppendEntries(reply),
+                Err(error) => RaftReply::Refused(error.to_string()),
+            },
+            RaftRequest::Vote(request) => match self.raft.vote(request).await {
+                Ok(reply) => RaftReply::Vote(reply),
+                Err(error) => RaftReply::Refused(error.to_string()),
+            },
+            RaftRequest::InstallSnapshot(request) => {
+                match self.raft.install_snapshot(request).await {
+                    Ok(reply) => RaftReply::InstallSnapshot(reply),
+                    Err(error) => RaftReply::Refused(error.to_string()),
+                }
+            }
+        };
+        Ok(reply.encode())
+    }
+
+    /// Adds `node_id` at `address` as an observer (an openraft learner)
+    /// that receives the committed log, as brokers that are not voters do.
+    /// Returns once the observer has caught up. Only the active controller
+    /// can do this.
+    pub async fn add_observer(&self, node_id: NodeId, address: String) -> Result<(), RuntimeError> {
+        self.raft
+            .add_learner(node_id, BasicNode::new(address), true)
+            .await
+            .map(|_| ())
+            .map_err(write_error)
+    }
+
+    /// Stops the Raft node and the liveness task. The node answers no
+    /// more requests; its files stay as they are.
+    pub async fn shutdown(&self) {
+        if let Some(task) = self
+            .liveness_task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+        if let Err(error) = self.raft.shutdown().await {
+            tracing::warn!(error = %error, "Raft node did not stop cleanly");
+        }
+    }
+
+    async fn run_as_leader<T, F>(&self, command: F) -> Result<T, RuntimeError>
+    where
+        F: FnOnce(&mut Controller, &MetadataImage, u64) -> Result<ControllerResult<T>, ApplyError>,
+    {
+        let mut state = self.commands.lock().await;
+        self.raft
+            .ensure_linearizable()
+            .await
+            .map_err(leadership_error)?;
+        let term = self.raft.metrics().borrow().current_term;
+        if state.leader_term != Some(term) {
+            state.controller.reset_liveness();
+            state.leader_term = Some(term);
+        }
+        let image = self.machine.image();
+        let result = command(&mut state.controller, &image, self.clock.now_ms())?;
+        if result.records.is_empty() {
+            return Ok(result.response);
+        }
+        let batch = MetadataBatch {
+            base_offset: image.next_offset(),
+            records: result.records,
+        };
+        let written = self.raft.client_write(batch).await.map_err(write_error)?;
+        match written.data {
+            ApplyOutcome::Applied { .. } | ApplyOutcome::NoMetadata => Ok(result.response),
+            ApplyOutcome::Stale { .. } => Err(RuntimeError::Stale),
+            ApplyOutcome::Inapplicable { .. } => Err(RuntimeError::Failed),
+        }
+    }
+}
+
+fn leadership_error(
+    error: RaftError<NodeId, CheckIsLeaderError<NodeId, BasicNode>>,
+) -> RuntimeError {
+    match error {
+        RaftError::APIError(CheckIsLeaderError::ForwardToLeader(forward)) => {
+            RuntimeError::NotController {
+                leader: forward.leader_id,
+            }
+        }
+        RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(_)) => RuntimeError::NoMajority,
+        RaftError::Fatal(source) => RuntimeError::Quorum {
+            source: Box::new(source),
+        },
+    }
+}
+
+fn write_error(error: RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>) -> RuntimeError {
+    match error {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+            RuntimeError::NotController {
+                leader: forward.leader_id,
+            }
+        }
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(source)) => {
+            RuntimeError::Quorum {
+                source: Box::new(source),
+            }
+        }
+        RaftError::Fatal(source) => RuntimeError::Quorum {
+            source: Box::new(source),
+        },
+    }
+}
+
+#[async_trait]
+impl CommandRunner for QuorumController {
+    fn current_image(&self) -> Arc<MetadataImage> {
+        self.machine.image()
+    }
+
+    fn image_receiver(&self) -> watch::Receiver<Arc<MetadataImage>> {
+        self.machine.subscribe()
+    }
+
+    async fn run<T, F>(&self, command: F) -> Result<T, RuntimeError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Controller, &MetadataImage, u64) -> Result<ControllerResult<T>, ApplyError>
+            + Send
+            + 'static,
+    {
+        let timeout_ms = u64::try_from(self.request_timeout.as_millis()).unwrap_or(u64::MAX);
+        tokio::time::timeout(self.request_timeout, self.run_as_leader(command))
+            .await
+            .map_err(|_| RuntimeError::QuorumTimeout { timeout_ms })?
+    }
+}
+
+async fn liveness_loop(node: Weak<QuorumController>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(node) = node.upgrade() else {
+            return;
+        };
+        if !node.is_active() {
+            continue;
+        }
+        match node
+            .run(|controller, image, now_ms| controller.tick(image, now_ms))
+            .await
+        {
+            Ok(fenced) if !fenced.is_empty() => {
+                tracing::warn!(?fenced, "fenced brokers whose sessions expired");
+            }
+            Ok(_) | Err(RuntimeError::NotController { .. }) => {}
+            Err(error) => tracing::warn!(error = %error, "broker session check failed"),
+        }
+    }
+}

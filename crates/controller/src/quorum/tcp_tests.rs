@@ -1,0 +1,97 @@
+use std::collections::BTreeMap;
+
+use tokio::io::{duplex, AsyncReadExt, AsyncWriteExt};
+
+use super::*;
+use crate::environment::{SeededRandom, SystemClock};
+use crate::quorum::memory::MemoryNetwork;
+use crate::quorum::node::QuorumConfig;
+
+async fn single_voter() -> (tempfile::TempDir, Arc<QuorumController>) {
+    let directory = tempfile::tempdir().expect("tempdir");
+    let voters = BTreeMap::from([(1, "127.0.0.1:1".to_string())]);
+    let node = QuorumController::start(
+        QuorumConfig::new(1, voters, directory.path()),
+        MemoryNetwork::new(1).transport(1),
+        Arc::new(SystemClock),
+        Box::new(SeededRandom::new(1)),
+    )
+    .await
+    .expect("start");
+    (directory, node)
+}
+
+async fn send_raw(
+    node: Arc<QuorumController>,
+    bytes: Vec<u8>,
+) -> (Result<(), FrameError>, Vec<u8>) {
+    let (mut client, server) = duplex(1 << 16);
+    let served = tokio::spawn(serve_connection(server, node));
+    client.write_all(&bytes).await.expect("write");
+    client.shutdown().await.expect("shutdown");
+    let mut answer = Vec::new();
+    client.read_to_end(&mut answer).await.expect("read");
+    (served.await.expect("join"), answer)
+}
+
+fn frame(parts: &[&[u8]]) -> Vec<u8> {
+    let length: usize = parts.iter().map(|part| part.len()).sum();
+    let mut bytes = (length as i32).to_be_bytes().to_vec();
+    for part in parts {
+        bytes.extend_from_slice(part);
+    }
+    bytes
+}
+
+#[tokio::test]
+async fn another_api_key_closes_the_connection_unanswered() {
+    let (_directory, node) = single_voter().await;
+    let mut header = request_header(7);
+    header[..2].copy_from_slice(&3i16.to_be_bytes());
+    let (result, answer) = send_raw(node, frame(&[&header, b"anything"])).await;
+    assert!(matches!(
+        result,
+        Err(FrameError::NotRaft { api_key: Some(3) })
+    ));
+    assert!(answer.is_empty());
+}
+
+#[tokio::test]
+async fn an_oversized_or_negative_frame_closes_the_connection() {
+    let (_directory, node) = single_voter().await;
+    for size in [i32::MAX, -5] {
+        let (result, answer) = send_raw(Arc::clone(&node), size.to_be_bytes().to_vec()).await;
+        assert!(
+            matches!(result, Err(FrameError::Size { .. })),
+            "size {size}: {result:?}"
+        );
+        assert!(answer.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_garbage_body_closes_the_connection_and_changes_nothing() {
+    let (_directory, node) = single_voter().await;
+    let before = node.status();
+    let (result, answer) =
+        send_raw(Arc::clone(&node), frame(&[&request_header(1), &[0xFF; 40]])).await;
+    assert!(result.is_err());
+    assert!(answer.is_empty());
+    let after = node.status();
+    assert_eq!(before.epoch, after.epoch);
+    assert_eq!(before.high_watermark, after.high_watermark);
+}
+
+#[tokio::test]
+async fn a_valid_request_is_answered_with_its_correlation_id() {
+    let (_directory, node) = single_voter().await;
+    let vote = crate::quorum::codec::RaftRequest::Vote(openraft::raft::VoteRequest {
+        vote: openraft::Vote::new(0, 9),
+        last_log_id: None,
+    });
+    let (result, answer) = send_raw(node, frame(&[&request_header(42), &vote.encode()])).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(&answer[4..8], &42i32.to_be_bytes());
+    let reply = crate::quorum::codec::RaftReply::decode(&answer[8..]).expect("reply decodes");
+    assert!(matches!(reply, crate::quorum::codec::RaftReply::Vote(_)));
+}
