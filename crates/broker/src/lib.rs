@@ -22,6 +22,6 @@ pub mod producer_ids;
 pub mod properties;
 pub mod replica_manager;
 
-pub use broker::{start, RunningBroker, StartError};
+pub use broker::{start, RegistrationStep, RunningBroker, StartError};
 pub use config::BrokerConfig;
 pub use error::ConfigError;
