@@ -7,11 +7,20 @@ use std::time::Duration;
 
 use strom_broker::BrokerConfig;
 use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::create_partitions_request::CreatePartitionsTopic;
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
+use strom_protocol::kafka::messages::delete_topics_request::DeleteTopicState;
+use strom_protocol::kafka::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use strom_protocol::kafka::messages::leave_group_request::MemberIdentity;
+use strom_protocol::kafka::messages::list_offsets_request::{
+    ListOffsetsPartition, ListOffsetsTopic,
+};
+use strom_protocol::kafka::messages::metadata_request::MetadataRequestTopic;
 use strom_protocol::kafka::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -19,6 +28,9 @@ use strom_protocol::kafka::messages::offset_delete_request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
 use strom_protocol::kafka::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use strom_protocol::kafka::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
 use strom_protocol::kafka::messages::*;
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
@@ -336,5 +348,136 @@ async fn unknown_groups_get_kafkas_answers() {
         deleted.results[0].error_code,
         ErrorCode::GroupIdNotFound.code()
     );
+    broker.shutdown().await;
+}
+
+/// The topic error codes of a Metadata request for `names` (v12).
+async fn metadata_codes(client: &mut Client, names: &[&str], auto_create: bool) -> Vec<i16> {
+    let topics = names
+        .iter()
+        .map(|name| MetadataRequestTopic::default().with_name(Some(TopicName(text(name)))))
+        .collect();
+    let request = MetadataRequest::default()
+        .with_topics(Some(topics))
+        .with_allow_auto_topic_creation(auto_create);
+    let Response::Metadata(response) = client.send(Request::Metadata(request), 12).await else {
+        panic!("not a Metadata response");
+    };
+    response
+        .topics
+        .iter()
+        .map(|topic| topic.error_code)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_for_a_missing_topic_with_auto_creation_on_and_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, mut client) = broker_with_events(dir.path()).await;
+    // Creation not allowed by the request: unknown, and not created.
+    assert_eq!(
+        metadata_codes(&mut client, &["later"], false).await,
+        vec![UNKNOWN]
+    );
+    assert_eq!(
+        metadata_codes(&mut client, &["later"], false).await,
+        vec![UNKNOWN]
+    );
+    // An invalid name is INVALID_TOPIC_EXCEPTION whether or not creation is
+    // allowed.
+    let invalid = ErrorCode::InvalidTopicException.code();
+    assert_eq!(
+        metadata_codes(&mut client, &["bad/name"], true).await,
+        vec![invalid]
+    );
+    // Allowed: created (Kafka answers LEADER_NOT_AVAILABLE while its
+    // controller creates the topic; Strom's embedded controller has created
+    // it before the answer, so it is described at once).
+    assert_eq!(metadata_codes(&mut client, &["later"], true).await, vec![0]);
+    broker.shutdown().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(common::config(
+        dir.path(),
+        &[("auto.create.topics.enable", "false")],
+    ))
+    .await
+    .unwrap();
+    let mut client = Client::connect(&broker, "unknown-resources").await;
+    assert_eq!(
+        metadata_codes(&mut client, &["later"], true).await,
+        vec![UNKNOWN]
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_and_offset_requests_for_missing_topics_and_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, mut client) = broker_with_events(dir.path()).await;
+    let request = CreatePartitionsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![CreatePartitionsTopic::default()
+            .with_name(TopicName(text("ghost")))
+            .with_count(3)]);
+    let Response::CreatePartitions(created) =
+        client.send(Request::CreatePartitions(request), 3).await
+    else {
+        panic!("not a CreatePartitions response");
+    };
+    assert_eq!(created.results[0].error_code, UNKNOWN);
+    let request = DeleteTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topics(vec![
+            DeleteTopicState::default().with_name(Some(TopicName(text("ghost")))),
+            DeleteTopicState::default().with_topic_id(uuid::Uuid::from_u128(7)),
+        ]);
+    let Response::DeleteTopics(deleted) = client.send(Request::DeleteTopics(request), 6).await
+    else {
+        panic!("not a DeleteTopics response");
+    };
+    let codes: Vec<i16> = deleted.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![UNKNOWN, ErrorCode::UnknownTopicId.code()]);
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(text("ghost"))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(text("retention.ms"))
+                .with_config_operation(0)
+                .with_value(Some(text("1000")))]),
+    ]);
+    let Response::IncrementalAlterConfigs(altered) = client
+        .send(Request::IncrementalAlterConfigs(request), 1)
+        .await
+    else {
+        panic!("not an IncrementalAlterConfigs response");
+    };
+    assert_eq!(altered.responses[0].error_code, UNKNOWN);
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(TopicName(text("events")))
+            .with_partitions(vec![ListOffsetsPartition::default()
+                .with_partition_index(4)
+                .with_timestamp(-1)])]);
+    let Response::ListOffsets(listed) = client.send(Request::ListOffsets(request), 7).await else {
+        panic!("not a ListOffsets response");
+    };
+    assert_eq!(listed.topics[0].partitions[0].error_code, UNKNOWN);
+    let request = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(vec![OffsetForLeaderTopic::default()
+            .with_topic(TopicName(text("events")))
+            .with_partitions(vec![OffsetForLeaderPartition::default()
+                .with_partition(4)
+                .with_current_leader_epoch(-1)
+                .with_leader_epoch(0)])]);
+    let Response::OffsetForLeaderEpoch(epochs) =
+        client.send(Request::OffsetForLeaderEpoch(request), 4).await
+    else {
+        panic!("not an OffsetForLeaderEpoch response");
+    };
+    assert_eq!(epochs.topics[0].partitions[0].error_code, UNKNOWN);
     broker.shutdown().await;
 }
