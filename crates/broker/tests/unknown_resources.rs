@@ -27,7 +27,9 @@ use strom_protocol::kafka::messages::offset_commit_request::{
 use strom_protocol::kafka::messages::offset_delete_request::{
     OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
 };
-use strom_protocol::kafka::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use strom_protocol::kafka::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+};
 use strom_protocol::kafka::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
@@ -339,6 +341,23 @@ async fn unknown_groups_get_kafkas_answers() {
     };
     assert_eq!(described.groups[0].error_code, 0);
     assert_eq!(described.groups[0].group_state.as_str(), "Dead");
+    // OffsetFetch: no error, offset -1 for each partition asked about.
+    let request =
+        OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+            .with_group_id(GroupId(text("nobody")))
+            .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+                .with_name(TopicName(text("events")))
+                .with_partition_indexes(vec![0, 1])]))]);
+    let Response::OffsetFetch(fetched) = client.send(Request::OffsetFetch(request), 8).await else {
+        panic!("not an OffsetFetch response");
+    };
+    assert_eq!(fetched.groups[0].error_code, 0);
+    let offsets: Vec<(i32, i64, i16)> = fetched.groups[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+        .collect();
+    assert_eq!(offsets, vec![(0, -1, 0), (1, -1, 0)]);
     let request = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(text("nobody"))]);
     let Response::DeleteGroups(deleted) = client.send(Request::DeleteGroups(request), 2).await
     else {
