@@ -48,7 +48,7 @@ pub mod record;
 pub mod sender;
 
 pub use config::{Acks, ProducerConfig};
-pub use error::{ProduceError, ProducerCreateError};
+pub use error::{ProduceError, ProducerCreateError, SharedError};
 pub use partitioner::{DefaultPartitioner, Partitioner};
 pub use producer::{DeliveryFuture, Producer};
 pub use record::{ProducerRecord, RecordMetadata};
