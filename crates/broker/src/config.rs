@@ -386,7 +386,7 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
 
 /// For each topic key, the value of the first of its broker synonyms that
 /// is set (Kafka's precedence: `ms` before `minutes` before `hours`), in the
-/// topic key's unit.
+/// topic key's unit, checked against the topic key's type and range.
 fn topic_defaults(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ConfigError> {
     let mut defaults = BTreeMap::new();
     for definition in TOPIC_CONFIGS {
@@ -394,7 +394,15 @@ fn topic_defaults(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, Str
             .broker_synonyms()
             .find_map(|synonym| Some((synonym, map.get(synonym.name)?)));
         if let Some((synonym, value)) = set {
-            defaults.insert(definition.name.to_owned(), scale(&synonym, value.trim())?);
+            let converted = scale(&synonym, value.trim())?;
+            definition
+                .validate(&converted)
+                .map_err(|problem| ConfigError::Invalid {
+                    key: synonym.name.to_owned(),
+                    value: value.trim().to_owned(),
+                    problem: ValueProblem::TopicConfig(problem),
+                })?;
+            defaults.insert(definition.name.to_owned(), converted);
         }
     }
     Ok(defaults)
@@ -591,6 +599,10 @@ mod tests {
         for (key, value) in [
             ("strom.log.page.cache.retain.bytes", "-2"),
             ("strom.log.writeback.interval.bytes", "-1"),
+            ("log.segment.bytes", "10"),
+            ("log.cleanup.policy", "shred"),
+            ("log.retention.hours", "soon"),
+            ("log.roll.hours", "0"),
         ] {
             let error = BrokerConfig::from_map(&map(&[(key, value)])).unwrap_err();
             assert!(error.to_string().contains(key), "{error}");

@@ -59,8 +59,12 @@ pub enum ArgumentError {
 }
 
 /// What is wrong with a configuration value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValueProblem {
+    /// A broker synonym of a topic configuration whose value does not fit
+    /// the topic key's type or range (after conversion to its unit).
+    #[error(transparent)]
+    TopicConfig(strom_protocol::topic_config::ConfigValueError),
     /// Not an integer.
     #[error("expected an integer")]
     NotAnInteger,
