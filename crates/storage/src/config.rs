@@ -444,4 +444,51 @@ mod tests {
         assert_eq!(topic.retention_ms, Some(1000));
         assert_eq!(topic.segment_ms, 50);
     }
+
+    /// A valid value of `definition` other than its default.
+    fn other_value(definition: &ConfigDefinition) -> String {
+        use strom_protocol::topic_config::ConfigKind;
+        let default = definition.default;
+        match definition.kind {
+            ConfigKind::Int { min, .. } => match default.parse::<i32>() {
+                Ok(value) if value == min => (min + 1).to_string(),
+                _ => min.to_string(),
+            },
+            ConfigKind::Long { min, .. } => match default.parse::<i64>() {
+                Ok(value) if value == min => (min + 1).to_string(),
+                _ => min.to_string(),
+            },
+            ConfigKind::Double { min, max } => ((min + max) / 4.0).to_string(),
+            ConfigKind::Boolean => (default != "true").to_string(),
+            ConfigKind::OneOf(words) | ConfigKind::ListOf(words) => words
+                .iter()
+                .find(|word| **word != default)
+                .map(|word| (*word).to_owned())
+                .unwrap_or_default(),
+            ConfigKind::ThrottledReplicas => "*".to_owned(),
+            ConfigKind::Text => "something else".to_owned(),
+        }
+    }
+
+    #[test]
+    fn every_table_key_is_a_field_or_listed_as_unused() {
+        use strom_protocol::topic_config::TOPIC_CONFIGS;
+        for name in UNUSED_BY_THE_LOG {
+            assert!(topic_config(name).is_some(), "{name} is not in the table");
+        }
+        for definition in TOPIC_CONFIGS {
+            let value = other_value(definition);
+            assert_eq!(definition.validate(&value), Ok(()), "{}", definition.name);
+            let parsed = LogConfig::from_properties(&properties(&[(definition.name, &value)]))
+                .unwrap_or_else(|error| panic!("{} = {value}: {error}", definition.name));
+            assert!(parsed.unknown_keys.is_empty(), "{}", definition.name);
+            let changed = parsed.config != LogConfig::default();
+            assert_eq!(
+                changed,
+                !UNUSED_BY_THE_LOG.contains(&definition.name),
+                "{} = {value} changes the log configuration: {changed}",
+                definition.name
+            );
+        }
+    }
 }
