@@ -562,4 +562,29 @@ mod tests {
         // Strom's own page-cache hints are off by default, as Kafka has none.
         assert_eq!(manager.page_cache, PageCacheSettings::KERNEL);
     }
+
+    #[tokio::test]
+    async fn start_errors_name_their_step_and_keep_their_cause() {
+        use std::error::Error as _;
+        let join = tokio::task::spawn_blocking(|| panic!("segment unreadable"))
+            .await
+            .unwrap_err();
+        let error = StartError::StoragePanicked(join);
+        assert_eq!(error.to_string(), "opening the partition logs panicked");
+        assert!(error
+            .source()
+            .is_some_and(|source| source.to_string().contains("panic")));
+        let error = StartError::ControllerRefused {
+            step: RegistrationStep::FirstHeartbeat,
+            source: strom_controller::error::ControllerError::BrokerNotRegistered { broker_id: 3 },
+        };
+        assert_eq!(
+            error.to_string(),
+            "the controller refused the broker's first heartbeat"
+        );
+        assert_eq!(
+            error.source().map(ToString::to_string).as_deref(),
+            Some("broker 3 is not registered")
+        );
+    }
 }
