@@ -332,7 +332,7 @@ async fn unknown_groups_get_kafkas_answers() {
         panic!("not a LeaveGroup response");
     };
     assert_eq!(left.error_code, unknown_member);
-    // DescribeGroups (up to v5): a Dead group without error, as Kafka.
+    // DescribeGroups up to v5: a Dead group without error, as Kafka.
     let request = DescribeGroupsRequest::default().with_groups(vec![GroupId(text("nobody"))]);
     let Response::DescribeGroups(described) =
         client.send(Request::DescribeGroups(request), 5).await
@@ -341,6 +341,21 @@ async fn unknown_groups_get_kafkas_answers() {
     };
     assert_eq!(described.groups[0].error_code, 0);
     assert_eq!(described.groups[0].group_state.as_str(), "Dead");
+    // From v6 (KIP-1043): GROUP_ID_NOT_FOUND with a message.
+    let request = DescribeGroupsRequest::default().with_groups(vec![GroupId(text("nobody"))]);
+    let Response::DescribeGroups(described) =
+        client.send(Request::DescribeGroups(request), 6).await
+    else {
+        panic!("not a DescribeGroups response");
+    };
+    assert_eq!(
+        described.groups[0].error_code,
+        ErrorCode::GroupIdNotFound.code()
+    );
+    assert_eq!(
+        described.groups[0].error_message.as_deref(),
+        Some("Group nobody not found.")
+    );
     // OffsetFetch: no error, offset -1 for each partition asked about.
     let request =
         OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
