@@ -154,6 +154,59 @@ fn only_the_protocol_crate_imports_kafka_protocol() {
     }
 }
 
+/// Crates that exist for command-line programs: argument parsing, shell
+/// completions, progress bars.
+const COMMAND_LINE_CRATES: &[&str] = &["clap", "clap_complete", "indicatif"];
+
+/// The packages that are programs (or their tests and benchmarks) rather
+/// than libraries other services embed.
+const PROGRAM_PACKAGES: &[&str] = &[
+    "strom-tools",
+    "strom-bench",
+    "strom-integration",
+    "strom-examples",
+];
+
+/// Whether `package` may depend on `dependency`, as far as command-line
+/// crates go.
+fn command_line_dependency_allowed(package: &str, dependency: &str) -> bool {
+    PROGRAM_PACKAGES.contains(&package) || !COMMAND_LINE_CRATES.contains(&dependency)
+}
+
+#[test]
+fn no_library_crate_depends_on_a_command_line_crate() {
+    let mut violations = Vec::new();
+    for package in workspace_packages() {
+        for dependency in &package.dependencies {
+            if !command_line_dependency_allowed(&package.name, dependency) {
+                violations.push(format!(
+                    "{} depends on {}: command-line code belongs in strom-tools or strom-bench",
+                    package.name, dependency
+                ));
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "library crates with command-line dependencies:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_command_line_rule_rejects_clap_in_a_library() {
+    for library in [
+        "strom-protocol",
+        "strom-producer",
+        "strom-consumer",
+        "strom-broker",
+    ] {
+        assert!(!command_line_dependency_allowed(library, "clap"));
+    }
+    assert!(command_line_dependency_allowed("strom-tools", "clap"));
+    assert!(command_line_dependency_allowed("strom-producer", "tokio"));
+}
+
 #[test]
 fn every_crate_inherits_the_workspace_lints() {
     for package in workspace_packages() {

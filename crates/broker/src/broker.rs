@@ -55,15 +55,31 @@ pub enum StartError {
     /// The metadata log could not be opened.
     #[error("cannot open the metadata log")]
     Metadata(#[source] strom_controller::error::LogError),
-    /// The controller refused the broker's registration.
-    #[error("the controller refused registration: {reason}")]
-    Registration {
-        /// Why.
-        reason: String,
+    /// The controller refused a step of the broker's registration.
+    #[error("the controller refused the broker's {step}")]
+    ControllerRefused {
+        /// The step.
+        step: RegistrationStep,
+        /// The controller's answer.
+        #[source]
+        source: strom_controller::error::ControllerError,
+    },
+    /// The controller failed (its log or task) during a step of the
+    /// broker's registration.
+    #[error("the controller failed during the broker's {step}")]
+    ControllerFailed {
+        /// The step.
+        step: RegistrationStep,
+        /// The controller's failure.
+        #[source]
+        source: strom_controller::error::RuntimeError,
     },
     /// The partition logs could not be opened.
     #[error("cannot open the partition logs")]
     Storage(#[source] strom_storage::error::ManagerError),
+    /// Opening the partition logs panicked (or its task was cancelled).
+    #[error("opening the partition logs panicked")]
+    StoragePanicked(#[source] tokio::task::JoinError),
     /// The configuration is unusable (for example a listener host).
     #[error(transparent)]
     Config(#[from] crate::error::ConfigError),
@@ -81,6 +97,24 @@ pub enum StartError {
     },
 }
 
+/// A step of a broker's registration with the controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistrationStep {
+    /// The BrokerRegistration request.
+    Registration,
+    /// The first heartbeat, which unfences the broker.
+    FirstHeartbeat,
+}
+
+impl std::fmt::Display for RegistrationStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RegistrationStep::Registration => "registration",
+            RegistrationStep::FirstHeartbeat => "first heartbeat",
+        })
+    }
+}
+
 /// A running broker.
 pub struct RunningBroker {
     server: ServerHandle,
@@ -95,104 +129,24 @@ pub struct RunningBroker {
 /// Starts a broker: opens storage and the embedded controller, registers,
 /// and begins serving. Must run inside a multi-threaded tokio runtime.
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
-    for dir in &config.log_dirs {
-        std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDirectory {
-            path: dir.clone(),
-            source,
-        })?;
-    }
+    create_log_dirs(&config)?;
     let cluster_id = meta_properties::ensure(&config.log_dirs, config.node_id)?;
-    let addresses = config
-        .listeners
-        .iter()
-        .map(|listener| listener.bind_address())
-        .collect::<Result<Vec<_>, _>>()?;
-    let network = NetworkConfig {
-        max_request_bytes: config.socket_request_max_bytes,
-        idle_timeout: config.connections_max_idle,
-        max_connections: config.max_connections,
-    };
-    let server = Server::bind(&addresses, network)
-        .await
-        .map_err(|source| StartError::Bind {
-            address: addresses
-                .first()
-                .copied()
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-            source,
-        })?;
-    let bound = server.local_addresses();
+    let server = bind(&config).await?;
     let controller = Arc::new(start_controller(&config).await?);
-    let broker_epoch = register(&config, &controller, &bound).await?;
+    let broker_epoch = register(&config, &controller, &server.local_addresses()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let image = controller.image();
-    let defaults = default_log_config(&config);
-    let topic_configs: BTreeMap<String, LogConfig> = image
-        .topics()
-        .map(|topic| {
-            (
-                topic.name.clone(),
-                topic_log_config(config.topic_defaults(), &image, &topic.name),
-            )
-        })
-        .collect();
-    let manager_config = log_manager_config(&config, defaults);
-    let now_ms = clock.now_ms();
-    let logs = tokio::task::spawn_blocking(move || {
-        LogManager::open(manager_config, topic_configs, now_ms)
-    })
-    .await
-    .map_err(|join| StartError::Registration {
-        reason: format!("log loading panicked: {join}"),
-    })?
-    .map_err(StartError::Storage)?;
-    let logs = Arc::new(logs);
+    let logs = Arc::new(open_logs(&config, &controller, clock.now_ms()).await?);
     let scheduler = Scheduler::start(
         Arc::clone(&logs),
         Arc::clone(&clock),
         Duration::from_millis(200),
     );
-    let replicas = Arc::new(ReplicaManager::new(
-        config.node_id,
-        Arc::clone(&logs),
-        clock,
-        config.topic_defaults().clone(),
-    ));
-    replicas.apply_image(&image);
-    let controller_client: Arc<dyn ControllerClient> =
-        Arc::clone(&controller) as Arc<dyn ControllerClient>;
-    let producer_ids = ProducerIdManager::open(&config.log_dirs[0])?;
-    let groups = Arc::new(GroupService::new(&config, Arc::clone(&replicas)));
-    if ensure_offsets_topic(controller_client.as_ref(), &config).await {
-        let image = controller_client.image();
-        replicas.apply_image(&image);
-        groups.claim(&image);
-    }
-    let context = Arc::new(BrokerContext {
-        config: config.clone(),
-        cluster_id: cluster_id.clone(),
-        controller: controller_client,
-        replicas,
-        producer_ids,
-        groups: Arc::clone(&groups),
-        fetch_sessions: Arc::new(FetchSessionCache::new(
-            config.max_incremental_fetch_session_cache_slots,
-            uuid::Uuid::new_v4().as_u64_pair().0,
-        )),
-    });
-    let tasks = vec![
-        tokio::spawn(follow_metadata(Arc::clone(&context))),
-        groups.coordinator.spawn_timer(COORDINATOR_TICK),
-        tokio::spawn(heartbeat_loop(
-            Arc::clone(&controller),
-            config.node_id,
-            broker_epoch,
-        )),
-    ];
+    let context = Arc::new(broker_context(&config, cluster_id, &controller, &logs, clock).await?);
+    let tasks = spawn_background_tasks(&context, &controller, broker_epoch);
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
     info!(
         node_id = config.node_id,
-        cluster_id,
+        cluster_id = context.cluster_id,
         listeners = ?server.local_addresses(),
         log_dirs = ?config.log_dirs,
         partitions = logs.partitions().len(),
@@ -207,6 +161,121 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         tasks,
         broker_epoch,
     })
+}
+
+fn create_log_dirs(config: &BrokerConfig) -> Result<(), StartError> {
+    for dir in &config.log_dirs {
+        std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDirectory {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Binds every listener (the server does not accept until started).
+async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
+    let addresses = config
+        .listeners
+        .iter()
+        .map(|listener| listener.bind_address())
+        .collect::<Result<Vec<_>, _>>()?;
+    let network = NetworkConfig {
+        max_request_bytes: config.socket_request_max_bytes,
+        idle_timeout: config.connections_max_idle,
+        max_connections: config.max_connections,
+    };
+    Server::bind(&addresses, network)
+        .await
+        .map_err(|source| StartError::Bind {
+            address: addresses
+                .first()
+                .copied()
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+            source,
+        })
+}
+
+/// Opens (and recovers) every partition log on the blocking pool, each
+/// topic with its configuration from the metadata image.
+async fn open_logs(
+    config: &BrokerConfig,
+    controller: &LocalController,
+    now_ms: i64,
+) -> Result<LogManager, StartError> {
+    let image = controller.image();
+    let topic_configs: BTreeMap<String, LogConfig> = image
+        .topics()
+        .map(|topic| {
+            (
+                topic.name.clone(),
+                topic_log_config(config.topic_defaults(), &image, &topic.name),
+            )
+        })
+        .collect();
+    let manager_config = log_manager_config(config, default_log_config(config));
+    tokio::task::spawn_blocking(move || LogManager::open(manager_config, topic_configs, now_ms))
+        .await
+        .map_err(StartError::StoragePanicked)?
+        .map_err(StartError::Storage)
+}
+
+/// What the handlers share: replicas over the logs, producer ids, the group
+/// coordinator (with `__consumer_offsets` created if missing) and the
+/// fetch session cache.
+async fn broker_context(
+    config: &BrokerConfig,
+    cluster_id: String,
+    controller: &Arc<LocalController>,
+    logs: &Arc<LogManager>,
+    clock: Arc<dyn Clock>,
+) -> Result<BrokerContext, StartError> {
+    let replicas = Arc::new(ReplicaManager::new(
+        config.node_id,
+        Arc::clone(logs),
+        clock,
+        config.topic_defaults().clone(),
+    ));
+    replicas.apply_image(&controller.image());
+    let controller_client: Arc<dyn ControllerClient> =
+        Arc::clone(controller) as Arc<dyn ControllerClient>;
+    let producer_ids = ProducerIdManager::open(&config.log_dirs[0])?;
+    let groups = Arc::new(GroupService::new(config, Arc::clone(&replicas)));
+    if ensure_offsets_topic(controller_client.as_ref(), config).await {
+        let image = controller_client.image();
+        replicas.apply_image(&image);
+        groups.claim(&image);
+    }
+    Ok(BrokerContext {
+        config: config.clone(),
+        cluster_id,
+        controller: controller_client,
+        replicas,
+        producer_ids,
+        groups,
+        fetch_sessions: Arc::new(FetchSessionCache::new(
+            config.max_incremental_fetch_session_cache_slots,
+            uuid::Uuid::new_v4().as_u64_pair().0,
+        )),
+    })
+}
+
+/// The metadata follower, the group coordinator's timer and the heartbeat
+/// loop.
+fn spawn_background_tasks(
+    context: &Arc<BrokerContext>,
+    controller: &Arc<LocalController>,
+    broker_epoch: i64,
+) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(follow_metadata(Arc::clone(context))),
+        context.groups.coordinator.spawn_timer(COORDINATOR_TICK),
+        tokio::spawn(heartbeat_loop(
+            Arc::clone(controller),
+            context.config.node_id,
+            broker_epoch,
+        )),
+    ]
 }
 
 impl RunningBroker {
@@ -305,11 +374,40 @@ async fn register(
     controller: &LocalController,
     bound: &[SocketAddr],
 ) -> Result<i64, StartError> {
-    let endpoints = config
+    let request = BrokerRegistrationRequest {
+        broker_id: config.node_id,
+        incarnation_id: uuid::Uuid::new_v4(),
+        endpoints: advertised_endpoints(config, bound),
+        rack: None,
+    };
+    let step = RegistrationStep::Registration;
+    let registration = controller
+        .register_broker(request)
+        .await
+        .map_err(|source| StartError::ControllerFailed { step, source })?
+        .map_err(|source| StartError::ControllerRefused { step, source })?;
+    let heartbeat = BrokerHeartbeatRequest {
+        broker_id: config.node_id,
+        broker_epoch: registration.broker_epoch,
+        want_fence: false,
+        want_shutdown: false,
+    };
+    let step = RegistrationStep::FirstHeartbeat;
+    controller
+        .broker_heartbeat(heartbeat)
+        .await
+        .map_err(|source| StartError::ControllerFailed { step, source })?
+        .map_err(|source| StartError::ControllerRefused { step, source })?;
+    Ok(registration.broker_epoch)
+}
+
+/// The advertised listeners as registration endpoints: an advertised port
+/// of 0 means "the port we were given", an empty host 127.0.0.1.
+fn advertised_endpoints(config: &BrokerConfig, bound: &[SocketAddr]) -> Vec<Endpoint> {
+    config
         .advertised_listeners
         .iter()
         .map(|listener| {
-            // An advertised port of 0 means "the port we were given".
             let port = match (
                 listener.port,
                 config
@@ -332,38 +430,7 @@ async fn register(
                 security_protocol: "PLAINTEXT".to_owned(),
             }
         })
-        .collect();
-    let request = BrokerRegistrationRequest {
-        broker_id: config.node_id,
-        incarnation_id: uuid::Uuid::new_v4(),
-        endpoints,
-        rack: None,
-    };
-    let registration = controller
-        .register_broker(request)
-        .await
-        .map_err(|error| StartError::Registration {
-            reason: error.to_string(),
-        })?
-        .map_err(|error| StartError::Registration {
-            reason: error.to_string(),
-        })?;
-    let heartbeat = BrokerHeartbeatRequest {
-        broker_id: config.node_id,
-        broker_epoch: registration.broker_epoch,
-        want_fence: false,
-        want_shutdown: false,
-    };
-    controller
-        .broker_heartbeat(heartbeat)
-        .await
-        .map_err(|error| StartError::Registration {
-            reason: error.to_string(),
-        })?
-        .map_err(|error| StartError::Registration {
-            reason: error.to_string(),
-        })?;
-    Ok(registration.broker_epoch)
+        .collect()
 }
 
 /// Applies the current and every new metadata image to the hosted
@@ -494,5 +561,30 @@ mod tests {
         assert_eq!(manager.high_watermark_checkpoint_interval_ms, 5_000);
         // Strom's own page-cache hints are off by default, as Kafka has none.
         assert_eq!(manager.page_cache, PageCacheSettings::KERNEL);
+    }
+
+    #[tokio::test]
+    async fn start_errors_name_their_step_and_keep_their_cause() {
+        use std::error::Error as _;
+        let join = tokio::task::spawn_blocking(|| panic!("segment unreadable"))
+            .await
+            .unwrap_err();
+        let error = StartError::StoragePanicked(join);
+        assert_eq!(error.to_string(), "opening the partition logs panicked");
+        assert!(error
+            .source()
+            .is_some_and(|source| source.to_string().contains("panic")));
+        let error = StartError::ControllerRefused {
+            step: RegistrationStep::FirstHeartbeat,
+            source: strom_controller::error::ControllerError::BrokerNotRegistered { broker_id: 3 },
+        };
+        assert_eq!(
+            error.to_string(),
+            "the controller refused the broker's first heartbeat"
+        );
+        assert_eq!(
+            error.source().map(ToString::to_string).as_deref(),
+            Some("broker 3 is not registered")
+        );
     }
 }

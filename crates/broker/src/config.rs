@@ -8,15 +8,20 @@
 //!
 //! Broker-level `log.*` keys are also the defaults of the topic-level configs
 //! (`log.segment.bytes` is the default `segment.bytes`, and so on, as in
-//! Kafka); [`BrokerConfig::topic_defaults`] returns them under the topic-level
-//! names so that the storage layer parses one vocabulary.
+//! Kafka). Which broker key feeds which topic key, in which unit and with
+//! which precedence, comes from the one table of topic configurations
+//! ([`strom_protocol::topic_config`]); [`BrokerConfig::topic_defaults`]
+//! returns the values under the topic-level names so that the storage layer
+//! parses one vocabulary.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use strom_protocol::topic_config::{self, BrokerSynonym, TOPIC_CONFIGS};
+
+use crate::error::{ConfigError, ValueProblem};
 
 /// One listener: a name (also its security protocol for now) and an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +51,7 @@ impl Listener {
         let ip: std::net::IpAddr = ip.parse().map_err(|_| ConfigError::Invalid {
             key: "listeners".to_owned(),
             value: format!("{}://{}:{}", self.name, self.host, self.port),
-            reason: "the host must be an IP address, localhost, or empty".to_owned(),
+            problem: ValueProblem::ListenerHost,
         })?;
         Ok(SocketAddr::new(ip, self.port))
     }
@@ -194,42 +199,6 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("strom.log.page.cache.retain.bytes", "-1"),
 ];
 
-/// Broker `log.*` keys and the topic-level config each one defaults.
-/// Several broker keys may feed one topic key; the first one set wins, in
-/// Kafka's order of precedence (`ms` before `minutes` before `hours`).
-pub const TOPIC_DEFAULT_KEYS: &[(&str, &str)] = &[
-    ("log.segment.bytes", "segment.bytes"),
-    ("log.roll.ms", "segment.ms"),
-    ("log.roll.hours", "segment.ms"),
-    ("log.roll.jitter.ms", "segment.jitter.ms"),
-    ("log.index.size.max.bytes", "segment.index.bytes"),
-    ("log.index.interval.bytes", "index.interval.bytes"),
-    ("log.retention.ms", "retention.ms"),
-    ("log.retention.minutes", "retention.ms"),
-    ("log.retention.hours", "retention.ms"),
-    ("log.retention.bytes", "retention.bytes"),
-    ("log.cleanup.policy", "cleanup.policy"),
-    ("log.flush.interval.messages", "flush.messages"),
-    ("log.flush.interval.ms", "flush.ms"),
-    ("message.max.bytes", "max.message.bytes"),
-    ("log.message.timestamp.type", "message.timestamp.type"),
-    ("log.cleaner.delete.retention.ms", "delete.retention.ms"),
-    (
-        "log.cleaner.min.cleanable.ratio",
-        "min.cleanable.dirty.ratio",
-    ),
-    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
-    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
-    ("log.segment.delete.delay.ms", "file.delete.delay.ms"),
-    ("log.preallocate", "preallocate"),
-    ("min.insync.replicas", "min.insync.replicas"),
-    ("compression.type", "compression.type"),
-    (
-        "unclean.leader.election.enable",
-        "unclean.leader.election.enable",
-    ),
-];
-
 /// Kafka broker keys that Strom accepts without acting on them.
 pub const IGNORED_KEYS: &[&str] = &[
     "num.network.threads",
@@ -264,71 +233,34 @@ impl BrokerConfig {
     pub fn from_map(
         map: &BTreeMap<String, String>,
     ) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
-        let warnings = collect_warnings(map);
         let lookup = Lookup { map };
-        let node_id = match map.get("broker.id") {
-            Some(_) if !map.contains_key("node.id") => {
-                lookup.int("broker.id", 0, i32::MAX as i64)? as i32
-            }
-            _ => lookup.int("node.id", 0, i32::MAX as i64)? as i32,
-        };
         let listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
         let advertised_listeners = match map.get("advertised.listeners") {
             Some(text) if !text.trim().is_empty() => parse_listeners("advertised.listeners", text)?,
             _ => listeners.clone(),
         };
-        let log_dirs_text = map
-            .get("log.dirs")
-            .filter(|text| !text.trim().is_empty())
-            .cloned()
-            .unwrap_or_else(|| lookup.string("log.dir"));
-        let log_dirs = log_dirs_text
-            .split(',')
-            .map(str::trim)
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from)
-            .collect::<Vec<_>>();
-        if log_dirs.is_empty() {
-            return Err(ConfigError::Invalid {
-                key: "log.dirs".to_owned(),
-                value: log_dirs_text,
-                reason: "at least one directory is required".to_owned(),
-            });
-        }
         let config = BrokerConfig {
-            node_id,
+            node_id: node_id(&lookup)?,
             listeners,
             advertised_listeners,
-            log_dirs,
-            num_partitions: lookup.int("num.partitions", 1, i32::MAX as i64)? as i32,
-            default_replication_factor: lookup.int(
-                "default.replication.factor",
-                1,
-                i16::MAX as i64,
-            )? as i16,
+            log_dirs: log_dirs(&lookup)?,
+            num_partitions: lookup.int32("num.partitions", 1)?,
+            default_replication_factor: lookup.int16("default.replication.factor", 1)?,
             auto_create_topics_enable: lookup.boolean("auto.create.topics.enable")?,
             delete_topic_enable: lookup.boolean("delete.topic.enable")?,
-            socket_request_max_bytes: lookup.int("socket.request.max.bytes", 1, i32::MAX as i64)?
-                as usize,
+            socket_request_max_bytes: lookup.count("socket.request.max.bytes", 1)?,
             connections_max_idle: lookup.millis("connections.max.idle.ms")?,
-            max_connections: lookup.int("max.connections", 0, i32::MAX as i64)? as usize,
-            offsets_topic_num_partitions: lookup.int(
-                "offsets.topic.num.partitions",
-                1,
-                i32::MAX as i64,
-            )? as i32,
-            offsets_topic_replication_factor: lookup.int(
-                "offsets.topic.replication.factor",
-                1,
-                i16::MAX as i64,
-            )? as i16,
+            max_connections: lookup.count("max.connections", 0)?,
+            offsets_topic_num_partitions: lookup.int32("offsets.topic.num.partitions", 1)?,
+            offsets_topic_replication_factor: lookup
+                .int16("offsets.topic.replication.factor", 1)?,
             offsets_retention: Duration::from_secs(
-                lookup.int("offsets.retention.minutes", 1, i32::MAX as i64)? as u64 * 60,
+                lookup.unsigned("offsets.retention.minutes", 1, i32::MAX.into())? * 60,
             ),
             group_initial_rebalance_delay: lookup.millis("group.initial.rebalance.delay.ms")?,
             group_min_session_timeout: lookup.millis("group.min.session.timeout.ms")?,
             group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,
-            group_max_size: lookup.int("group.max.size", 1, i32::MAX as i64)? as usize,
+            group_max_size: lookup.count("group.max.size", 1)?,
             replica_lag_time_max: lookup.millis("replica.lag.time.max.ms")?,
             log_retention_check_interval: lookup.millis("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval: lookup.millis("log.flush.scheduler.interval.ms")?,
@@ -340,40 +272,25 @@ impl BrokerConfig {
                 .millis("replica.high.watermark.checkpoint.interval.ms")?,
             log_cleaner_enable: lookup.boolean("log.cleaner.enable")?,
             log_cleaner_backoff: lookup.millis("log.cleaner.backoff.ms")?,
-            num_recovery_threads_per_data_dir: lookup.int(
+            num_recovery_threads_per_data_dir: lookup.unsigned(
                 "num.recovery.threads.per.data.dir",
                 1,
                 1024,
             )? as usize,
-            log_writeback_interval_bytes: lookup.int(
+            log_writeback_interval_bytes: lookup.unsigned(
                 "strom.log.writeback.interval.bytes",
                 0,
                 i64::MAX,
-            )? as u64,
-            log_page_cache_retain_bytes: match lookup.int(
-                "strom.log.page.cache.retain.bytes",
-                -1,
-                i64::MAX,
-            )? {
-                -1 => None,
-                bytes => Some(bytes as u64),
-            },
-            max_incremental_fetch_session_cache_slots: lookup.int(
-                "max.incremental.fetch.session.cache.slots",
-                0,
-                i32::MAX as i64,
-            )? as usize,
+            )?,
+            log_page_cache_retain_bytes: lookup
+                .bytes_or_unlimited("strom.log.page.cache.retain.bytes")?,
+            max_incremental_fetch_session_cache_slots: lookup
+                .count("max.incremental.fetch.session.cache.slots", 0)?,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),
         };
-        if config.group_min_session_timeout > config.group_max_session_timeout {
-            return Err(ConfigError::Invalid {
-                key: "group.min.session.timeout.ms".to_owned(),
-                value: config.group_min_session_timeout.as_millis().to_string(),
-                reason: "must not exceed group.max.session.timeout.ms".to_owned(),
-            });
-        }
-        Ok((config, warnings))
+        check_session_timeouts(&config)?;
+        Ok((config, collect_warnings(map)))
     }
 
     /// Topic-level config defaults derived from the broker's `log.*` keys,
@@ -391,6 +308,58 @@ impl BrokerConfig {
     }
 }
 
+/// `node.id`, or its older alias `broker.id` when only that one is set.
+fn node_id(lookup: &Lookup<'_>) -> Result<i32, ConfigError> {
+    let key = if lookup.map.contains_key("broker.id") && !lookup.map.contains_key("node.id") {
+        "broker.id"
+    } else {
+        "node.id"
+    };
+    lookup.int32(key, 0)
+}
+
+/// `log.dirs`, else `log.dir`: at least one directory.
+fn log_dirs(lookup: &Lookup<'_>) -> Result<Vec<PathBuf>, ConfigError> {
+    let text = lookup
+        .map
+        .get("log.dirs")
+        .filter(|text| !text.trim().is_empty())
+        .cloned()
+        .unwrap_or_else(|| lookup.string("log.dir"));
+    let log_dirs = text
+        .split(',')
+        .map(str::trim)
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .collect::<Vec<_>>();
+    if log_dirs.is_empty() {
+        return Err(ConfigError::Invalid {
+            key: "log.dirs".to_owned(),
+            value: text,
+            problem: ValueProblem::NoDirectory,
+        });
+    }
+    Ok(log_dirs)
+}
+
+fn check_session_timeouts(config: &BrokerConfig) -> Result<(), ConfigError> {
+    if config.group_min_session_timeout > config.group_max_session_timeout {
+        return Err(ConfigError::Invalid {
+            key: "group.min.session.timeout.ms".to_owned(),
+            value: config.group_min_session_timeout.as_millis().to_string(),
+            problem: ValueProblem::Exceeds {
+                other: "group.max.session.timeout.ms",
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Whether `key` is a broker-level synonym of a topic configuration.
+pub fn is_topic_default_key(key: &str) -> bool {
+    topic_config::broker_synonyms().any(|(synonym, _)| synonym.name == key)
+}
+
 fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
     // Accepted as the topic default `preallocate`, which segments do not
     // act on (they grow as records are appended): say so when it is asked for.
@@ -402,8 +371,7 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
         });
     map.keys()
         .filter(|key| {
-            !KNOWN_KEYS.iter().any(|(known, _)| known == key)
-                && !TOPIC_DEFAULT_KEYS.iter().any(|(known, _)| known == key)
+            !KNOWN_KEYS.iter().any(|(known, _)| known == key) && !is_topic_default_key(key)
         })
         .map(|key| {
             if IGNORED_KEYS.contains(&key.as_str()) {
@@ -416,52 +384,64 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
         .collect()
 }
 
+/// For each topic key, the value of the first of its broker synonyms that
+/// is set (Kafka's precedence: `ms` before `minutes` before `hours`), in the
+/// topic key's unit, checked against the topic key's type and range.
 fn topic_defaults(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, ConfigError> {
     let mut defaults = BTreeMap::new();
-    for (broker_key, topic_key) in TOPIC_DEFAULT_KEYS {
-        let Some(value) = map.get(*broker_key) else {
-            continue;
-        };
-        if defaults.contains_key(*topic_key) {
-            continue;
+    for definition in TOPIC_CONFIGS {
+        let set = definition
+            .broker_synonyms()
+            .find_map(|synonym| Some((synonym, map.get(synonym.name)?)));
+        if let Some((synonym, value)) = set {
+            let converted = scale(&synonym, value.trim())?;
+            definition
+                .validate(&converted)
+                .map_err(|problem| ConfigError::Invalid {
+                    key: synonym.name.to_owned(),
+                    value: value.trim().to_owned(),
+                    problem: ValueProblem::TopicConfig(problem),
+                })?;
+            defaults.insert(definition.name.to_owned(), converted);
         }
-        let value = value.trim();
-        let converted = match *broker_key {
-            "log.roll.hours" | "log.retention.hours" => scale(broker_key, value, 3_600_000)?,
-            "log.retention.minutes" => scale(broker_key, value, 60_000)?,
-            _ => value.to_owned(),
-        };
-        defaults.insert((*topic_key).to_owned(), converted);
     }
     Ok(defaults)
 }
 
-fn scale(key: &str, value: &str, factor: i64) -> Result<String, ConfigError> {
-    let number: i64 = value.parse().map_err(|_| ConfigError::Invalid {
-        key: key.to_owned(),
+/// A broker synonym's value in the topic key's unit.
+fn scale(synonym: &BrokerSynonym, value: &str) -> Result<String, ConfigError> {
+    if synonym.scale == 1 {
+        return Ok(value.to_owned());
+    }
+    let invalid = |problem| ConfigError::Invalid {
+        key: synonym.name.to_owned(),
         value: value.to_owned(),
-        reason: "expected an integer".to_owned(),
-    })?;
+        problem,
+    };
+    let number: i64 = value
+        .parse()
+        .map_err(|_| invalid(ValueProblem::NotAnInteger))?;
     if number < 0 {
         // Kafka: a negative retention means "no limit".
         return Ok("-1".to_owned());
     }
     number
-        .checked_mul(factor)
+        .checked_mul(synonym.scale)
         .map(|ms| ms.to_string())
-        .ok_or_else(|| ConfigError::Invalid {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            reason: "too large".to_owned(),
+        .ok_or_else(|| {
+            invalid(ValueProblem::OutOfRange {
+                min: 0,
+                max: i64::MAX / synonym.scale,
+            })
         })
 }
 
 /// Parses `NAME://host:port,NAME://host:port`.
 pub fn parse_listeners(key: &str, text: &str) -> Result<Vec<Listener>, ConfigError> {
-    let invalid = |reason: &str| ConfigError::Invalid {
+    let invalid = |problem| ConfigError::Invalid {
         key: key.to_owned(),
         value: text.to_owned(),
-        reason: reason.to_owned(),
+        problem,
     };
     let mut listeners = Vec::new();
     for item in text
@@ -471,20 +451,18 @@ pub fn parse_listeners(key: &str, text: &str) -> Result<Vec<Listener>, ConfigErr
     {
         let (name, address) = item
             .split_once("://")
-            .ok_or_else(|| invalid("expected NAME://host:port"))?;
+            .ok_or_else(|| invalid(ValueProblem::ListenerSyntax))?;
         let (host, port) = address
             .rsplit_once(':')
-            .ok_or_else(|| invalid("expected NAME://host:port"))?;
+            .ok_or_else(|| invalid(ValueProblem::ListenerSyntax))?;
         let port: u16 = port
             .parse()
-            .map_err(|_| invalid("the port must be a number from 0 to 65535"))?;
+            .map_err(|_| invalid(ValueProblem::ListenerPort))?;
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(invalid(
-                "a listener name is letters, digits and underscores",
-            ));
+            return Err(invalid(ValueProblem::ListenerName));
         }
         if listeners.iter().any(|l: &Listener| l.name == name) {
-            return Err(invalid("each listener name may appear once"));
+            return Err(invalid(ValueProblem::DuplicateListener));
         }
         listeners.push(Listener {
             name: name.to_owned(),
@@ -493,7 +471,7 @@ pub fn parse_listeners(key: &str, text: &str) -> Result<Vec<Listener>, ConfigErr
         });
     }
     if listeners.is_empty() {
-        return Err(invalid("at least one listener is required"));
+        return Err(invalid(ValueProblem::NoListener));
     }
     Ok(listeners)
 }
@@ -512,36 +490,61 @@ impl Lookup<'_> {
 
     fn int(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
         let text = self.string(key);
-        let value: i64 = text.parse().map_err(|_| ConfigError::Invalid {
+        let invalid = |problem| ConfigError::Invalid {
             key: key.to_owned(),
             value: text.clone(),
-            reason: "expected an integer".to_owned(),
-        })?;
+            problem,
+        };
+        let value: i64 = text
+            .parse()
+            .map_err(|_| invalid(ValueProblem::NotAnInteger))?;
         if value < min || value > max {
-            return Err(ConfigError::Invalid {
-                key: key.to_owned(),
-                value: text,
-                reason: format!("must be between {min} and {max}"),
-            });
+            return Err(invalid(ValueProblem::OutOfRange { min, max }));
         }
         Ok(value)
     }
 
+    /// A Kafka int in `min..=i32::MAX`.
+    fn int32(&self, key: &str, min: i32) -> Result<i32, ConfigError> {
+        Ok(self.int(key, min.into(), i32::MAX.into())? as i32)
+    }
+
+    /// A Kafka short in `min..=i16::MAX`.
+    fn int16(&self, key: &str, min: i16) -> Result<i16, ConfigError> {
+        Ok(self.int(key, min.into(), i16::MAX.into())? as i16)
+    }
+
+    /// A non-negative integer in `min..=max` (`min` at least 0).
+    fn unsigned(&self, key: &str, min: i64, max: i64) -> Result<u64, ConfigError> {
+        debug_assert!(min >= 0);
+        Ok(self.int(key, min, max)? as u64)
+    }
+
+    /// A count or size that Kafka keeps as an int, in `min..=i32::MAX`.
+    fn count(&self, key: &str, min: i32) -> Result<usize, ConfigError> {
+        debug_assert!(min >= 0);
+        Ok(self.int32(key, min)? as usize)
+    }
+
+    /// A byte count where `-1` means "no limit".
+    fn bytes_or_unlimited(&self, key: &str) -> Result<Option<u64>, ConfigError> {
+        Ok(match self.int(key, -1, i64::MAX)? {
+            -1 => None,
+            bytes => Some(bytes as u64),
+        })
+    }
+
     fn millis(&self, key: &str) -> Result<Duration, ConfigError> {
-        Ok(Duration::from_millis(self.int(key, 0, i64::MAX)? as u64))
+        Ok(Duration::from_millis(self.unsigned(key, 0, i64::MAX)?))
     }
 
     fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
         let text = self.string(key);
-        match text.to_ascii_lowercase().as_str() {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(ConfigError::Invalid {
-                key: key.to_owned(),
-                value: text,
-                reason: "expected true or false".to_owned(),
-            }),
-        }
+        topic_config::parse_boolean(&text).map_err(|_| ConfigError::Invalid {
+            key: key.to_owned(),
+            value: text.clone(),
+            problem: ValueProblem::NotABoolean,
+        })
     }
 }
 
@@ -596,6 +599,10 @@ mod tests {
         for (key, value) in [
             ("strom.log.page.cache.retain.bytes", "-2"),
             ("strom.log.writeback.interval.bytes", "-1"),
+            ("log.segment.bytes", "10"),
+            ("log.cleanup.policy", "shred"),
+            ("log.retention.hours", "soon"),
+            ("log.roll.hours", "0"),
         ] {
             let error = BrokerConfig::from_map(&map(&[(key, value)])).unwrap_err();
             assert!(error.to_string().contains(key), "{error}");

@@ -17,7 +17,8 @@ use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
 use strom_controller::runtime::ControllerClient;
 use strom_coordinator::{
-    CoordinatorConfig, GroupConfig, GroupCoordinator, LogError, LogRecord, OffsetConfig, OffsetsLog,
+    BackendError, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError, LogOperation,
+    LogRecord, OffsetConfig, OffsetsLog,
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 use strom_storage::TopicPartition;
@@ -72,21 +73,17 @@ impl OffsetsLog for OffsetsTopicLog {
         for record in records {
             builder
                 .append(now_ms, Some(&record.key), record.value.as_deref(), &[])
-                .map_err(|_| LogError::Backend {
-                    reason: "record batch could not be built",
-                })?;
+                .map_err(|source| backend(LogOperation::BuildBatch, source))?;
         }
-        let batch = builder.build().map_err(|_| LogError::Backend {
-            reason: "record batch could not be built",
-        })?;
+        let batch = builder
+            .build()
+            .map_err(|source| backend(LogOperation::BuildBatch, source))?;
         let appended = blocking(|| replica.append_flushing_here(batch, false, now_ms));
         match appended {
             Ok(info) => Ok(info.last_offset),
             Err(error) => {
                 warn!(partition, %error, "append to __consumer_offsets refused");
-                Err(LogError::Backend {
-                    reason: "the partition log refused the append",
-                })
+                Err(backend(LogOperation::Append, error))
             }
         }
     }
@@ -108,17 +105,13 @@ impl OffsetsLog for OffsetsTopicLog {
         while records.is_empty() {
             let read = replica
                 .read(next_offset, LOAD_READ_BYTES, true)
-                .map_err(|_| LogError::Backend {
-                    reason: "reading the partition log failed",
-                })?;
+                .map_err(|source| backend(LogOperation::Read, source))?;
             let Some(bytes) = read.records else {
                 break;
             };
             let mut last_next_offset = next_offset;
             for batch in RecordBatches::new(bytes) {
-                let batch = batch.map_err(|_| LogError::Backend {
-                    reason: "a record batch in the log is corrupt",
-                })?;
+                let batch = batch.map_err(|source| backend(LogOperation::Decode, source))?;
                 last_next_offset = last_next_offset.max(batch.next_offset());
                 if batch.attributes().is_control() {
                     continue;
@@ -134,15 +127,23 @@ impl OffsetsLog for OffsetsTopicLog {
     }
 }
 
+fn backend(
+    operation: LogOperation,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> LogError {
+    LogError::Backend {
+        operation,
+        source: BackendError::new(source),
+    }
+}
+
 fn collect_batch(
     batch: &strom_protocol::records::RecordBatch,
     from_offset: i64,
     max_records: usize,
     records: &mut Vec<(i64, LogRecord)>,
 ) -> Result<(), LogError> {
-    let corrupt = |_| LogError::Backend {
-        reason: "a record in the log is corrupt",
-    };
+    let corrupt = |source| backend(LogOperation::Decode, source);
     for record in batch.records().map_err(corrupt)? {
         if records.len() >= max_records {
             break;

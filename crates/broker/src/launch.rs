@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::{BrokerConfig, ConfigWarning};
-use crate::error::ConfigError;
+use crate::error::{ArgumentError, ConfigError};
 use crate::properties::parse_properties;
 
 /// Where the configuration comes from: an optional `server.properties` file
@@ -33,6 +33,62 @@ impl LaunchOptions {
         }
         BrokerConfig::from_map(&map)
     }
+}
+
+/// What the `strom-broker` command line asks for.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Run a broker.
+    Run(LaunchOptions),
+    /// Print the usage (`--help`, `-h`).
+    Help,
+    /// Print the version (`--version`, `-V`).
+    Version,
+}
+
+/// The usage text of `strom-broker`.
+pub const USAGE: &str = "\
+A Kafka-compatible broker (single node)
+
+Usage: strom-broker [--config FILE] [--set KEY=VALUE]...
+
+Options:
+      --config <FILE>      A server.properties file with Kafka's broker settings
+      --set <KEY=VALUE>    Overrides a setting, e.g. --set num.partitions=3 (repeatable)
+  -h, --help               Print help
+  -V, --version            Print version
+";
+
+/// Parses the arguments of `strom-broker` (without the program name):
+/// `--config FILE`, `--set KEY=VALUE` (repeatable; both also as
+/// `--option=value`), `--help` and `--version`. Two options do not need a
+/// command-line parsing library, and this crate is a library that other
+/// services embed.
+pub fn parse_arguments(
+    arguments: impl IntoIterator<Item = String>,
+) -> Result<Command, ArgumentError> {
+    let mut options = LaunchOptions::default();
+    let mut arguments = arguments.into_iter();
+    while let Some(argument) = arguments.next() {
+        let (name, inline) = match argument.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name.to_owned(), Some(value)),
+            _ => (argument.clone(), None),
+        };
+        let mut value = |name: &'static str| match inline {
+            Some(value) => Ok(value.to_owned()),
+            None => arguments
+                .next()
+                .ok_or(ArgumentError::MissingValue { option: name }),
+        };
+        match name.as_str() {
+            "--config" => options.config_file = Some(PathBuf::from(value("--config")?)),
+            "--set" => options.overrides.push(value("--set")?),
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            _ => return Err(ArgumentError::Unexpected { argument }),
+        }
+    }
+    Ok(Command::Run(options))
 }
 
 /// Loads the configuration, starts a broker, and serves until SIGTERM or
@@ -145,6 +201,54 @@ mod tests {
         assert_eq!(config.node_id, 4);
         assert!(warnings.is_empty());
         std::fs::remove_dir_all(&directory).expect("cleanup");
+    }
+
+    fn parse(arguments: &[&str]) -> Result<Command, ArgumentError> {
+        parse_arguments(arguments.iter().map(|argument| (*argument).to_owned()))
+    }
+
+    #[test]
+    fn arguments_give_the_file_and_the_overrides_in_order() {
+        let Ok(Command::Run(options)) = parse(&[
+            "--config",
+            "server.properties",
+            "--set",
+            "num.partitions=3",
+            "--set=log.dirs=/tmp/a=b",
+        ]) else {
+            panic!("a run");
+        };
+        assert_eq!(
+            options.config_file,
+            Some(PathBuf::from("server.properties"))
+        );
+        assert_eq!(options.overrides, ["num.partitions=3", "log.dirs=/tmp/a=b"]);
+        assert!(matches!(parse(&[]), Ok(Command::Run(options)) if options.overrides.is_empty()));
+        assert!(matches!(
+            parse(&["--set", "a=1", "--help"]),
+            Ok(Command::Help)
+        ));
+        assert!(matches!(parse(&["-V"]), Ok(Command::Version)));
+    }
+
+    #[test]
+    fn unknown_arguments_and_missing_values_are_errors() {
+        assert_eq!(
+            parse(&["--set"]).unwrap_err(),
+            ArgumentError::MissingValue { option: "--set" }
+        );
+        assert_eq!(
+            parse(&["--conf", "x"]).unwrap_err(),
+            ArgumentError::Unexpected {
+                argument: "--conf".to_owned()
+            }
+        );
+        assert_eq!(
+            parse(&["server.properties"]).unwrap_err(),
+            ArgumentError::Unexpected {
+                argument: "server.properties".to_owned()
+            }
+        );
     }
 
     #[test]

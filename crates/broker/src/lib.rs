@@ -24,7 +24,7 @@ pub mod producer_ids;
 pub mod properties;
 pub mod replica_manager;
 
-pub use broker::{start, RunningBroker, StartError};
+pub use broker::{start, RegistrationStep, RunningBroker, StartError};
 pub use config::BrokerConfig;
 pub use config_builder::{BrokerConfigBuilder, BuildError, ByteSize};
 pub use error::ConfigError;

@@ -21,13 +21,30 @@ pub enum MetaPropertiesError {
         #[source]
         source: std::io::Error,
     },
-    /// The file does not parse or lacks a key.
-    #[error("{path} is invalid: {reason}")]
-    Invalid {
+    /// The file does not parse as a properties file.
+    #[error("{path} is not a properties file")]
+    Unparsable {
         /// The file.
         path: PathBuf,
-        /// What is wrong.
-        reason: String,
+        /// The parse error.
+        #[source]
+        source: crate::error::ConfigError,
+    },
+    /// The file lacks a key.
+    #[error("{path} has no {key}")]
+    MissingKey {
+        /// The file.
+        path: PathBuf,
+        /// The key (`cluster.id` or `node.id`).
+        key: &'static str,
+    },
+    /// The node id is not a number.
+    #[error("{path} has node.id `{value}`, which is not a number")]
+    InvalidNodeId {
+        /// The file.
+        path: PathBuf,
+        /// The value in the file.
+        value: String,
     },
     /// Two directories, or a directory and the configuration, disagree.
     #[error("{path} belongs to {what} {found}, but this broker has {expected}")]
@@ -93,22 +110,30 @@ fn read(path: &Path) -> Result<Option<(String, i32)>, MetaPropertiesError> {
             })
         }
     };
-    let invalid = |reason: &str| MetaPropertiesError::Invalid {
+    let missing = |key| MetaPropertiesError::MissingKey {
         path: path.to_owned(),
-        reason: reason.to_owned(),
+        key,
     };
-    let map = parse_properties(&text, &path.display().to_string())
-        .map_err(|error| invalid(&error.to_string()))?;
+    let map = parse_properties(&text, &path.display().to_string()).map_err(|source| {
+        MetaPropertiesError::Unparsable {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
     let cluster_id = map
         .get("cluster.id")
-        .ok_or_else(|| invalid("no cluster.id"))?
+        .ok_or_else(|| missing("cluster.id"))?
         .clone();
     let node_id = map
         .get("node.id")
         .or_else(|| map.get("broker.id"))
-        .ok_or_else(|| invalid("no node.id"))?
+        .ok_or_else(|| missing("node.id"))?;
+    let node_id = node_id
         .parse::<i32>()
-        .map_err(|_| invalid("node.id is not a number"))?;
+        .map_err(|_| MetaPropertiesError::InvalidNodeId {
+            path: path.to_owned(),
+            value: node_id.clone(),
+        })?;
     Ok(Some((cluster_id, node_id)))
 }
 
@@ -180,6 +205,36 @@ mod tests {
             error,
             MetaPropertiesError::Mismatch {
                 what: "node.id",
+                ..
+            }
+        ));
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn a_damaged_file_says_what_is_wrong() {
+        let dir = temp_dir("damaged");
+        let path = dir.join(META_PROPERTIES);
+        let ensure_here = || ensure(std::slice::from_ref(&dir), 1).unwrap_err();
+        std::fs::write(&path, "cluster.id=abc\nnode.id=one\n").expect("write");
+        assert!(matches!(
+            ensure_here(),
+            MetaPropertiesError::InvalidNodeId { value, .. } if value == "one"
+        ));
+        std::fs::write(&path, "node.id=1\n").expect("write");
+        assert!(matches!(
+            ensure_here(),
+            MetaPropertiesError::MissingKey {
+                key: "cluster.id",
+                ..
+            }
+        ));
+        std::fs::write(&path, "cluster.id=\\u12\n").expect("write");
+        let error = ensure_here();
+        assert!(matches!(
+            &error,
+            MetaPropertiesError::Unparsable {
+                source: crate::error::ConfigError::UnicodeEscape { .. },
                 ..
             }
         ));

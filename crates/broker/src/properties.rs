@@ -99,10 +99,10 @@ fn unescape(text: &str, source: &str, line: usize) -> Result<String, ConfigError
                     .ok()
                     .filter(|_| hex.len() == 4)
                     .and_then(char::from_u32)
-                    .ok_or_else(|| ConfigError::Syntax {
+                    .ok_or_else(|| ConfigError::UnicodeEscape {
                         source_name: source.to_owned(),
                         line,
-                        reason: format!("invalid unicode escape \\u{hex}"),
+                        escape: hex.clone(),
                     })?;
                 out.push(code);
             }

@@ -9,10 +9,12 @@
 //! [`membership`]: FindCoordinator, JoinGroup, SyncGroup, a heartbeat task
 //! independent of `poll`, `max.poll.interval.ms`, static membership), the
 //! partition assignors in [`assignor`] with the Java client's wire format,
-//! [`offsets`] (ListOffsets, OffsetFetch, OffsetCommit), the [`Consumer`]
-//! API and a throughput test in [`perf`]. It does not own connections,
-//! metadata or version negotiation (that is `strom-client`) nor the broker
-//! side of groups (`strom-coordinator`).
+//! [`offsets`] (ListOffsets, OffsetFetch, OffsetCommit) and the
+//! [`Consumer`] API. It does not own connections, metadata or version
+//! negotiation (that is `strom-client`) nor the broker side of groups
+//! (`strom-coordinator`), and it carries no benchmark or command-line code
+//! (the consumer-perf-test equivalent is `strom perf consume` in
+//! `strom-tools`).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), strom_consumer::ConsumerError> {
@@ -73,7 +75,6 @@ pub mod fetch_session;
 pub mod fetcher;
 pub mod membership;
 pub mod offsets;
-pub mod perf;
 pub mod record;
 pub mod topic_ids;
 pub mod versions;

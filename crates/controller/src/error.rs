@@ -499,33 +499,9 @@ pub enum ConfigProblem {
     /// The key is not a known configuration.
     #[error("unknown configuration key")]
     UnknownKey,
-    /// The value must be an integer.
-    #[error("not an integer")]
-    NotAnInteger,
-    /// The value must be a number.
-    #[error("not a number")]
-    NotANumber,
-    /// The value must be `true` or `false`.
-    #[error("not a boolean")]
-    NotABoolean,
-    /// The value is below the minimum.
-    #[error("below the minimum {minimum}")]
-    BelowMinimum {
-        /// The minimum, as text.
-        minimum: String,
-    },
-    /// The value is above the maximum.
-    #[error("above the maximum {maximum}")]
-    AboveMaximum {
-        /// The maximum, as text.
-        maximum: String,
-    },
-    /// The value is not one of the allowed words.
-    #[error("not one of: {}", allowed.join(", "))]
-    NotAllowed {
-        /// The allowed values.
-        allowed: &'static [&'static str],
-    },
+    /// The value does not fit the key's type or range.
+    #[error(transparent)]
+    Value(#[from] strom_protocol::topic_config::ConfigValueError),
     /// A value is required (deletion or null is not allowed here).
     #[error("a value is required")]
     MissingValue,
@@ -784,6 +760,8 @@ pub enum RuntimeError {
 
 #[cfg(test)]
 mod tests {
+    use strom_protocol::topic_config::ConfigValueError;
+
     use super::*;
 
     #[test]
@@ -791,7 +769,7 @@ mod tests {
         let error = ControllerError::InvalidConfig {
             key: "retention.ms".into(),
             value: Some("soon".into()),
-            reason: ConfigProblem::NotAnInteger,
+            reason: ConfigProblem::Value(ConfigValueError::NotAnInteger),
         };
         assert_eq!(
             error.to_string(),
@@ -820,9 +798,9 @@ mod tests {
 
     #[test]
     fn config_problem_lists_allowed_values() {
-        let problem = ConfigProblem::NotAllowed {
+        let problem = ConfigProblem::Value(ConfigValueError::NotAllowed {
             allowed: &["delete", "compact"],
-        };
+        });
         assert_eq!(problem.to_string(), "not one of: delete, compact");
     }
 }

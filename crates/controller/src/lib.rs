@@ -16,9 +16,10 @@
 //! - [`assignment`]: replica assignment for new topics and partitions, as
 //!   Kafka does it for rack-unaware clusters, and validation of requested
 //!   assignments.
-//! - [`config`]: the one table of topic-level configs (names, ranges,
-//!   defaults, broker synonyms) that CreateTopics and AlterConfigs are
-//!   validated against.
+//! - [`config`]: validation of CreateTopics and AlterConfigs values against
+//!   the one table of topic-level configs (names, ranges, defaults, broker
+//!   synonyms), which lives in `strom_protocol::topic_config` and is
+//!   re-exported here, and the resolution of effective values.
 //! - [`log`]: the durable metadata log (CRC-framed, `fsync`ed batches) and
 //!   its snapshots, with recovery.
 //! - [`controller`]: the sans-IO [`Controller`] that turns commands

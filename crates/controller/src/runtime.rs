@@ -177,7 +177,7 @@ impl LocalController {
             .await
             .map_err(|join_error| LogError::Io {
                 path: config.metadata_dir.clone(),
-                source: std::io::Error::other(join_error.to_string()),
+                source: std::io::Error::other(join_error),
             })??;
         let (log, image, recovery) = opened;
         tracing::info!(

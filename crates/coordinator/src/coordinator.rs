@@ -269,6 +269,14 @@ impl CoordinatorCore {
         now_ms: i64,
     ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
         let config = self.config.group.clone();
+        self.check_owner(group_id)?;
+        if !self.groups.contains_key(group_id) {
+            // As Kafka: no group-level error, each leaving member is unknown.
+            return Ok(members
+                .iter()
+                .map(|_| Err(GroupError::UnknownMemberId))
+                .collect());
+        }
         let result = self.group_mut(group_id)?.leave(members, &config, now_ms);
         self.after_group_change(group_id);
         result

@@ -113,12 +113,72 @@ pub enum LogError {
         /// The partition.
         partition: i32,
     },
-    /// The backend failed (disk error, shutdown, ...).
-    #[error("the log backend failed: {reason}")]
+    /// The backend failed (disk error, shutdown, a corrupt batch, ...).
+    #[error("the __consumer_offsets log failed to {operation}")]
     Backend {
-        /// What the backend reported.
-        reason: &'static str,
+        /// What the backend was doing.
+        operation: LogOperation,
+        /// The backend's own error.
+        #[source]
+        source: BackendError,
     },
+}
+
+/// What an [`OffsetsLog`](crate::OffsetsLog) backend was doing when it
+/// failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogOperation {
+    /// Building a record batch from the records to append.
+    BuildBatch,
+    /// Appending a batch.
+    Append,
+    /// Reading from the log.
+    Read,
+    /// Decoding a batch or record read from the log.
+    Decode,
+}
+
+impl std::fmt::Display for LogOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LogOperation::BuildBatch => "build a record batch",
+            LogOperation::Append => "append",
+            LogOperation::Read => "read",
+            LogOperation::Decode => "decode a stored batch",
+        })
+    }
+}
+
+/// A backend's own error, shared so that [`LogError`] stays cloneable; two
+/// are equal when they are the same error.
+#[derive(Debug, Clone)]
+pub struct BackendError(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl BackendError {
+    /// Wraps a backend's error.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BackendError(std::sync::Arc::new(error))
+    }
+}
+
+impl PartialEq for BackendError {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for BackendError {}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 /// Why a `__consumer_offsets` record key or value could not be decoded.

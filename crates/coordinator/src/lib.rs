@@ -74,7 +74,7 @@ pub use coordinator::{
     CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
     PartitionStatus,
 };
-pub use error::{GroupError, LoadError, LogError, RecordError};
+pub use error::{BackendError, GroupError, LoadError, LogError, LogOperation, RecordError};
 pub use group::{
     Completion, Group, GroupConfig, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
     JoinedMember, LeaveMember, MemberDescription, Reply, SyncRequest, SyncResponse,

@@ -232,7 +232,8 @@ impl OffsetsLog for FailingLog {
         _max: usize,
     ) -> Result<Vec<(i64, LogRecord)>, LogError> {
         Err(LogError::Backend {
-            reason: "disk gone",
+            operation: strom_coordinator::LogOperation::Read,
+            source: strom_coordinator::BackendError::new(std::io::Error::other("disk gone")),
         })
     }
 }
@@ -241,15 +242,16 @@ impl OffsetsLog for FailingLog {
 fn read_failures_fail_the_load() {
     let mut core = fresh_core();
     core.begin_loading(0);
-    assert_eq!(
-        core.load_partition(&FailingLog, 0, 0),
-        Err(LoadError::Read {
-            partition: 0,
-            source: LogError::Backend {
-                reason: "disk gone"
-            }
-        })
-    );
+    let error = core.load_partition(&FailingLog, 0, 0).unwrap_err();
+    let LoadError::Read {
+        partition: 0,
+        source: LogError::Backend { operation, source },
+    } = &error
+    else {
+        panic!("not a read failure of partition 0: {error:?}");
+    };
+    assert_eq!(*operation, strom_coordinator::LogOperation::Read);
+    assert_eq!(source.to_string(), "disk gone");
 }
 
 #[test]

@@ -400,9 +400,14 @@ fn all_members_leaving_empties_the_group_with_a_new_generation() {
         1,
         "the emptied group is persisted"
     );
+    // As Kafka: an unknown group is no group-level error; each leaving
+    // member is unknown.
     assert_eq!(
-        core.leave_group("unknown", &leaving[..1], 20),
-        Err(GroupError::UnknownMemberId)
+        core.leave_group("unknown", &leaving[..2], 20),
+        Ok(vec![
+            Err(GroupError::UnknownMemberId),
+            Err(GroupError::UnknownMemberId)
+        ])
     );
 }
 

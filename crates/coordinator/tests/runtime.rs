@@ -189,7 +189,11 @@ impl strom_coordinator::OffsetsLog for FlakyLog {
     ) -> Result<i64, strom_coordinator::LogError> {
         if self.refuse_appends {
             return Err(strom_coordinator::LogError::Backend {
-                reason: "disk full",
+                operation: strom_coordinator::LogOperation::Append,
+                source: strom_coordinator::BackendError::new(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "disk full",
+                )),
             });
         }
         self.inner.append(partition, records)
@@ -231,14 +235,16 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
     };
     coordinator.commit_offsets(&commit(5)).expect("durable");
     coordinator.with_log_mut(|log| log.refuse_appends = true);
-    assert_eq!(
-        coordinator.commit_offsets(&commit(9)),
-        Err(GroupError::LogAppendFailed {
-            source: strom_coordinator::LogError::Backend {
-                reason: "disk full"
-            }
-        })
-    );
+    let error = coordinator.commit_offsets(&commit(9)).unwrap_err();
+    let GroupError::LogAppendFailed {
+        source: strom_coordinator::LogError::Backend { operation, source },
+    } = &error
+    else {
+        panic!("not an append failure: {error:?}");
+    };
+    assert_eq!(*operation, strom_coordinator::LogOperation::Append);
+    // The backend's own error is kept, not replaced by a fixed string.
+    assert_eq!(source.to_string(), "disk full");
     let offsets = coordinator.fetch_offsets("simple", None).expect("served");
     assert_eq!(offsets[0].offset, 5, "the failed commit is not visible");
 }

@@ -105,9 +105,7 @@ impl ProducerBatch {
             }
             self.stamp = stamp;
         }
-        self.bytes.clone().ok_or(ProduceError::InvalidRecord {
-            reason: "batch has no records".to_owned(),
-        })
+        self.bytes.clone().ok_or(ProduceError::BatchMismatch)
     }
 
     /// Splits a batch the broker rejected as too large (MESSAGE_TOO_LARGE)
@@ -157,11 +155,7 @@ impl ProducerBatch {
         let bytes = match (&self.bytes, &self.builder) {
             (Some(bytes), _) => bytes.clone(),
             (None, Some(builder)) => builder.clone().build()?,
-            (None, None) => {
-                return Err(ProduceError::InvalidRecord {
-                    reason: "batch has no records".to_owned(),
-                })
-            }
+            (None, None) => return Err(ProduceError::BatchMismatch),
         };
         let parsed = RecordBatch::parse(bytes)?;
         let mut halves = [
@@ -189,9 +183,7 @@ impl ProducerBatch {
         }
         let [first, second] = &halves;
         if first.len() != first_count || first.len() + second.len() != self.record_count() {
-            return Err(ProduceError::InvalidRecord {
-                reason: "the batch's records do not match its completions".to_owned(),
-            });
+            return Err(ProduceError::BatchMismatch);
         }
         Ok(halves)
     }

@@ -1,5 +1,7 @@
 //! Errors of the producer.
 
+use std::sync::Arc;
+
 use strom_client::{ClientError, ConfigError};
 use strom_protocol::records::RecordError;
 use strom_protocol::ErrorCode;
@@ -44,21 +46,63 @@ pub enum ProduceError {
         /// The Kafka error code.
         code: ErrorCode,
     },
-    /// The record could not be encoded.
-    #[error("record cannot be encoded: {reason}")]
-    InvalidRecord {
-        /// What was wrong.
-        reason: String,
-    },
+    /// The record could not be encoded into a batch.
+    #[error("record cannot be encoded")]
+    InvalidRecord(#[source] SharedError<RecordError>),
+    /// A batch to send held no records, or splitting it did not give back
+    /// its records (a producer bug; the records are failed, not sent).
+    #[error("the batch's records do not match its deliveries")]
+    BatchMismatch,
     /// The producer was closed before the record was sent.
     #[error("producer closed")]
     Closed,
     /// A client-level failure (connection, metadata) that was not retried.
-    #[error("client error: {reason}")]
-    Client {
-        /// The client error's message.
-        reason: String,
-    },
+    #[error("client error")]
+    Client(#[source] SharedError<ClientError>),
+}
+
+/// An error shared by every record of a failed batch, so that
+/// [`ProduceError`] stays cloneable; two are equal when they are the same
+/// error.
+#[derive(Debug)]
+pub struct SharedError<E>(Arc<E>);
+
+impl<E> SharedError<E> {
+    /// Shares `error`.
+    pub fn new(error: E) -> Self {
+        SharedError(Arc::new(error))
+    }
+
+    /// The shared error.
+    pub fn get(&self) -> &E {
+        &self.0
+    }
+}
+
+impl<E> Clone for SharedError<E> {
+    fn clone(&self) -> Self {
+        SharedError(Arc::clone(&self.0))
+    }
+}
+
+impl<E> PartialEq for SharedError<E> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<E> Eq for SharedError<E> {}
+
+impl<E: std::fmt::Display> std::fmt::Display for SharedError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<E: std::error::Error> std::error::Error for SharedError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 impl ProduceError {
@@ -84,9 +128,7 @@ impl ProduceError {
 
 impl From<RecordError> for ProduceError {
     fn from(error: RecordError) -> Self {
-        ProduceError::InvalidRecord {
-            reason: error.to_string(),
-        }
+        ProduceError::InvalidRecord(SharedError::new(error))
     }
 }
 
@@ -94,9 +136,7 @@ impl From<ClientError> for ProduceError {
     fn from(error: ClientError) -> Self {
         match error {
             ClientError::Broker { code } => ProduceError::Broker { code },
-            other => ProduceError::Client {
-                reason: other.to_string(),
-            },
+            other => ProduceError::Client(SharedError::new(other)),
         }
     }
 }
@@ -113,4 +153,34 @@ pub enum ProducerCreateError {
     /// The cluster could not be reached or the producer id not obtained.
     #[error(transparent)]
     Client(#[from] ClientError),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_client_failure_keeps_its_error_as_the_source() {
+        let error = ProduceError::from(ClientError::Connect {
+            address: "127.0.0.1:1".to_owned(),
+            source: std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+        });
+        assert_eq!(error.to_string(), "client error");
+        let source = error.source().expect("the client error");
+        assert_eq!(source.to_string(), "cannot connect to 127.0.0.1:1");
+        let io = source.source().expect("the socket error");
+        assert!(io.downcast_ref::<std::io::Error>().is_some());
+        let ProduceError::Client(shared) = &error else {
+            panic!("a client error");
+        };
+        assert!(matches!(shared.get(), ClientError::Connect { .. }));
+        // Every record of a failed batch gets a clone of the same error.
+        assert_eq!(error.clone(), error);
+        let other = ProduceError::from(ClientError::Disconnected {
+            address: "127.0.0.1:1".to_owned(),
+        });
+        assert_ne!(other, error);
+    }
 }

@@ -6,9 +6,10 @@
 //! leader into Produce requests and retries retriable errors until
 //! `delivery.timeout.ms`, the [partitioners](partitioner) (murmur2 exactly
 //! like the Java client for keyed records, sticky for unkeyed), idempotence
-//! (producer id, epoch and per-partition sequences), and a
-//! [`perf`] tool modelled on Kafka's producer-perf-test. Connections and
-//! metadata come from `strom-client`; it does not consume or manage groups.
+//! (producer id, epoch and per-partition sequences). Connections and
+//! metadata come from `strom-client`; it does not consume or manage groups,
+//! and it carries no benchmark or command-line code (the producer-perf-test
+//! equivalent is `strom perf produce` in `strom-tools`).
 //!
 //! Design decisions a newcomer must know:
 //!
@@ -42,13 +43,12 @@ pub mod accumulator;
 pub mod config;
 pub mod error;
 pub mod partitioner;
-pub mod perf;
 pub mod producer;
 pub mod record;
 pub mod sender;
 
 pub use config::{Acks, ProducerConfig};
-pub use error::{ProduceError, ProducerCreateError};
+pub use error::{ProduceError, ProducerCreateError, SharedError};
 pub use partitioner::{DefaultPartitioner, Partitioner};
 pub use producer::{DeliveryFuture, Producer};
 pub use record::{ProducerRecord, RecordMetadata};

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::accumulator::{Accumulator, ProducerBatch, ProducerStamp, SplitOutcome, TopicPartition};
 use crate::config::{Acks, ProducerConfig};
-use crate::error::ProduceError;
+use crate::error::{ProduceError, SharedError};
 
 /// The highest Produce version used.
 const MAX_PRODUCE_VERSION: i16 = 13;
@@ -520,15 +520,9 @@ fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, an
         Err(error) => {
             tracing::debug!(%error, "produce request failed; retrying its batches");
             cluster.request_metadata_refresh();
+            let error = ProduceError::Client(SharedError::new(error));
             for batch in batches {
-                retry_or_fail(
-                    shared,
-                    config,
-                    batch,
-                    ProduceError::Client {
-                        reason: error.to_string(),
-                    },
-                );
+                retry_or_fail(shared, config, batch, error.clone());
             }
             return;
         }
@@ -700,7 +694,7 @@ fn retry_or_fail(
             ProduceError::Broker { code } if code.is_retriable() => ProduceError::Timeout {
                 elapsed_ms: millis(elapsed),
             },
-            ProduceError::Client { .. } => ProduceError::Timeout {
+            ProduceError::Client(_) => ProduceError::Timeout {
                 elapsed_ms: millis(elapsed),
             },
             other => other,

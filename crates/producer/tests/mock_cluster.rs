@@ -260,30 +260,3 @@ async fn acks_one_and_zero_and_unknown_topic() {
     }
     drop(mock);
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn perf_tool_reports_every_record() {
-    let mock = MockCluster::new(1).expect("mock cluster");
-    mock.create_topic("perf", TOPIC_PARTITIONS, 1)
-        .expect("topic");
-    let options = strom_producer::perf::PerfOptions {
-        bootstrap_servers: mock.bootstrap_servers(),
-        topic: "perf".to_owned(),
-        num_records: 5_000,
-        record_size: 100,
-        throughput: None,
-        acks: Some(Acks::Leader),
-        linger: Some(Duration::from_millis(2)),
-        batch_size: Some(16_384),
-        compression: Some(strom_protocol::records::Compression::Lz4),
-    };
-    let report = tokio::time::timeout(Duration::from_secs(30), strom_producer::perf::run(&options))
-        .await
-        .expect("bounded")
-        .expect("perf run");
-    assert_eq!((report.records, report.failed), (5_000, 0));
-    assert!(report.records_per_second > 0.0);
-    assert!(report.p50_latency_ms <= report.p99_latency_ms);
-    assert!(report.p99_latency_ms <= report.max_latency_ms);
-    drop(mock);
-}

@@ -3,10 +3,35 @@
 //! Values arrive as `key=value` strings (broker defaults overlaid with a
 //! topic's overrides) and are parsed once into [`LogConfig`]. Kafka's "no
 //! limit" sentinels (`-1`, `Long.MAX_VALUE`) become `None`.
+//!
+//! The keys, their types and valid ranges come from the one table of topic
+//! configurations, [`strom_protocol::topic_config`]: a value is checked
+//! against its definition there before it is converted into a typed field
+//! here, so what the controller accepts and what a log opens with cannot
+//! drift apart. Keys of the table that the log does not act on
+//! ([`UNUSED_BY_THE_LOG`]) are checked and accepted.
 
 use std::collections::BTreeMap;
 
+use strom_protocol::topic_config::{
+    parse_boolean, split_list, topic_config, ConfigDefinition, ConfigValueError,
+};
+
 use crate::error::ConfigError;
+
+/// Topic configurations of the table that no field of [`LogConfig`] holds:
+/// they are validated and accepted, and other layers act on them (or
+/// nobody yet: throttles, down-conversion, compression levels).
+pub const UNUSED_BY_THE_LOG: &[&str] = &[
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
+    "follower.replication.throttled.replicas",
+    "leader.replication.throttled.replicas",
+    "message.downconversion.enable",
+    "message.format.version",
+    "message.timestamp.difference.max.ms",
+];
 
 /// How the log assigns the timestamp it indexes (`message.timestamp.type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,162 +188,149 @@ impl LogConfig {
         })
     }
 
-    /// Applies one property; returns `false` when the key is unknown.
+    /// Applies one property; returns `false` when the key is not a topic
+    /// configuration.
     fn apply(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        let Some(definition) = topic_config(key) else {
+            return Ok(false);
+        };
+        let value = Value::checked(definition, value)?;
         match key {
-            "segment.bytes" => self.segment_bytes = parse_int_at_least(key, value, 14)?,
-            "segment.ms" => self.segment_ms = parse_long_at_least(key, value, 1)?,
-            "segment.jitter.ms" => self.segment_jitter_ms = parse_long_at_least(key, value, 0)?,
-            "segment.index.bytes" => self.segment_index_bytes = parse_int_at_least(key, value, 4)?,
-            "index.interval.bytes" => {
-                self.index_interval_bytes = parse_int_at_least(key, value, 0)?
-            }
-            "max.message.bytes" => self.max_message_bytes = parse_int_at_least(key, value, 0)?,
-            "message.timestamp.type" => {
-                self.message_timestamp_type = parse_timestamp_type(key, value)?
-            }
-            "retention.ms" => self.retention_ms = parse_optional_long(key, value)?,
+            "segment.bytes" => self.segment_bytes = value.unsigned()?,
+            "segment.ms" => self.segment_ms = value.long()?,
+            "segment.jitter.ms" => self.segment_jitter_ms = value.long()?,
+            "segment.index.bytes" => self.segment_index_bytes = value.unsigned()?,
+            "index.interval.bytes" => self.index_interval_bytes = value.unsigned()?,
+            "max.message.bytes" => self.max_message_bytes = value.unsigned()?,
+            "message.timestamp.type" => self.message_timestamp_type = value.timestamp_type(),
+            "retention.ms" => self.retention_ms = value.minus_one_unlimited()?,
             "retention.bytes" => {
-                self.retention_bytes = parse_optional_long(key, value)?.map(|bytes| bytes as u64)
+                self.retention_bytes = value.minus_one_unlimited()?.map(|bytes| bytes as u64)
             }
-            "cleanup.policy" => self.cleanup_policy = parse_cleanup_policy(key, value)?,
+            "cleanup.policy" => self.cleanup_policy = value.cleanup_policy(),
             "flush.messages" => {
-                let messages = parse_long_at_least(key, value, 1)?;
-                self.flush_messages = (messages != i64::MAX).then_some(messages as u64);
+                self.flush_messages = value.long_max_unlimited()?.map(|count| count as u64)
             }
-            "flush.ms" => {
-                let flush_ms = parse_long_at_least(key, value, 0)?;
-                self.flush_ms = (flush_ms != i64::MAX).then_some(flush_ms);
-            }
-            "delete.retention.ms" => self.delete_retention_ms = parse_long_at_least(key, value, 0)?,
-            "min.cleanable.dirty.ratio" => {
-                self.min_cleanable_dirty_ratio = parse_ratio(key, value)?
-            }
-            "min.compaction.lag.ms" => {
-                self.min_compaction_lag_ms = parse_long_at_least(key, value, 0)?
-            }
-            "max.compaction.lag.ms" => {
-                self.max_compaction_lag_ms = parse_long_at_least(key, value, 1)?
-            }
-            "file.delete.delay.ms" => {
-                self.file_delete_delay_ms = parse_long_at_least(key, value, 0)?
-            }
-            "compression.type" => self.compression_type = parse_compression(key, value)?,
-            "min.insync.replicas" => self.min_insync_replicas = parse_int_at_least(key, value, 1)?,
+            "flush.ms" => self.flush_ms = value.long_max_unlimited()?,
+            "delete.retention.ms" => self.delete_retention_ms = value.long()?,
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio = value.ratio()?,
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = value.long()?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = value.long()?,
+            "file.delete.delay.ms" => self.file_delete_delay_ms = value.long()?,
+            "compression.type" => self.compression_type = value.compression(),
+            "min.insync.replicas" => self.min_insync_replicas = value.unsigned()?,
             "unclean.leader.election.enable" => {
-                self.unclean_leader_election_enable = parse_bool(key, value)?
+                self.unclean_leader_election_enable = value.boolean()?
             }
             "message.timestamp.before.max.ms" => {
-                let limit = parse_long_at_least(key, value, 0)?;
-                self.message_timestamp_before_max_ms = (limit != i64::MAX).then_some(limit);
+                self.message_timestamp_before_max_ms = value.long_max_unlimited()?
             }
             "message.timestamp.after.max.ms" => {
-                let limit = parse_long_at_least(key, value, 0)?;
-                self.message_timestamp_after_max_ms = (limit != i64::MAX).then_some(limit);
+                self.message_timestamp_after_max_ms = value.long_max_unlimited()?
             }
-            "preallocate" => self.preallocate = parse_bool(key, value)?,
-            _ => return Ok(false),
+            "preallocate" => self.preallocate = value.boolean()?,
+            _ => debug_assert!(UNUSED_BY_THE_LOG.contains(&key), "{key} has no field"),
         }
         Ok(true)
     }
 }
 
-fn invalid(key: &str, value: &str, expected: &'static str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        expected,
+/// A value that passed its definition's type and range check; the
+/// conversions below cannot fail for such a value except where the typed
+/// field is narrower than Kafka's range (negative sizes).
+struct Value<'a> {
+    key: &'a str,
+    text: &'a str,
+}
+
+impl<'a> Value<'a> {
+    fn checked(definition: &ConfigDefinition, text: &'a str) -> Result<Self, ConfigError> {
+        let text = text.trim();
+        definition
+            .validate(text)
+            .map_err(|problem| invalid(definition.name, text, problem))?;
+        Ok(Value {
+            key: definition.name,
+            text,
+        })
     }
-}
 
-fn out_of_range(key: &str, value: &str, expected: &'static str) -> ConfigError {
-    ConfigError::OutOfRange {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        expected,
+    fn invalid(&self, problem: ConfigValueError) -> ConfigError {
+        invalid(self.key, self.text, problem)
     }
-}
 
-fn parse_long_at_least(key: &str, value: &str, min: i64) -> Result<i64, ConfigError> {
-    let parsed: i64 = value
-        .parse()
-        .map_err(|_| invalid(key, value, "a 64-bit integer"))?;
-    if parsed < min {
-        return Err(out_of_range(key, value, "below the minimum"));
+    fn long(&self) -> Result<i64, ConfigError> {
+        self.text
+            .parse()
+            .map_err(|_| self.invalid(ConfigValueError::NotAnInteger))
     }
-    Ok(parsed)
-}
 
-fn parse_int_at_least(key: &str, value: &str, min: i64) -> Result<u32, ConfigError> {
-    let parsed: i32 = value
-        .parse()
-        .map_err(|_| invalid(key, value, "a 32-bit integer"))?;
-    if i64::from(parsed) < min {
-        return Err(out_of_range(key, value, "below the minimum"));
+    /// A non-negative 32-bit size or count.
+    fn unsigned(&self) -> Result<u32, ConfigError> {
+        let parsed: i32 = self
+            .text
+            .parse()
+            .map_err(|_| self.invalid(ConfigValueError::NotAnInteger))?;
+        u32::try_from(parsed).map_err(|_| {
+            self.invalid(ConfigValueError::BelowMinimum {
+                minimum: "0".to_owned(),
+            })
+        })
     }
-    u32::try_from(parsed).map_err(|_| out_of_range(key, value, "must not be negative"))
-}
 
-/// Parses a long where `-1` means "no limit".
-fn parse_optional_long(key: &str, value: &str) -> Result<Option<i64>, ConfigError> {
-    let parsed = parse_long_at_least(key, value, -1)?;
-    Ok((parsed >= 0).then_some(parsed))
-}
-
-fn parse_ratio(key: &str, value: &str) -> Result<f64, ConfigError> {
-    let parsed: f64 = value
-        .parse()
-        .map_err(|_| invalid(key, value, "a number between 0 and 1"))?;
-    if !(0.0..=1.0).contains(&parsed) {
-        return Err(out_of_range(key, value, "between 0 and 1"));
+    /// A long where `-1` means "no limit".
+    fn minus_one_unlimited(&self) -> Result<Option<i64>, ConfigError> {
+        Ok(Some(self.long()?).filter(|value| *value >= 0))
     }
-    Ok(parsed)
-}
 
-fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(invalid(key, value, "true or false")),
+    /// A long where `Long.MAX_VALUE` means "no limit".
+    fn long_max_unlimited(&self) -> Result<Option<i64>, ConfigError> {
+        Ok(Some(self.long()?).filter(|value| *value != i64::MAX))
     }
-}
 
-fn parse_timestamp_type(key: &str, value: &str) -> Result<MessageTimestampType, ConfigError> {
-    match value {
-        "CreateTime" => Ok(MessageTimestampType::CreateTime),
-        "LogAppendTime" => Ok(MessageTimestampType::LogAppendTime),
-        _ => Err(invalid(key, value, "CreateTime or LogAppendTime")),
+    fn ratio(&self) -> Result<f64, ConfigError> {
+        self.text
+            .parse()
+            .map_err(|_| self.invalid(ConfigValueError::NotANumber))
     }
-}
 
-fn parse_cleanup_policy(key: &str, value: &str) -> Result<CleanupPolicy, ConfigError> {
-    let mut policy = CleanupPolicy {
-        delete: false,
-        compact: false,
-    };
-    for part in value.split(',').map(str::trim) {
-        match part {
-            "delete" => policy.delete = true,
-            "compact" => policy.compact = true,
-            _ => return Err(invalid(key, value, "a list of delete and compact")),
+    fn boolean(&self) -> Result<bool, ConfigError> {
+        parse_boolean(self.text).map_err(|problem| self.invalid(problem))
+    }
+
+    fn timestamp_type(&self) -> MessageTimestampType {
+        if self.text == "LogAppendTime" {
+            MessageTimestampType::LogAppendTime
+        } else {
+            MessageTimestampType::CreateTime
         }
     }
-    Ok(policy)
+
+    fn cleanup_policy(&self) -> CleanupPolicy {
+        let entries = split_list(self.text);
+        CleanupPolicy {
+            delete: entries.contains(&"delete"),
+            compact: entries.contains(&"compact"),
+        }
+    }
+
+    fn compression(&self) -> CompressionType {
+        match self.text {
+            "uncompressed" => CompressionType::Uncompressed,
+            "gzip" => CompressionType::Gzip,
+            "snappy" => CompressionType::Snappy,
+            "lz4" => CompressionType::Lz4,
+            "zstd" => CompressionType::Zstd,
+            _ => CompressionType::Producer,
+        }
+    }
 }
 
-fn parse_compression(key: &str, value: &str) -> Result<CompressionType, ConfigError> {
-    match value {
-        "producer" => Ok(CompressionType::Producer),
-        "uncompressed" => Ok(CompressionType::Uncompressed),
-        "gzip" => Ok(CompressionType::Gzip),
-        "snappy" => Ok(CompressionType::Snappy),
-        "lz4" => Ok(CompressionType::Lz4),
-        "zstd" => Ok(CompressionType::Zstd),
-        _ => Err(invalid(
-            key,
-            value,
-            "producer, uncompressed, gzip, snappy, lz4 or zstd",
-        )),
+fn invalid(key: &str, value: &str, problem: ConfigValueError) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        problem,
     }
 }
 
@@ -397,23 +409,27 @@ mod tests {
     fn errors_name_the_key() {
         let error = LogConfig::from_properties(&properties(&[("segment.bytes", "lots")]))
             .expect_err("not a number");
-        assert!(matches!(&error, ConfigError::InvalidValue { key, .. } if key == "segment.bytes"));
+        assert!(matches!(&error, ConfigError::Invalid { key, .. } if key == "segment.bytes"));
         assert!(error.to_string().contains("segment.bytes"));
 
         let error = LogConfig::from_properties(&properties(&[("segment.bytes", "10")]))
             .expect_err("too small");
-        assert!(matches!(&error, ConfigError::OutOfRange { key, .. } if key == "segment.bytes"));
+        assert!(matches!(
+            &error,
+            ConfigError::Invalid { key, problem: ConfigValueError::BelowMinimum { .. }, .. }
+                if key == "segment.bytes"
+        ));
 
         let error =
             LogConfig::from_properties(&properties(&[("min.cleanable.dirty.ratio", "1.5")]))
                 .expect_err("ratio above one");
         assert!(
-            matches!(&error, ConfigError::OutOfRange { key, .. } if key == "min.cleanable.dirty.ratio")
+            matches!(&error, ConfigError::Invalid { key, problem: ConfigValueError::AboveMaximum { .. }, .. } if key == "min.cleanable.dirty.ratio")
         );
 
         let error = LogConfig::from_properties(&properties(&[("cleanup.policy", "remove")]))
             .expect_err("unknown policy");
-        assert!(matches!(&error, ConfigError::InvalidValue { key, .. } if key == "cleanup.policy"));
+        assert!(matches!(&error, ConfigError::Invalid { key, .. } if key == "cleanup.policy"));
     }
 
     #[test]
@@ -427,5 +443,52 @@ mod tests {
             .config;
         assert_eq!(topic.retention_ms, Some(1000));
         assert_eq!(topic.segment_ms, 50);
+    }
+
+    /// A valid value of `definition` other than its default.
+    fn other_value(definition: &ConfigDefinition) -> String {
+        use strom_protocol::topic_config::ConfigKind;
+        let default = definition.default;
+        match definition.kind {
+            ConfigKind::Int { min, .. } => match default.parse::<i32>() {
+                Ok(value) if value == min => (min + 1).to_string(),
+                _ => min.to_string(),
+            },
+            ConfigKind::Long { min, .. } => match default.parse::<i64>() {
+                Ok(value) if value == min => (min + 1).to_string(),
+                _ => min.to_string(),
+            },
+            ConfigKind::Double { min, max } => ((min + max) / 4.0).to_string(),
+            ConfigKind::Boolean => (default != "true").to_string(),
+            ConfigKind::OneOf(words) | ConfigKind::ListOf(words) => words
+                .iter()
+                .find(|word| **word != default)
+                .map(|word| (*word).to_owned())
+                .unwrap_or_default(),
+            ConfigKind::ThrottledReplicas => "*".to_owned(),
+            ConfigKind::Text => "something else".to_owned(),
+        }
+    }
+
+    #[test]
+    fn every_table_key_is_a_field_or_listed_as_unused() {
+        use strom_protocol::topic_config::TOPIC_CONFIGS;
+        for name in UNUSED_BY_THE_LOG {
+            assert!(topic_config(name).is_some(), "{name} is not in the table");
+        }
+        for definition in TOPIC_CONFIGS {
+            let value = other_value(definition);
+            assert_eq!(definition.validate(&value), Ok(()), "{}", definition.name);
+            let parsed = LogConfig::from_properties(&properties(&[(definition.name, &value)]))
+                .unwrap_or_else(|error| panic!("{} = {value}: {error}", definition.name));
+            assert!(parsed.unknown_keys.is_empty(), "{}", definition.name);
+            let changed = parsed.config != LogConfig::default();
+            assert_eq!(
+                changed,
+                !UNUSED_BY_THE_LOG.contains(&definition.name),
+                "{} = {value} changes the log configuration: {changed}",
+                definition.name
+            );
+        }
     }
 }

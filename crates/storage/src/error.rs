@@ -47,25 +47,17 @@ pub(crate) fn remove_file_if_exists(path: &Path) -> Result<(), IoError> {
 /// A topic-level configuration value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    /// The value does not parse as the key's type.
-    #[error("invalid value {value:?} for config {key}: expected {expected}")]
-    InvalidValue {
+    /// The value does not fit the key's type or range (as the table of
+    /// topic configurations defines them).
+    #[error("invalid value '{value}' for config {key}")]
+    Invalid {
         /// The Kafka property name.
         key: String,
         /// The rejected text.
         value: String,
-        /// What a valid value looks like.
-        expected: &'static str,
-    },
-    /// The value parses but lies outside the allowed range.
-    #[error("value {value} for config {key} is out of range: {expected}")]
-    OutOfRange {
-        /// The Kafka property name.
-        key: String,
-        /// The rejected text.
-        value: String,
-        /// The allowed range.
-        expected: &'static str,
+        /// What is wrong with it.
+        #[source]
+        problem: strom_protocol::topic_config::ConfigValueError,
     },
 }
 

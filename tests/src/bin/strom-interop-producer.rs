@@ -223,10 +223,22 @@ fn outcome_json(outcome: Result<RecordMetadata, ProduceError>) -> Value {
             "timestamp": metadata.timestamp_ms,
         }),
         Err(error) => json!({
-            "error": error.to_string(),
+            "error": chain(&error),
             "kind": error_kind(&error),
         }),
     }
+}
+
+/// The error and its sources, `: `-separated.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn error_kind(error: &ProduceError) -> &'static str {
@@ -237,6 +249,7 @@ fn error_kind(error: &ProduceError) -> &'static str {
         ProduceError::Timeout { .. } => "Timeout",
         ProduceError::Broker { .. } => "Broker",
         ProduceError::InvalidRecord { .. } => "InvalidRecord",
+        ProduceError::BatchMismatch => "BatchMismatch",
         ProduceError::Closed => "Closed",
         ProduceError::Client { .. } => "Client",
     }

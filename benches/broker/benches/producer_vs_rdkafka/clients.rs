@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use serde_json::{json, Value};
 use strom_producer::config::parse_compression;
-use strom_producer::perf::{run as run_strom, PerfOptions, PerfReport};
 use strom_producer::Acks;
+use strom_tools::perf::produce_run::{run as run_strom, PerfOptions, PerfReport};
 
 /// `linger.ms` of both clients.
 const LINGER: Duration = Duration::from_millis(5);

@@ -2,8 +2,9 @@
 
 use strom_controller::assignment::RequestedAssignment;
 use strom_controller::controller::{
-    ConfigEntry, CreateTopicsRequest as ControllerRequest, NewTopic,
+    ConfigEntry, CreateTopicsRequest as ControllerRequest, CreatedTopic, NewTopic, TopicOutcome,
 };
+use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
@@ -21,32 +22,7 @@ pub async fn handle(
     _context: &RequestContext,
     request: CreateTopicsRequest,
 ) -> Reply {
-    let topics: Vec<NewTopic> = request
-        .topics
-        .iter()
-        .map(|topic| NewTopic {
-            name: topic.name.0.to_string(),
-            partitions: (topic.num_partitions != -1).then_some(topic.num_partitions),
-            replication_factor: (topic.replication_factor != -1)
-                .then_some(topic.replication_factor),
-            assignments: topic
-                .assignments
-                .iter()
-                .map(|assignment| RequestedAssignment {
-                    partition_index: assignment.partition_index,
-                    broker_ids: assignment.broker_ids.iter().map(|id| id.0).collect(),
-                })
-                .collect(),
-            configs: topic
-                .configs
-                .iter()
-                .map(|config| ConfigEntry {
-                    key: config.name.to_string(),
-                    value: config.value.as_ref().map(|value| value.to_string()),
-                })
-                .collect(),
-        })
-        .collect();
+    let topics: Vec<NewTopic> = request.topics.iter().map(new_topic).collect();
     let names: Vec<String> = topics.iter().map(|topic| topic.name.clone()).collect();
     let controller_request = ControllerRequest {
         topics,
@@ -55,34 +31,7 @@ pub async fn handle(
     let results = match broker.controller.create_topics(controller_request).await {
         Ok(outcomes) => {
             broker.sync_metadata();
-            outcomes
-                .into_iter()
-                .map(|outcome| match outcome.result {
-                    Ok(created) => CreatableTopicResult::default()
-                        .with_name(StrBytes::from_string(outcome.name).into())
-                        .with_topic_id(created.topic_id)
-                        .with_num_partitions(created.partitions)
-                        .with_replication_factor(created.replication_factor)
-                        .with_configs(Some(
-                            created
-                                .configs
-                                .into_iter()
-                                .map(|(name, value)| {
-                                    CreatableTopicConfigs::default()
-                                        .with_name(StrBytes::from_string(name))
-                                        .with_value(Some(StrBytes::from_string(value)))
-                                        .with_config_source(1)
-                                })
-                                .collect(),
-                        )),
-                    Err(error) => CreatableTopicResult::default()
-                        .with_name(StrBytes::from_string(outcome.name).into())
-                        .with_error_code(controller_error_code(&error).code())
-                        .with_error_message(Some(StrBytes::from_string(error.to_string())))
-                        .with_num_partitions(-1)
-                        .with_replication_factor(-1),
-                })
-                .collect()
+            outcomes.into_iter().map(topic_result).collect()
         }
         Err(error) => names
             .into_iter()
@@ -97,4 +46,59 @@ pub async fn handle(
     Reply::Response(Response::CreateTopics(
         CreateTopicsResponse::default().with_topics(results),
     ))
+}
+
+/// The controller's view of one requested topic (`-1` counts mean "the
+/// broker's default").
+fn new_topic(topic: &CreatableTopic) -> NewTopic {
+    NewTopic {
+        name: topic.name.0.to_string(),
+        partitions: (topic.num_partitions != -1).then_some(topic.num_partitions),
+        replication_factor: (topic.replication_factor != -1).then_some(topic.replication_factor),
+        assignments: topic
+            .assignments
+            .iter()
+            .map(|assignment| RequestedAssignment {
+                partition_index: assignment.partition_index,
+                broker_ids: assignment.broker_ids.iter().map(|id| id.0).collect(),
+            })
+            .collect(),
+        configs: topic
+            .configs
+            .iter()
+            .map(|config| ConfigEntry {
+                key: config.name.to_string(),
+                value: config.value.as_ref().map(|value| value.to_string()),
+            })
+            .collect(),
+    }
+}
+
+/// The answer for one topic the controller created or refused.
+fn topic_result(outcome: TopicOutcome<CreatedTopic>) -> CreatableTopicResult {
+    let result =
+        CreatableTopicResult::default().with_name(StrBytes::from_string(outcome.name).into());
+    match outcome.result {
+        Ok(created) => result
+            .with_topic_id(created.topic_id)
+            .with_num_partitions(created.partitions)
+            .with_replication_factor(created.replication_factor)
+            .with_configs(Some(
+                created
+                    .configs
+                    .into_iter()
+                    .map(|(name, value)| {
+                        CreatableTopicConfigs::default()
+                            .with_name(StrBytes::from_string(name))
+                            .with_value(Some(StrBytes::from_string(value)))
+                            .with_config_source(1)
+                    })
+                    .collect(),
+            )),
+        Err(error) => result
+            .with_error_code(controller_error_code(&error).code())
+            .with_error_message(Some(StrBytes::from_string(error.to_string())))
+            .with_num_partitions(-1)
+            .with_replication_factor(-1),
+    }
 }

@@ -12,7 +12,7 @@ use strom_protocol::messages::Response;
 use strom_storage::TopicPartition;
 
 use super::errors::delete_records_error_code;
-use super::BrokerContext;
+use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
 
 /// The offset that means "up to the high watermark".
@@ -30,11 +30,13 @@ pub fn handle(
         .iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let topic_known = image.topic_by_name(&name).is_some();
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|partition| delete_partition(broker, &name, topic_known, partition))
+                .map(|partition| {
+                    let exists = partitions::exists(&image, &name, partition.partition_index);
+                    delete_partition(broker, &name, exists, partition)
+                })
                 .collect();
             DeleteRecordsTopicResult::default()
                 .with_name(topic.name.clone())
@@ -46,10 +48,13 @@ pub fn handle(
     ))
 }
 
+/// One partition; `exists` says whether the metadata image has it (Kafka
+/// answers UNKNOWN_TOPIC_OR_PARTITION for a partition it does not have,
+/// NOT_LEADER_OR_FOLLOWER for one this broker does not lead).
 fn delete_partition(
     broker: &BrokerContext,
     topic: &str,
-    topic_known: bool,
+    exists: bool,
     partition: &DeleteRecordsPartition,
 ) -> DeleteRecordsPartitionResult {
     let result = DeleteRecordsPartitionResult::default()
@@ -57,7 +62,7 @@ fn delete_partition(
         .with_low_watermark(-1);
     let topic_partition = TopicPartition::new(topic.to_owned(), partition.partition_index);
     let Some(replica) = broker.replicas.get(&topic_partition) else {
-        let error = if topic_known {
+        let error = if exists {
             ErrorCode::NotLeaderOrFollower
         } else {
             ErrorCode::UnknownTopicOrPartition

@@ -8,7 +8,6 @@
 //! (`DEFAULT_CONFIG`). Broker configs are all read-only: Strom has no dynamic
 //! broker configuration (AlterConfigs refuses broker resources).
 
-use strom_controller::config::{topic_config, ConfigDefinition, TOPIC_CONFIGS};
 use strom_controller::image::{ConfigResource, MetadataImage};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_configs_request::DescribeConfigsResource;
@@ -18,10 +17,11 @@ use strom_protocol::kafka::messages::describe_configs_response::{
 use strom_protocol::kafka::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_protocol::topic_config::{self, config_type, ConfigDefinition, TOPIC_CONFIGS};
 
-use super::config_docs::{self, source};
+use super::config_docs::source;
 use super::BrokerContext;
-use crate::config::{KNOWN_KEYS, TOPIC_DEFAULT_KEYS};
+use crate::config::KNOWN_KEYS;
 use crate::network::{Reply, RequestContext};
 
 /// Kafka's resource type code of a topic.
@@ -143,13 +143,10 @@ fn topic_sources(
         });
     }
     let properties = broker.config.properties();
-    for (broker_key, topic_key) in TOPIC_DEFAULT_KEYS {
-        if *topic_key != definition.name {
-            continue;
-        }
-        if let Some(value) = properties.get(*broker_key) {
+    for synonym in definition.broker_synonyms() {
+        if let Some(value) = properties.get(synonym.name) {
             sources.push(Sourced {
-                name: (*broker_key).to_owned(),
+                name: synonym.name.to_owned(),
                 value: Some(value.trim().to_owned()),
                 source: source::STATIC_BROKER_CONFIG,
             });
@@ -198,12 +195,11 @@ fn topic_entry(
         .with_config_source(config_source)
         .with_is_sensitive(false)
         .with_synonyms(synonyms)
-        .with_config_type(config_docs::type_of(definition))
+        .with_config_type(definition.kind.config_type())
         .with_documentation(
             include
                 .documentation
-                .then(|| config_docs::documentation(definition.name))
-                .flatten()
+                .then_some(definition.documentation)
                 .map(StrBytes::from_static_str),
         )
 }
@@ -235,16 +231,11 @@ fn broker_entries(broker: &BrokerContext) -> Vec<Sourced> {
         .iter()
         .map(|(name, default)| sourced(name, Some(default)))
         .collect();
-    for (broker_key, topic_key) in TOPIC_DEFAULT_KEYS {
-        if entries.iter().any(|entry| entry.name == *broker_key) {
+    for (synonym, _) in topic_config::broker_synonyms() {
+        if entries.iter().any(|entry| entry.name == synonym.name) {
             continue;
         }
-        let default = match *broker_key {
-            "log.retention.hours" | "log.roll.hours" => Some("168"),
-            "log.retention.minutes" | "log.retention.ms" | "log.roll.ms" => None,
-            _ => topic_config(topic_key).map(|definition| definition.default),
-        };
-        entries.push(sourced(broker_key, default));
+        entries.push(sourced(synonym.name, synonym.default));
     }
     entries.sort_by(|left, right| left.name.cmp(&right.name));
     entries
@@ -263,5 +254,5 @@ fn broker_entry(entry: Sourced, include: Include) -> DescribeConfigsResourceResu
         .with_config_source(entry.source)
         .with_is_sensitive(false)
         .with_synonyms(synonyms)
-        .with_config_type(config_docs::config_type::STRING)
+        .with_config_type(config_type::STRING)
 }

@@ -1,7 +1,9 @@
 //! DescribeGroups: state, protocol and members with their metadata and
-//! assignments (an unknown group is described as Dead, as Kafka does).
+//! assignments. An unknown group is described as Dead without error up to
+//! v5 and, from v6 (KIP-1043), with GROUP_ID_NOT_FOUND, as Kafka does.
 
-use strom_coordinator::GroupDescription;
+use strom_coordinator::{GroupDescription, GroupState};
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_groups_response::{
     DescribedGroup, DescribedGroupMember,
 };
@@ -38,6 +40,15 @@ pub fn handle(
         .iter()
         .zip(described)
         .map(|(group_id, result)| match result {
+            Ok(description)
+                if context.api_version >= 6 && description.state == GroupState::Dead =>
+            {
+                let message = format!("Group {} not found.", description.group_id);
+                described_group(description)
+                    .with_error_code(ErrorCode::GroupIdNotFound.code())
+                    .with_error_message(Some(StrBytes::from_string(message)))
+                    .with_authorized_operations(operations)
+            }
             Ok(description) => described_group(description).with_authorized_operations(operations),
             Err(error) => DescribedGroup::default()
                 .with_group_id(group_id.clone())

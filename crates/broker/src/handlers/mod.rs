@@ -45,6 +45,7 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
+mod partitions;
 mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;

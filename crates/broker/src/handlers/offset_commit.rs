@@ -1,10 +1,16 @@
 //! OffsetCommit: per-partition results; the offsets are durable in
 //! `__consumer_offsets` before the answer. v2-v4 carry a retention time,
 //! v6+ leader epochs, v7+ the group instance id.
+//!
+//! As in Kafka, a partition that does not exist (unknown topic, or an index
+//! beyond the topic's partition count) is answered
+//! `UNKNOWN_TOPIC_OR_PARTITION` and never reaches the coordinator; the
+//! others are committed.
 
 use strom_coordinator::{
     GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
 };
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -12,7 +18,7 @@ use strom_protocol::kafka::messages::{OffsetCommitRequest, OffsetCommitResponse}
 use strom_protocol::messages::Response;
 
 use super::errors::{group_error_code, group_result_code};
-use super::BrokerContext;
+use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
 
 /// Handles an OffsetCommit request.
@@ -21,8 +27,25 @@ pub fn handle(
     context: &RequestContext,
     request: OffsetCommitRequest,
 ) -> Reply {
-    let version = context.api_version;
-    let commit = CommitRequest {
+    let image = broker.controller.image();
+    let exists = |topic: &str, partition: i32| partitions::exists(&image, topic, partition);
+    let commit = commit_request(context.api_version, &request, &exists);
+    // Nothing left to commit: Kafka answers without asking the coordinator.
+    let result = if commit.partitions.is_empty() {
+        Ok(PartitionResults::new())
+    } else {
+        broker.groups.coordinator.commit_offsets(&commit)
+    };
+    Reply::Response(Response::OffsetCommit(response(&request, result, &exists)))
+}
+
+/// The coordinator's request: the partitions of `request` that exist.
+fn commit_request(
+    version: i16,
+    request: &OffsetCommitRequest,
+    exists: &impl Fn(&str, i32) -> bool,
+) -> CommitRequest {
+    CommitRequest {
         group_id: request.group_id.0.to_string(),
         generation_id: request.generation_id_or_member_epoch,
         member_id: request.member_id.to_string(),
@@ -36,6 +59,7 @@ pub fn handle(
                 topic
                     .partitions
                     .iter()
+                    .filter(|partition| exists(&topic.name.0, partition.partition_index))
                     .map(move |partition| OffsetCommitPartition {
                         topic: topic.name.0.to_string(),
                         partition: partition.partition_index,
@@ -50,16 +74,18 @@ pub fn handle(
                     })
             })
             .collect(),
-    };
-    let result = broker.groups.coordinator.commit_offsets(&commit);
-    Reply::Response(Response::OffsetCommit(response(&request, result)))
+    }
 }
 
 fn response(
     request: &OffsetCommitRequest,
     result: Result<PartitionResults, GroupError>,
+    exists: &impl Fn(&str, i32) -> bool,
 ) -> OffsetCommitResponse {
     let code_for = |topic: &str, partition: i32| -> i16 {
+        if !exists(topic, partition) {
+            return ErrorCode::UnknownTopicOrPartition.code();
+        }
         match &result {
             Err(error) => group_error_code(error).code(),
             Ok(results) => results

@@ -1,6 +1,12 @@
 //! OffsetDelete: removes a group's committed offsets for partitions of
 //! topics it does not subscribe to.
+//!
+//! As in Kafka, a partition that does not exist is answered
+//! `UNKNOWN_TOPIC_OR_PARTITION` and never reaches the coordinator; a group
+//! error (`GROUP_ID_NOT_FOUND`, ...) is the top-level code.
 
+use strom_coordinator::{GroupError, PartitionResults};
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
@@ -8,7 +14,7 @@ use strom_protocol::kafka::messages::{OffsetDeleteRequest, OffsetDeleteResponse}
 use strom_protocol::messages::Response;
 
 use super::errors::{group_error_code, group_result_code};
-use super::BrokerContext;
+use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
 
 /// Handles an OffsetDelete request.
@@ -17,56 +23,75 @@ pub fn handle(
     _context: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> Reply {
-    let topics: Vec<(String, Vec<i32>)> = request
+    let image = broker.controller.image();
+    let exists = |topic: &str, partition: i32| partitions::exists(&image, topic, partition);
+    let requested = request.topics.iter().map(|topic| {
+        (
+            topic.name.0.to_string(),
+            topic
+                .partitions
+                .iter()
+                .map(|partition| partition.partition_index)
+                .collect(),
+        )
+    });
+    let topics = partitions::existing(&image, requested);
+    let result = if topics.is_empty() {
+        Ok(PartitionResults::new())
+    } else {
+        broker
+            .groups
+            .coordinator
+            .delete_offsets(&request.group_id.0, &topics)
+    };
+    Reply::Response(Response::OffsetDelete(response(&request, result, &exists)))
+}
+
+fn response(
+    request: &OffsetDeleteRequest,
+    result: Result<PartitionResults, GroupError>,
+    exists: &impl Fn(&str, i32) -> bool,
+) -> OffsetDeleteResponse {
+    let (top_level, results) = match result {
+        Ok(results) => (ErrorCode::None.code(), results),
+        Err(error) => (group_error_code(&error).code(), PartitionResults::new()),
+    };
+    let code_for = |topic: &str, partition: i32| {
+        if !exists(topic, partition) {
+            return Some(ErrorCode::UnknownTopicOrPartition.code());
+        }
+        results
+            .iter()
+            .find(|(key, _)| key.topic == topic && key.partition == partition)
+            .map(|(_, result)| group_result_code(result))
+    };
+    let topics = request
         .topics
         .iter()
-        .map(|topic| {
-            (
-                topic.name.0.to_string(),
-                topic
-                    .partitions
-                    .iter()
-                    .map(|partition| partition.partition_index)
-                    .collect(),
-            )
+        .filter_map(|topic| {
+            let partitions: Vec<OffsetDeleteResponsePartition> = topic
+                .partitions
+                .iter()
+                .filter_map(|partition| {
+                    // After a group error only the partitions that never
+                    // reached the coordinator have an answer of their own.
+                    let code = code_for(&topic.name.0, partition.partition_index)
+                        .or((top_level == 0).then_some(0))?;
+                    Some(
+                        OffsetDeleteResponsePartition::default()
+                            .with_partition_index(partition.partition_index)
+                            .with_error_code(code),
+                    )
+                })
+                .collect();
+            (!partitions.is_empty()).then(|| {
+                OffsetDeleteResponseTopic::default()
+                    .with_name(topic.name.clone())
+                    .with_partitions(partitions)
+            })
         })
         .collect();
-    let response = match broker
-        .groups
-        .coordinator
-        .delete_offsets(&request.group_id.0, &topics)
-    {
-        Err(error) => {
-            OffsetDeleteResponse::default().with_error_code(group_error_code(&error).code())
-        }
-        Ok(results) => OffsetDeleteResponse::default().with_topics(
-            request
-                .topics
-                .iter()
-                .map(|topic| {
-                    OffsetDeleteResponseTopic::default()
-                        .with_name(topic.name.clone())
-                        .with_partitions(
-                            topic
-                                .partitions
-                                .iter()
-                                .map(|partition| {
-                                    let code = results
-                                        .iter()
-                                        .find(|(key, _)| {
-                                            key.topic == topic.name.0.as_str()
-                                                && key.partition == partition.partition_index
-                                        })
-                                        .map_or(0, |(_, result)| group_result_code(result));
-                                    OffsetDeleteResponsePartition::default()
-                                        .with_partition_index(partition.partition_index)
-                                        .with_error_code(code)
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
-    };
-    Reply::Response(Response::OffsetDelete(response))
+    OffsetDeleteResponse::default()
+        .with_error_code(top_level)
+        .with_topics(topics)
 }

@@ -22,6 +22,7 @@ pub struct Client {
     client_id: &'static str,
 }
 
+#[allow(dead_code)] // Not every test binary sends requests.
 impl Client {
     /// Connects to the broker's first listener; requests carry `client_id`.
     pub async fn connect(broker: &RunningBroker, client_id: &'static str) -> Client {

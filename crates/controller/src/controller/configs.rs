@@ -210,7 +210,7 @@ fn plan_alterations(
             Some(value) => {
                 definition
                     .validate(&value)
-                    .map_err(|reason| invalid(key, Some(&value), reason))?;
+                    .map_err(|reason| invalid(key, Some(&value), reason.into()))?;
                 Some(definition.normalize(&value))
             }
             None => None,

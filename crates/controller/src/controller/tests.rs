@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use super::*;
 use crate::assignment::RequestedAssignment;
+use crate::config::ConfigValueError;
 use crate::environment::SeededRandom;
 use crate::error::{AssignmentError, ConfigProblem, ControllerError, TopicNameProblem};
 use crate::image::{ConfigResource, Endpoint, PartitionImage};

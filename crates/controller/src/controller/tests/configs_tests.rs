@@ -107,7 +107,7 @@ fn full_alter_rejects_bad_entries_and_unknown_topics() {
     assert!(matches!(
         result,
         Err(ControllerError::InvalidConfig {
-            reason: ConfigProblem::BelowMinimum { .. },
+            reason: ConfigProblem::Value(ConfigValueError::BelowMinimum { .. }),
             ..
         })
     ));
@@ -203,7 +203,7 @@ fn incremental_append_and_subtract_work_on_lists() {
     assert!(matches!(
         result,
         Err(ControllerError::InvalidConfig {
-            reason: ConfigProblem::NotAllowed { .. },
+            reason: ConfigProblem::Value(ConfigValueError::NotAllowed { .. }),
             ..
         })
     ));

@@ -267,7 +267,7 @@ fn invalid_configs_are_rejected() {
         ),
         (
             ConfigEntry::new("retention.ms", "soon"),
-            ConfigProblem::NotAnInteger,
+            ConfigProblem::Value(ConfigValueError::NotAnInteger),
         ),
         (
             ConfigEntry {

@@ -2,15 +2,18 @@
 //! `strom-producer` and `strom-consumer`, plus an end-to-end latency test.
 //! Human output by default, one JSON line with `--json`.
 
+pub mod consume_run;
+pub mod produce_run;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use strom_consumer::config::OffsetReset;
 use strom_consumer::record::TopicPartition;
 use strom_consumer::Consumer;
-use strom_producer::perf::PerfReport;
 use strom_producer::{Acks, Producer, ProducerRecord};
 
+use self::produce_run::PerfReport;
 use crate::cli::{
     AcksArgument, CompressionArgument, PerfCommand, PerfConsumeArguments, PerfLatencyArguments,
     PerfProduceArguments,
@@ -46,7 +49,7 @@ async fn produce(
     out: &mut Output,
 ) -> Result<(), ToolError> {
     require_topic(context, &arguments.topic).await?;
-    let options = strom_producer::perf::PerfOptions {
+    let options = produce_run::PerfOptions {
         bootstrap_servers: context.bootstrap_server().to_owned(),
         topic: arguments.topic.clone(),
         num_records: arguments.num_records,
@@ -61,7 +64,7 @@ async fn produce(
     // defaults where it says nothing); the options given override them.
     let config = context.producer_config(&[])?;
     let progress = Progress::spinner("producing");
-    let report = strom_producer::perf::run_with_config(&options, config).await;
+    let report = produce_run::run_with_config(&options, config).await;
     progress.finish();
     let report = report.map_err(|source| ToolError::ProducerCreate { source })?;
     if arguments.json {
@@ -89,14 +92,14 @@ async fn consume(
         config.group_id = arguments.group.clone();
     }
     config.auto_offset_reset = OffsetReset::Earliest;
-    let options = strom_consumer::perf::PerfOptions {
+    let options = consume_run::PerfOptions {
         config,
         topic: arguments.topic.clone(),
         records: arguments.messages,
         idle_timeout: Duration::from_millis(arguments.timeout_ms),
     };
     let progress = Progress::spinner("consuming");
-    let report = strom_consumer::perf::run(options).await;
+    let report = consume_run::run(options).await;
     progress.finish();
     let report = report.map_err(|source| ToolError::Consume {
         topic: arguments.topic.clone(),

@@ -1,4 +1,5 @@
-//! A producer benchmark modelled on Kafka's `producer-perf-test`: sends a
+//! The producer benchmark behind `strom perf produce`, modelled on Kafka's
+//! `producer-perf-test`: sends a
 //! number of fixed-size records (optionally capped at a throughput) and
 //! reports records/s, MB/s and latency percentiles.
 //!
@@ -12,10 +13,10 @@ use bytes::Bytes;
 use strom_protocol::records::Compression;
 use tokio::sync::mpsc;
 
-use crate::config::{Acks, ProducerConfig};
-use crate::error::{ProduceError, ProducerCreateError};
-use crate::producer::{DeliveryFuture, Producer};
-use crate::record::ProducerRecord;
+use strom_producer::{
+    Acks, DeliveryFuture, ProduceError, Producer, ProducerConfig, ProducerCreateError,
+    ProducerRecord,
+};
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,16 +3,16 @@
 //!
 //! The mock broker runs in this process and is itself the bottleneck, so the
 //! figures compare the clients on an equal footing but say nothing about a
-//! real broker. Run with `cargo run --release -p strom-producer --example
+//! real broker. Run with `cargo run --release -p strom-bench --example
 //! mock_bench -- [records]`.
 
 use std::time::{Duration, Instant};
 
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use strom_producer::perf::{run, PerfOptions, PerfReport};
 use strom_producer::{Acks, ProducerConfig};
 use strom_protocol::records::Compression;
+use strom_tools::perf::produce_run::{run, PerfOptions, PerfReport};
 
 async fn librdkafka(bootstrap: &str, topic: &str, options: &PerfOptions) -> PerfReport {
     // The comparison always sets every option; the fallbacks are the

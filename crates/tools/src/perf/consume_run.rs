@@ -1,13 +1,10 @@
-//! A consumer throughput test modelled on Kafka's
+//! The consumer throughput test behind `strom perf consume`, modelled on Kafka's
 //! `kafka-consumer-perf-test`: consume a number of records from a topic and
 //! report records/s, MB/s and the time spent joining the group.
 
 use std::time::{Duration, Instant};
 
-use crate::config::{ConsumerConfig, OffsetReset};
-use crate::consumer::Consumer;
-use crate::error::ConsumerError;
-use crate::record::TopicPartition;
+use strom_consumer::{Consumer, ConsumerConfig, ConsumerError, OffsetReset, TopicPartition};
 
 /// What to consume.
 #[derive(Debug, Clone)]
