@@ -59,8 +59,9 @@ pub struct QuorumConfig {
     /// `controller.quorum.request.timeout.ms`: how long a command may wait
     /// for the quorum.
     pub request_timeout_ms: u64,
-    /// `strom.metadata.snapshot.interval.entries`: take a snapshot and
-    /// truncate the log behind it after this many entries.
+    /// Take a snapshot and truncate the log behind it after this many
+    /// entries (Kafka counts bytes instead:
+    /// `metadata.log.max.record.bytes.between.snapshots`).
     pub snapshot_interval_entries: u64,
     /// How often the active controller checks broker sessions.
     pub tick_interval_ms: u64,
