@@ -194,8 +194,6 @@ async fn three_voters_over_tcp_fail_over_and_catch_up() {
     for (id, listener) in listeners {
         let mut config =
             QuorumConfig::new(id, voters.clone(), directory.path().join(id.to_string()));
-        config.election_timeout_ms = 300;
-        config.heartbeat_interval_ms = 60;
         let node = QuorumController::start(
             config,
             Arc::new(TcpTransport::new()),
