@@ -192,10 +192,7 @@ async fn three_voters_over_tcp_fail_over_and_catch_up() {
     let mut nodes = std::collections::BTreeMap::new();
     let mut servers = std::collections::BTreeMap::new();
     for (id, listener) in listeners {
-        let mut config =
-            QuorumConfig::new(id, voters.clone(), directory.path().join(id.to_string()));
-        config.election_timeout_ms = 300;
-        config.heartbeat_interval_ms = 60;
+        let config = QuorumConfig::new(id, voters.clone(), directory.path().join(id.to_string()));
         let node = QuorumController::start(
             config,
             Arc::new(TcpTransport::new()),

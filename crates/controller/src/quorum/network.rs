@@ -153,10 +153,13 @@ impl QuorumPeer {
             .call(self.target, &self.address, request.encode(), timeout)
             .await
             .map_err(|error| match error {
-                TransportError::Unreachable { .. } => {
+                // openraft backs off before retrying an unreachable node but
+                // retries a network error at once: a refused or broken
+                // connection would be retried in a busy loop.
+                TransportError::Unreachable { .. } | TransportError::Io { .. } => {
                     RPCError::Unreachable(Unreachable::new(&error))
                 }
-                _ => RPCError::Network(NetworkError::new(&error)),
+                TransportError::Timeout { .. } => RPCError::Network(NetworkError::new(&error)),
             })?;
         let reply = RaftReply::decode(&bytes).map_err(|source| {
             RPCError::Network(NetworkError::new(&ReplyError::Codec {
@@ -165,10 +168,14 @@ impl QuorumPeer {
             }))
         })?;
         if let RaftReply::Refused(reason) = reply {
-            return Err(RPCError::Network(NetworkError::new(&ReplyError::Refused {
-                target: self.target,
-                reason,
-            })));
+            // A node that refuses (stopping, stopped) counts as unreachable,
+            // so that openraft backs off instead of retrying at once.
+            return Err(RPCError::Unreachable(Unreachable::new(
+                &ReplyError::Refused {
+                    target: self.target,
+                    reason,
+                },
+            )));
         }
         Ok(reply)
     }

@@ -50,8 +50,10 @@ pub struct QuorumConfig {
     /// Settings of the controller core.
     pub controller: ControllerConfig,
     /// `controller.quorum.election.timeout.ms`: a follower that hears
-    /// nothing from a leader for a random time between this and twice this
-    /// starts an election.
+    /// nothing from the leader for a random time between this and 1.5 times
+    /// this, after the leader's lease (1.5 times this) has run out, starts
+    /// an election; so a dead leader is replaced after 2.5 to 3 times this
+    /// plus one vote round.
     pub election_timeout_ms: u64,
     /// How often the leader sends heartbeats (Kafka's followers fetch at
     /// about this interval).
@@ -59,16 +61,19 @@ pub struct QuorumConfig {
     /// `controller.quorum.request.timeout.ms`: how long a command may wait
     /// for the quorum.
     pub request_timeout_ms: u64,
-    /// `strom.metadata.snapshot.interval.entries`: take a snapshot and
-    /// truncate the log behind it after this many entries.
+    /// Take a snapshot and truncate the log behind it after this many
+    /// entries (Kafka counts bytes instead:
+    /// `metadata.log.max.record.bytes.between.snapshots`).
     pub snapshot_interval_entries: u64,
     /// How often the active controller checks broker sessions.
     pub tick_interval_ms: u64,
 }
 
 impl QuorumConfig {
-    /// Kafka's defaults (election timeout 1 s, request timeout 2 s) for
-    /// `node_id` among `voters`.
+    /// Defaults for `node_id` among `voters`: election timeout 500 ms
+    /// (a dead leader is replaced after about 1.25 to 1.5 s, near Kafka's
+    /// fetch timeout of 2 s plus its election timeout of 1 s), heartbeats
+    /// every 100 ms, request timeout 2 s (Kafka's).
     pub fn new(
         node_id: NodeId,
         voters: BTreeMap<NodeId, String>,
@@ -79,8 +84,8 @@ impl QuorumConfig {
             voters,
             metadata_dir: metadata_dir.into(),
             controller: ControllerConfig::default(),
-            election_timeout_ms: 1_000,
-            heartbeat_interval_ms: 200,
+            election_timeout_ms: 500,
+            heartbeat_interval_ms: 100,
             request_timeout_ms: 2_000,
             snapshot_interval_entries: 1_000,
             tick_interval_ms: 1_000,
@@ -92,7 +97,10 @@ impl QuorumConfig {
             cluster_name: "strom-metadata".to_string(),
             heartbeat_interval: self.heartbeat_interval_ms,
             election_timeout_min: self.election_timeout_ms,
-            election_timeout_max: self.election_timeout_ms.saturating_mul(2),
+            election_timeout_max: self
+                .election_timeout_ms
+                .saturating_add(self.election_timeout_ms / 2)
+                .max(self.election_timeout_ms.saturating_add(1)),
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_interval_entries.max(1)),
             max_in_snapshot_log_to_keep: 0,
             install_snapshot_timeout: self.request_timeout_ms,

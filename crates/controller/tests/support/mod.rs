@@ -11,7 +11,7 @@ use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
 };
 use strom_controller::environment::{SeededRandom, SystemClock};
-use strom_controller::error::RuntimeError;
+use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::quorum::memory::MemoryNetwork;
 use strom_controller::quorum::{QuorumConfig, QuorumController};
@@ -89,8 +89,6 @@ impl Cluster {
             self.voters.clone(),
             self.directory.path().join(format!("node-{node_id}")),
         );
-        config.election_timeout_ms = 300;
-        config.heartbeat_interval_ms = 60;
         config.request_timeout_ms = 1_500;
         config.tick_interval_ms = 100;
         config.snapshot_interval_entries = self.snapshot_interval_entries;
@@ -134,21 +132,31 @@ impl Cluster {
         panic!("no single active controller within 5 s");
     }
 
+    /// Creates a topic through the active controller, retrying as a client
+    /// does on NOT_CONTROLLER and REQUEST_TIMED_OUT answers.
     pub async fn create_topic(&self, name: &str) -> Result<(), RuntimeError> {
+        let mut last = None;
         for _ in 0..40 {
             let leader = self.leader().await;
             match leader.create_topics(request(name)).await {
-                Ok(outcomes) => {
-                    outcomes[0].result.clone().expect("topic created");
-                    return Ok(());
-                }
-                Err(RuntimeError::NotController { .. } | RuntimeError::Stale) => {
+                Ok(outcomes) => match outcomes[0].result.clone() {
+                    // A retry of a create whose first try was committed.
+                    Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => return Ok(()),
+                    Err(error) => panic!("topic {name} refused: {error}"),
+                },
+                Err(
+                    error @ (RuntimeError::NotController { .. }
+                    | RuntimeError::Stale
+                    | RuntimeError::QuorumTimeout { .. }
+                    | RuntimeError::NoMajority),
+                ) => {
+                    last = Some(error);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Err(error) => return Err(error),
             }
         }
-        panic!("no controller accepted the command");
+        Err(last.unwrap_or(RuntimeError::Failed))
     }
 
     pub async fn wait_for_topics(&self, node_id: u64, count: usize) {
