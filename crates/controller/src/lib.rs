@@ -6,16 +6,16 @@
 //!   by hand (schema in `proto/metadata.proto`, documentation only): broker
 //!   registration, fencing and unfencing, topics with UUID ids, partitions
 //!   with replicas, ISR, leader, leader epoch and partition epoch, partition
-//!   changes, configs, topic removal.
+//!   changes, configs, topic removal, producer id blocks.
 //! - [`image`]: the immutable [`MetadataImage`] those records build, shared
 //!   as `Arc<MetadataImage>` and advanced copy-on-write.
 //! - [`partition_state`] and [`replica_state`]: Kafka's partition and
 //!   replica state machines as enums with checked transitions.
 //! - [`election`]: the four leader election policies (offline partition,
 //!   reassignment, preferred replica, controlled shutdown) as pure functions.
-//! - [`assignment`]: replica assignment for new topics and partitions, as
-//!   Kafka does it for rack-unaware clusters, and validation of requested
-//!   assignments.
+//! - [`assignment`] and [`rack_assignment`]: replica assignment for new
+//!   topics and partitions, as Kafka does it without and with racks, and
+//!   validation of requested assignments.
 //! - [`config`]: validation of CreateTopics and AlterConfigs values against
 //!   the one table of topic-level configs (names, ranges, defaults, broker
 //!   synonyms), which lives in `strom_protocol::topic_config` and is
@@ -26,9 +26,15 @@
 //!   (create/delete topics, create partitions, alter configs, register
 //!   broker, heartbeat, elect leaders, AlterPartition, session expiry) into
 //!   records and per-item results.
-//! - [`runtime`]: the [`ControllerClient`] trait brokers call and
-//!   [`LocalController`], the embedded single-node implementation that
-//!   appends to the log and publishes each new image on a `watch` channel.
+//! - [`runtime`]: the [`ControllerClient`] trait brokers call, the
+//!   [`CommandRunner`] trait behind it, and [`LocalController`], the
+//!   embedded single-node implementation that appends to the log and
+//!   publishes each new image on a `watch` channel.
+//! - [`quorum`]: the metadata log replicated by Raft (openraft 0.9) among
+//!   1, 3 or 5 controller voters: the Raft log and snapshots on disk, the
+//!   transport trait and its TCP and in-process implementations, and
+//!   [`QuorumController`](quorum::QuorumController), another
+//!   [`CommandRunner`].
 //!
 //! It does **not** own partition data (`strom-storage`, `strom-replication`),
 //! the network, or Kafka error codes: every per-item error is a typed
@@ -108,7 +114,7 @@
 //! - **Metadata is a log.** Every decision is a record appended to the
 //!   metadata log; the image is a fold of the log. Brokers learn metadata
 //!   only from images built from it, so the embedded controller and the
-//!   openraft quorum that comes later look the same to a broker.
+//!   openraft quorum look the same to a broker.
 //! - **Sans-IO core, thin runtime.** [`Controller`] takes an image, a
 //!   command, the time (`now_ms`) and an injected random source, and returns
 //!   records; it never touches a file or a clock, so its tests are
