@@ -43,6 +43,7 @@ pub mod crc;
 pub mod epoch_cache;
 pub mod error;
 pub mod flush;
+pub mod flusher;
 pub mod index;
 pub mod log;
 pub mod manager;

@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::compaction::CleanOptions;
 use crate::config::LogConfig;
 use crate::error::{IoContext, ManagerError};
+use crate::flusher::{Flusher, FlusherStats};
 use crate::log::Log;
 use crate::page_cache::{PageCacheSettings, PageCacheStats, WriteBehind};
 use crate::recovery::LogOpenOptions;
@@ -115,6 +116,8 @@ pub struct LogManager {
     schedule: Mutex<Schedule>,
     /// The page-cache thread, when [`LogManagerConfig::page_cache`] is on.
     page_cache: Option<Arc<WriteBehind>>,
+    /// The thread that makes rolled segments durable (see [`crate::flusher`]).
+    flusher: Arc<Flusher>,
 }
 
 fn lock_directory(path: &Path) -> Result<LogDirectory, ManagerError> {
@@ -323,11 +326,16 @@ impl LogManager {
         } else {
             None
         };
+        let flusher = Flusher::start().map_err(|source| ManagerError::Thread {
+            name: "strom-log-flush",
+            source,
+        })?;
         let mut logs = BTreeMap::new();
         let mut schedule = Schedule::default();
         for (index, result) in results.into_iter().enumerate() {
             let (loaded, doomed) = result?;
             for (partition, mut log) in loaded {
+                log.set_flusher(Arc::clone(&flusher));
                 if let Some(worker) = &page_cache {
                     log.set_page_cache(Arc::clone(worker), config.page_cache);
                 }
@@ -344,6 +352,7 @@ impl LogManager {
             topic_configs: RwLock::new(topic_configs),
             schedule: Mutex::new(schedule),
             page_cache,
+            flusher,
         })
     }
 
@@ -381,6 +390,16 @@ impl LogManager {
         if let Some(worker) = &self.page_cache {
             worker.wait_idle();
         }
+    }
+
+    /// What the background flusher of rolled segments has done.
+    pub fn flusher_stats(&self) -> FlusherStats {
+        self.flusher.stats()
+    }
+
+    /// Waits until every roll flush queued so far is done.
+    pub fn wait_for_flushes(&self) {
+        self.flusher.wait_idle();
     }
 
     /// The log of `partition`, if it exists.
@@ -455,6 +474,7 @@ impl LogManager {
         if let Some(worker) = &self.page_cache {
             log.set_page_cache(Arc::clone(worker), self.config.page_cache);
         }
+        log.set_flusher(Arc::clone(&self.flusher));
         crate::checkpoint::sync_directory(&self.directories[index].path)?;
         let handle = Arc::new(RwLock::new(log));
         logs.insert(partition.clone(), (index, Arc::clone(&handle)));
@@ -499,7 +519,12 @@ impl LogManager {
             }
         };
         for log in &handles {
-            note(write_log(log).tick(now_ms).map_err(ManagerError::from));
+            note(flush_by_time(log, now_ms));
+            note(
+                write_log(log)
+                    .delete_pending_files(now_ms)
+                    .map_err(ManagerError::from),
+            );
         }
         let mut schedule = self.schedule();
         if now_ms >= schedule.next_retention_ms {
@@ -660,6 +685,20 @@ impl LogManager {
         }
         Ok(())
     }
+}
+
+/// The `flush.ms` flush of one log, with the fsync done holding no lock on
+/// it (appends to the partition go on meanwhile; see [`crate::flush`]).
+fn flush_by_time(log: &LogHandle, now_ms: i64) -> Result<(), ManagerError> {
+    let ticket = {
+        let log = read_log(log);
+        log.flush_ms_due(now_ms).then(|| log.prepare_flush())
+    };
+    if let Some(ticket) = ticket {
+        ticket.sync()?;
+        write_log(log).complete_flush(&ticket, now_ms);
+    }
+    Ok(())
 }
 
 fn write_log(log: &LogHandle) -> std::sync::RwLockWriteGuard<'_, Log> {

@@ -26,7 +26,10 @@ pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
             AppendError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             AppendError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             AppendError::OffsetsNotIncreasing { .. } => ErrorCode::InvalidRecord,
-            AppendError::Io(_) | AppendError::Index(_) => ErrorCode::KafkaStorageError,
+            AppendError::Io(_)
+            | AppendError::Index(_)
+            | AppendError::Checkpoint(_)
+            | AppendError::Log(_) => ErrorCode::KafkaStorageError,
             #[allow(unreachable_patterns)]
             _ => ErrorCode::UnknownServerError,
         },
