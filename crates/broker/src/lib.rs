@@ -9,6 +9,7 @@
 //! the partitions this broker leads). The one piece of state it keeps of its
 //! own is per-client: incremental fetch sessions ([`fetch_session`]).
 
+pub mod blocking;
 pub mod broker;
 pub mod config;
 pub mod error;
