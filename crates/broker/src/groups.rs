@@ -190,6 +190,9 @@ pub struct GroupService {
     topics: Mutex<Option<BTreeSet<String>>>,
 }
 
+/// Locks one of the service's sets of partition numbers or topic names:
+/// each is changed by single inserts and removes, so a panic cannot leave
+/// one half-changed, and they are reused after one.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()

@@ -112,8 +112,19 @@ impl Drop for HeartbeatTask {
     }
 }
 
+/// The membership. A panic while it was locked may have left state,
+/// generation and member id out of step, so it is not reused as it is: it
+/// is reset as after a fencing (the partitions count as lost, the member
+/// rejoins as a new one), and the error is logged.
 fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
+    shared.lock().unwrap_or_else(|poisoned: PoisonError<_>| {
+        let mut membership = poisoned.into_inner();
+        tracing::error!("a thread panicked holding the consumer's group membership; rejoining");
+        membership.reset_generation(true);
+        membership.lost = true;
+        shared.clear_poison();
+        membership
+    })
 }
 
 fn str_bytes(value: &str) -> StrBytes {

@@ -112,13 +112,35 @@ pub struct Shared {
 
 impl Shared {
     /// Locks the accumulator.
+    ///
+    /// A panic while it was locked may have left a record in a batch
+    /// without its delivery result (an append changes the batch in several
+    /// steps), so the producer closes itself instead of sending such a
+    /// batch: every queued batch fails with [`ProduceError::Poisoned`],
+    /// later sends fail with [`ProduceError::Closed`], and the error is
+    /// logged. Batches already sent complete as usual.
     pub fn accumulator(&self) -> std::sync::MutexGuard<'_, Accumulator> {
-        self.accumulator
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.accumulator.lock().unwrap_or_else(|poisoned| {
+            let mut accumulator = poisoned.into_inner();
+            tracing::error!(
+                "a thread panicked holding the producer's accumulator; closing the producer"
+            );
+            self.closing
+                .store(true, std::sync::atomic::Ordering::Release);
+            for batch in accumulator.take_all() {
+                batch.fail(ProduceError::Poisoned);
+            }
+            self.accumulator.clear_poison();
+            self.wake.notify_one();
+            accumulator
+        })
     }
 
     fn idempotence(&self) -> std::sync::MutexGuard<'_, Idempotence> {
+        // Producer id, epoch and next sequence per partition, each set by
+        // one assignment: reused after a panic. A sequence that ran ahead
+        // of what was sent is refused by the broker
+        // (OUT_OF_ORDER_SEQUENCE_NUMBER), never silently accepted.
         self.idempotence
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
