@@ -12,7 +12,7 @@
 //! 3. [`Log::complete_flush`] (exclusive access, a moment): advance the
 //!    recovery point and the flush bookkeeping.
 //!
-//! The same three steps, with the progress kept in a [`FlushProgress`]
+//! The same three steps, with the progress kept in a `FlushProgress`
 //! shared with the log, carry the flush a segment roll leaves to the
 //! background flusher (see [`crate::flusher`]).
 //!

@@ -8,7 +8,7 @@
 //! partition. Kafka flushes the old segment asynchronously after the roll
 //! (its log flush scheduler) and advances the recovery point when that flush
 //! is done; so does Strom. A roll now only seals the old segment (no sync),
-//! creates the new one and queues a [`RollFlush`] here, which:
+//! creates the new one and queues a `RollFlush` here, which:
 //!
 //! 1. fsyncs the `.log` files of the sealed segments past the recovery point
 //!    and their two index files;
@@ -17,7 +17,7 @@
 //! 3. fsyncs the partition directory (the new segment's files, the
 //!    snapshot's name);
 //! 4. and only then moves the log's recovery point to the new base offset
-//!    (see [`crate::flush::FlushProgress`]).
+//!    (kept in the log's `FlushProgress`, in `flush.rs`).
 //!
 //! Until step 4 the recovery point stays where it was, so a crash in
 //! between makes recovery re-validate everything the roll sealed: crash
