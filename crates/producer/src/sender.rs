@@ -798,4 +798,49 @@ mod tests {
         let mut idempotence = Idempotence::default();
         assert_eq!(idempotence.stamp(&batch_of(1)), None);
     }
+
+    #[test]
+    fn a_panic_holding_the_accumulator_closes_the_producer_and_fails_its_queued_batches() {
+        let shared = Shared {
+            accumulator: Mutex::new(Accumulator::new(AccumulatorConfig {
+                max_in_flight_per_partition: 1,
+                batch_size: 1 << 20,
+                linger: Duration::ZERO,
+                compression: Compression::None,
+            })),
+            idempotence: Mutex::new(Idempotence::default()),
+            idempotent: false,
+            wake: Notify::new(),
+            drained: Notify::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
+        };
+        let (sender, mut delivery) = oneshot::channel();
+        shared
+            .accumulator()
+            .append(
+                ("t", 0),
+                &ProducerRecord::new("t", "v"),
+                0,
+                sender,
+                None,
+                Instant::now(),
+            )
+            .map_err(|(error, _)| error)
+            .expect("append");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _accumulator = shared.accumulator();
+            panic!("injected panic while changing the accumulator");
+        }));
+        assert!(panicked.is_err());
+        assert!(
+            shared.accumulator().is_empty(),
+            "queued batches are not sent"
+        );
+        assert!(shared.closing.load(std::sync::atomic::Ordering::Acquire));
+        assert!(matches!(
+            delivery.try_recv(),
+            Ok(Err(ProduceError::Poisoned))
+        ));
+        assert!(!shared.accumulator.is_poisoned());
+    }
 }
