@@ -614,4 +614,34 @@ mod tests {
         assert_eq!(versions.negotiate(ApiKey::Fetch), None);
         assert_eq!(versions.negotiate(ApiKey::ListOffsets), None);
     }
+
+    #[test]
+    fn a_panic_holding_the_request_queue_closes_the_connection_and_fails_its_requests() {
+        let shared = Shared {
+            address: "127.0.0.1:9092".to_owned(),
+            pending: Mutex::new(PendingQueue::default()),
+            closed: AtomicBool::new(false),
+            tasks: Mutex::new(Vec::new()),
+        };
+        let (reply, mut answer) = oneshot::channel();
+        shared.lock().queue.push_back(Pending {
+            correlation_id: 7,
+            api_key: 3,
+            api_version: 12,
+            reply,
+        });
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _pending = shared.lock();
+            panic!("injected panic while changing the request queue");
+        }));
+        assert!(panicked.is_err());
+        let pending = shared.lock();
+        assert!(pending.closed && pending.queue.is_empty());
+        drop(pending);
+        assert!(shared.closed.load(Ordering::Acquire));
+        assert!(matches!(
+            answer.try_recv(),
+            Ok(Err(ClientError::Disconnected { .. }))
+        ));
+    }
 }

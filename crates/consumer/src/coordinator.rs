@@ -913,4 +913,21 @@ mod tests {
             HeartbeatAction::Wait(_)
         ));
     }
+
+    #[test]
+    fn a_panic_holding_the_membership_resets_it_as_after_a_fencing() {
+        let membership = Mutex::new(shared(Instant::now()));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _membership = lock(&membership);
+            panic!("injected panic while changing the membership");
+        }));
+        assert!(panicked.is_err());
+        let reset = lock(&membership);
+        assert_eq!(reset.state, MemberState::Unjoined);
+        assert!(reset.member_id.is_empty());
+        assert_eq!(reset.generation_id, -1);
+        assert!(reset.rejoin_needed && reset.lost);
+        drop(reset);
+        assert!(!membership.is_poisoned());
+    }
 }
