@@ -238,6 +238,7 @@ fn error_kind(error: &ProduceError) -> &'static str {
         ProduceError::Broker { .. } => "Broker",
         ProduceError::InvalidRecord { .. } => "InvalidRecord",
         ProduceError::Closed => "Closed",
+        ProduceError::Poisoned => "Poisoned",
         ProduceError::Client { .. } => "Client",
     }
 }
