@@ -429,7 +429,10 @@ impl ReplicaManager {
 
     /// Brings the hosted partitions in line with `image`: creates logs and
     /// leader state for partitions this broker leads, applies topic configs,
-    /// and deletes the logs of topics that are gone. Idempotent; handlers call
+    /// stops leading the others, and deletes the logs of partitions no
+    /// longer assigned to this broker (a topic that is gone). A partition
+    /// that merely lost its leader here (this broker fenced, or leadership
+    /// moved) keeps its log, to lead again with its records. Idempotent; handlers call
     /// it right after a controller write so the next request sees the result.
     /// An image older than the last one applied is ignored.
     pub fn apply_image(&self, image: &MetadataImage) {
@@ -444,11 +447,15 @@ impl ReplicaManager {
         *applied = image.last_offset();
         let now_ms = self.now_ms();
         let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
+        let mut assigned: HashMap<TopicPartition, Uuid> = HashMap::new();
         for topic in image.topics() {
             let config = self.log_config(image, &topic.name);
             self.logs.set_topic_config(&topic.name, config.clone());
             for (index, partition) in topic.partitions.iter().enumerate() {
                 let topic_partition = TopicPartition::new(topic.name.clone(), index as i32);
+                if partition.replicas.contains(&self.node_id) {
+                    assigned.insert(topic_partition.clone(), topic.id);
+                }
                 if partition.leader != Some(self.node_id) {
                     continue;
                 }
@@ -474,7 +481,7 @@ impl ReplicaManager {
                 }
             }
         }
-        self.remove_unwanted(&wanted, image.topic_count() > 0, now_ms);
+        self.remove_unwanted(&wanted, &assigned, image.topic_count() > 0, now_ms);
     }
 
     fn become_leader(
@@ -527,9 +534,12 @@ impl ReplicaManager {
         Ok(())
     }
 
+    /// Stops leading what is not `wanted`; deletes the logs of what is not
+    /// `assigned` either.
     fn remove_unwanted(
         &self,
         wanted: &HashMap<TopicPartition, Uuid>,
+        assigned: &HashMap<TopicPartition, Uuid>,
         any_topics: bool,
         now_ms: i64,
     ) {
@@ -558,6 +568,10 @@ impl ReplicaManager {
         for (topic_partition, replica) in removed {
             // Wake anyone waiting on the partition; they will find it gone.
             replica.high_watermark.reset(i64::MAX);
+            if assigned.get(&topic_partition) == Some(&replica.topic_id) {
+                info!(%topic_partition, "no longer leading partition; its log is kept");
+                continue;
+            }
             match self.logs.delete(&topic_partition, now_ms) {
                 Ok(_) => info!(%topic_partition, "deleted partition"),
                 Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
@@ -571,7 +585,7 @@ impl ReplicaManager {
             return;
         }
         for topic_partition in self.logs.partitions() {
-            if !wanted.contains_key(&topic_partition) {
+            if !wanted.contains_key(&topic_partition) && !assigned.contains_key(&topic_partition) {
                 if let Err(error) = self.logs.delete(&topic_partition, now_ms) {
                     warn!(%topic_partition, %error, "cannot delete stale partition");
                 }
@@ -794,5 +808,52 @@ mod tests {
             offset += records.len() as u64;
         }
         image
+    }
+
+    #[test]
+    fn losing_leadership_keeps_the_log_and_leading_again_serves_its_records() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manager = manager_leading(dir.path(), &["kept"]);
+        let topic_partition = TopicPartition::new("kept".to_owned(), 0);
+        let replica = manager.get(&topic_partition).expect("hosted");
+        replica.append(batch(), false, 0).expect("append");
+        let leader_change = |leader| {
+            MetadataRecord::new(Record::PartitionChange(
+                strom_controller::records::PartitionChangeRecord {
+                    topic_id: uuid_to_bytes(Uuid::from_u128(1)),
+                    partition_index: 0,
+                    isr: None,
+                    leader: Some(leader),
+                    replicas: None,
+                },
+            ))
+        };
+        let leading = apply_all(
+            &MetadataImage::empty(),
+            0,
+            &records_for_topic("kept", Uuid::from_u128(1)),
+        );
+        // This broker fenced (its heartbeats were late): no leader.
+        let leaderless = apply_all(
+            &leading,
+            2,
+            &[leader_change(strom_controller::records::NO_LEADER)],
+        );
+        manager.apply_image(&leaderless);
+        assert!(manager.get(&topic_partition).is_none(), "not leading");
+        assert!(
+            manager.logs().get(&topic_partition).is_some(),
+            "the log of a partition still assigned here is kept"
+        );
+        let leading_again = apply_all(&leaderless, 3, &[leader_change(1)]);
+        manager.apply_image(&leading_again);
+        let replica = manager.get(&topic_partition).expect("leading again");
+        assert_eq!(
+            replica
+                .with_log(|log| log.log_end_offset())
+                .expect("online"),
+            1,
+            "the record appended before is still there"
+        );
     }
 }
