@@ -47,6 +47,11 @@ pub struct ProduceSettings {
     pub records: Option<u64>,
     /// Stop after this long.
     pub duration: Option<Duration>,
+    /// Send at this fixed rate (requests per second) instead of as fast as
+    /// the window allows. A request's latency then counts from when it was
+    /// due, so time spent waiting for a window slot behind a stalled
+    /// request is included (no coordinated omission).
+    pub requests_per_second: Option<u32>,
 }
 
 impl ProduceSettings {
@@ -74,6 +79,9 @@ impl ProduceSettings {
         }
         if self.records.is_none() && self.duration.is_none() {
             return invalid("records", "give a record count or a duration");
+        }
+        if self.requests_per_second == Some(0) {
+            return invalid("rate", "must be at least 1 request per second");
         }
         Ok(())
     }
@@ -137,8 +145,13 @@ pub async fn run_produce(
         frame,
         Arc::clone(&window),
         sent_sender,
-        requests,
-        deadline,
+        Schedule {
+            requests,
+            deadline,
+            interval: settings
+                .requests_per_second
+                .map(|rate| Duration::from_secs(1) / rate),
+        },
     ));
     let latencies = read_responses(reader, sent_receiver, window, settings).await;
     let sent = writing
@@ -155,22 +168,38 @@ pub async fn run_produce(
     })
 }
 
+/// When the writer stops, and the fixed pace it sends at, if any.
+struct Schedule {
+    requests: Option<u64>,
+    deadline: Option<Instant>,
+    interval: Option<Duration>,
+}
+
 /// Sends the frame until `requests` are sent or `deadline` passes, each
-/// after taking a window permit; returns how many were sent.
+/// after taking a window permit (and, when paced, at its due time); returns
+/// how many were sent.
 async fn write_requests(
     mut writer: OwnedWriteHalf,
     mut frame: Vec<u8>,
     window: Arc<Semaphore>,
     sent: mpsc::UnboundedSender<(i32, Instant)>,
-    requests: Option<u64>,
-    deadline: Option<Instant>,
+    schedule: Schedule,
 ) -> Result<u64, LoadError> {
     let mut count = 0_u64;
+    let started = Instant::now();
     loop {
-        if requests.is_some_and(|limit| count >= limit)
-            || deadline.is_some_and(|deadline| Instant::now() >= deadline)
+        if schedule.requests.is_some_and(|limit| count >= limit)
+            || schedule
+                .deadline
+                .is_some_and(|deadline| Instant::now() >= deadline)
         {
             return Ok(count);
+        }
+        let due = schedule.interval.map(|interval| {
+            started + interval.saturating_mul(u32::try_from(count).unwrap_or(u32::MAX))
+        });
+        if let Some(due) = due {
+            tokio::time::sleep_until(due.into()).await;
         }
         let Ok(permit) = window.acquire().await else {
             return Ok(count);
@@ -180,7 +209,10 @@ async fn write_requests(
         if let Some(slot) = frame.get_mut(CORRELATION_ID_RANGE) {
             slot.copy_from_slice(&correlation_id.to_be_bytes());
         }
-        if sent.send((correlation_id, Instant::now())).is_err() {
+        if sent
+            .send((correlation_id, due.unwrap_or_else(Instant::now)))
+            .is_err()
+        {
             return Ok(count);
         }
         writer.write_all(&frame).await?;
@@ -278,6 +310,7 @@ mod tests {
             in_flight: 4,
             records: Some(1000),
             duration: None,
+            requests_per_second: None,
         }
     }
 

@@ -28,6 +28,7 @@ fn produce_settings(topic: &str, acks: i16, compression: Compression) -> Produce
         in_flight: 4,
         records: Some(1_000),
         duration: None,
+        requests_per_second: None,
     }
 }
 
@@ -102,6 +103,32 @@ async fn produce_to_a_missing_partition_fails() {
     assert!(
         matches!(outcome, Err(LoadError::Broker { partition: 1, .. })),
         "{outcome:?}"
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paced_produce_sends_at_its_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path())).await.unwrap();
+    let address = broker.local_addresses()[0].to_string();
+    let mut connection = Connection::connect(&address).await.unwrap();
+    ensure_topic(&mut connection, "paced", 3).await.unwrap();
+    let mut settings = produce_settings("paced", 1, Compression::None);
+    // 7 requests at 20 per second: the last is due 300 ms after the first.
+    settings.requests_per_second = Some(20);
+    let produced = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        run_produce(connection, &settings),
+    )
+    .await
+    .expect("paced produce timed out")
+    .unwrap();
+    assert_eq!(produced.latency.count, 7);
+    assert!(
+        produced.elapsed >= std::time::Duration::from_millis(300),
+        "7 requests at 20/s took {:?}",
+        produced.elapsed
     );
     broker.shutdown().await;
 }

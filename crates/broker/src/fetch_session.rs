@@ -233,10 +233,22 @@ impl FetchSessionCache {
         }
     }
 
+    /// The cache. A panic while it was locked may have left a session
+    /// half-updated, and a wrong session would make a consumer skip or
+    /// repeat partitions: the sessions are dropped (logged at error level),
+    /// and their consumers get FETCH_SESSION_ID_NOT_FOUND and start new
+    /// ones, as after an eviction. The id generator is kept.
     fn state(&self) -> MutexGuard<'_, CacheState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| {
+            let mut state = poisoned.into_inner();
+            tracing::error!(
+                sessions = state.sessions.len(),
+                "a thread panicked holding the fetch session cache; every session is dropped"
+            );
+            state.sessions.clear();
+            self.state.clear_poison();
+            state
+        })
     }
 
     /// Number of sessions held.

@@ -227,3 +227,23 @@ fn epochs_wrap_to_one() {
     assert_eq!(next_epoch(41), 42);
     assert_eq!(next_epoch(i32::MAX), 1);
 }
+
+#[test]
+fn a_panic_holding_the_cache_drops_every_session_instead_of_serving_them() {
+    let cache = FetchSessionCache::new(10, 42);
+    let id = open(&cache, vec![wanted("t", 0, 0), wanted("t", 1, 0)], 0);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _state = cache.state.lock();
+        panic!("injected panic while changing a session");
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(cache.len(), 0, "the sessions are dropped");
+    assert!(
+        cache.begin(id, 1, Vec::new(), &[], false, 1).is_err(),
+        "the old session is unknown now"
+    );
+    // The cache works again: a new full fetch opens a new session.
+    let reopened = open(&cache, vec![wanted("t", 0, 0)], 2);
+    assert!(reopened > 0);
+    assert_eq!(cache.len(), 1);
+}

@@ -22,9 +22,9 @@ use strom_coordinator::{
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 use strom_storage::TopicPartition;
-use tokio::runtime::{Handle, RuntimeFlavor};
 use tracing::{info, warn};
 
+use crate::blocking::blocking;
 use crate::config::BrokerConfig;
 use crate::replica_manager::ReplicaManager;
 
@@ -51,14 +51,6 @@ impl OffsetsTopicLog {
     /// A log over the partitions `replicas` hosts.
     pub fn new(replicas: Arc<ReplicaManager>) -> OffsetsTopicLog {
         OffsetsTopicLog { replicas }
-    }
-}
-
-/// Runs blocking work without stalling a runtime worker's other tasks.
-fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match Handle::try_current().map(|handle| handle.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
     }
 }
 
@@ -199,6 +191,9 @@ pub struct GroupService {
     topics: Mutex<Option<BTreeSet<String>>>,
 }
 
+/// Locks one of the service's sets of partition numbers or topic names:
+/// each is changed by single inserts and removes, so a panic cannot leave
+/// one half-changed, and they are reused after one.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()

@@ -9,7 +9,20 @@
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
 //! own is per-client: incremental fetch sessions ([`fetch_session`]).
+//!
+//! Two rules every handler follows:
+//!
+//! * **No disk wait on an async worker.** Handlers run on tokio workers; an
+//!   fsync, file creation or directory sync they reach runs on the storage
+//!   crate's threads, tokio's blocking pool or through [`blocking`]
+//!   (`docs/storage.md` lists each one).
+//! * **A poisoned partition is offline.** When a thread panicked holding a
+//!   partition's lock, requests for that partition get
+//!   `KAFKA_STORAGE_ERROR` instead of its possibly half-changed state
+//!   ([`replica_manager`]; the whole policy is in `docs/architecture.md`,
+//!   "What a poisoned lock means").
 
+pub mod blocking;
 pub mod broker;
 pub mod config;
 pub mod config_builder;

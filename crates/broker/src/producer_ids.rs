@@ -5,8 +5,9 @@
 //! directory (write to a temporary file, `fsync`, rename, `fsync` the
 //! directory). After a restart allocation resumes at the recorded end, so an
 //! id is never issued twice; at most one block of ids is skipped per crash.
-//! The write happens on the requesting task, under the counter's lock: one
-//! small `fsync` per thousand ids, so it is not moved to a blocking thread.
+//! The write happens under the counter's lock, through
+//! [`crate::blocking::blocking`] so that the requesting worker's other tasks
+//! move elsewhere during the `fsync` (one per thousand ids).
 //! A single node needs no more: a replicated controller would record the
 //! blocks in its metadata log instead (Kafka's `ProducerIdsRecord`).
 
@@ -66,6 +67,12 @@ impl ProducerIdManager {
 
     /// A fresh producer id. Writes the counter file once per block.
     pub fn allocate(&self) -> Result<i64, ProducerIdError> {
+        crate::blocking::blocking(|| self.allocate_here())
+    }
+
+    fn allocate_here(&self) -> Result<i64, ProducerIdError> {
+        // Two counters, `end` raised only after the file says so: a panic
+        // while the lock was held leaves them consistent, so they are reused.
         let mut block = self
             .block
             .lock()
@@ -86,6 +93,7 @@ impl ProducerIdManager {
     /// Whether `producer_id` may have been issued by this counter (it is
     /// below the next id to hand out).
     pub fn was_issued(&self, producer_id: i64) -> bool {
+        // Plain counters (see `allocate_here`): safe to reuse after a panic.
         let block = self
             .block
             .lock()

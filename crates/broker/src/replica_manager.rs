@@ -5,9 +5,19 @@
 //! them from the metadata image ([`ReplicaManager::apply_image`]), and it is
 //! the one place where a log append is followed by the replication
 //! bookkeeping (LEO, HW) that decides what consumers may see.
+//!
+//! A poisoned lock of a partition (its log or its replication state: a
+//! thread panicked while changing them) takes that partition offline, as a
+//! failed log directory does in Kafka: it is logged once at error level,
+//! and every later request for it gets [`PartitionOffline`]
+//! (`KAFKA_STORAGE_ERROR` at the edge) instead of being served from state
+//! that may be half-changed. The log manager leaves such a log out of its
+//! flushes and checkpoints and of the clean-shutdown marker, so the next
+//! start recovers it from scratch. The other partitions keep serving.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LockResult, Mutex, MutexGuard, RwLock};
 
 use bytes::Bytes;
 use strom_controller::image::{ConfigResource, MetadataImage};
@@ -32,6 +42,39 @@ pub struct PartitionReplica {
     leader: Mutex<LeaderState>,
     /// The high watermark; delayed produce and fetch wait on it.
     pub high_watermark: OffsetWatch,
+    /// Set when a lock of the partition was found poisoned (never cleared).
+    offline: AtomicBool,
+}
+
+/// A partition taken offline because a thread panicked while holding one
+/// of its locks: its log or replication state may be half-changed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("partition {topic_partition} is offline: a thread panicked while changing its state")]
+pub struct PartitionOffline {
+    /// The partition.
+    pub topic_partition: TopicPartition,
+}
+
+/// Why a request on a partition was refused before its log was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionError {
+    /// Replication refused it (a stale or unknown leader epoch).
+    #[error(transparent)]
+    Replication(#[from] ReplicationError),
+    /// The partition is offline.
+    #[error(transparent)]
+    Offline(#[from] PartitionOffline),
+}
+
+/// Why a read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadFailure {
+    /// The log refused it.
+    #[error(transparent)]
+    Log(#[from] ReadError),
+    /// The partition is offline.
+    #[error(transparent)]
+    Offline(#[from] PartitionOffline),
 }
 
 /// Why an append failed.
@@ -46,6 +89,9 @@ pub enum AppendFailure {
     /// The records were written but the flush `flush.messages` demands failed.
     #[error(transparent)]
     Flush(#[from] FlushFailure),
+    /// The partition is offline.
+    #[error(transparent)]
+    Offline(#[from] PartitionOffline),
 }
 
 /// A successful append.
@@ -84,32 +130,73 @@ pub struct PartitionRead<R = Bytes> {
 }
 
 impl PartitionReplica {
-    fn log(&self) -> std::sync::RwLockReadGuard<'_, Log> {
-        self.log
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn new(
+        topic_partition: TopicPartition,
+        topic_id: Uuid,
+        log: LogHandle,
+        leader: LeaderState,
+        high_watermark: i64,
+    ) -> PartitionReplica {
+        PartitionReplica {
+            topic_partition,
+            topic_id,
+            log,
+            leader: Mutex::new(leader),
+            high_watermark: OffsetWatch::new(high_watermark),
+            offline: AtomicBool::new(false),
+        }
     }
 
-    fn log_mut(&self) -> std::sync::RwLockWriteGuard<'_, Log> {
-        self.log
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// `Err` once the partition is offline (see the module docs).
+    pub fn check_online(&self) -> Result<(), PartitionOffline> {
+        if self.offline.load(Ordering::Acquire) {
+            return Err(self.offline_error());
+        }
+        Ok(())
     }
 
-    fn leader(&self) -> MutexGuard<'_, LeaderState> {
-        self.leader
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn offline_error(&self) -> PartitionOffline {
+        PartitionOffline {
+            topic_partition: self.topic_partition.clone(),
+        }
+    }
+
+    /// The guard of a lock of this partition, or the partition offline if
+    /// the lock is poisoned (the first time: logged at error level).
+    fn guard<G>(&self, locked: LockResult<G>, what: &'static str) -> Result<G, PartitionOffline> {
+        self.check_online()?;
+        match locked {
+            Ok(guard) => Ok(guard),
+            Err(_poisoned) => {
+                if !self.offline.swap(true, Ordering::AcqRel) {
+                    tracing::error!(topic_partition = %self.topic_partition, lock = what,
+                        "a thread panicked holding a lock of this partition; the partition is offline");
+                }
+                Err(self.offline_error())
+            }
+        }
+    }
+
+    fn log(&self) -> Result<std::sync::RwLockReadGuard<'_, Log>, PartitionOffline> {
+        self.guard(self.log.read(), "log")
+    }
+
+    fn log_mut(&self) -> Result<std::sync::RwLockWriteGuard<'_, Log>, PartitionOffline> {
+        self.guard(self.log.write(), "log")
+    }
+
+    fn leader(&self) -> Result<MutexGuard<'_, LeaderState>, PartitionOffline> {
+        self.guard(self.leader.lock(), "replication state")
     }
 
     /// The leader epoch.
-    pub fn leader_epoch(&self) -> i32 {
-        self.leader().leader_epoch()
+    pub fn leader_epoch(&self) -> Result<i32, PartitionOffline> {
+        Ok(self.leader()?.leader_epoch())
     }
 
     /// Checks a request's current leader epoch.
-    pub fn validate_leader_epoch(&self, requested: Option<i32>) -> Result<(), ReplicationError> {
-        self.leader().validate_leader_epoch(requested)
+    pub fn validate_leader_epoch(&self, requested: Option<i32>) -> Result<(), PartitionError> {
+        Ok(self.leader()?.validate_leader_epoch(requested)?)
     }
 
     /// Appends a producer's batches as leader and advances LEO and HW.
@@ -128,11 +215,11 @@ impl PartitionReplica {
         now_ms: i64,
     ) -> Result<Appended, AppendFailure> {
         let leader_epoch = {
-            let leader = self.leader();
+            let leader = self.leader()?;
             leader.check_append(acks_all)?;
             leader.leader_epoch()
         };
-        let mut log = self.log_mut();
+        let mut log = self.log_mut()?;
         let info = log.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
         if log.flush_due() {
             let ticket = log.prepare_flush();
@@ -142,7 +229,7 @@ impl PartitionReplica {
             });
         }
         let log_end_offset = log.log_end_offset();
-        let advanced = self.leader().on_local_append(log_end_offset);
+        let advanced = self.leader()?.on_local_append(log_end_offset);
         if let Some(high_watermark) = advanced {
             log.update_high_watermark(high_watermark);
             drop(log);
@@ -155,12 +242,17 @@ impl PartitionReplica {
     }
 
     /// Records a synced [`FlushTicket`]: moves the recovery point and lets
-    /// the HW follow the flushed records.
+    /// the HW follow the flushed records. On an offline partition nothing
+    /// moves (the records stay invisible to consumers).
     pub fn complete_flush(&self, ticket: &FlushTicket, now_ms: i64) {
-        let mut log = self.log_mut();
+        let Ok(mut log) = self.log_mut() else {
+            return;
+        };
         log.complete_flush(ticket, now_ms);
         let advanced = {
-            let mut leader = self.leader();
+            let Ok(mut leader) = self.leader() else {
+                return;
+            };
             let flushed_to = ticket.flushed_to().max(leader.log_end_offset());
             leader.on_local_append(flushed_to.min(log.log_end_offset()))
         };
@@ -202,8 +294,11 @@ impl PartitionReplica {
     }
 
     /// Whether an `acks=all` write ending before `required_offset` is done.
+    /// An offline partition never says it is (the write times out).
     pub fn ack_status(&self, required_offset: i64) -> AckStatus {
-        self.leader().ack_status(required_offset)
+        self.leader().map_or(AckStatus::Waiting, |leader| {
+            leader.ack_status(required_offset)
+        })
     }
 
     /// Reads for a consumer: never at or above the high watermark.
@@ -212,10 +307,15 @@ impl PartitionReplica {
         fetch_offset: i64,
         max_bytes: u64,
         min_one_batch: bool,
-    ) -> Result<PartitionRead, ReadError> {
+    ) -> Result<PartitionRead, ReadFailure> {
         let read = self.read_slice(fetch_offset, max_bytes, min_one_batch)?;
         Ok(PartitionRead {
-            records: read.records.as_ref().map(LogSlice::to_bytes).transpose()?,
+            records: read
+                .records
+                .as_ref()
+                .map(LogSlice::to_bytes)
+                .transpose()
+                .map_err(ReadFailure::Log)?,
             high_watermark: read.high_watermark,
             log_start_offset: read.log_start_offset,
             log_end_offset: read.log_end_offset,
@@ -229,8 +329,8 @@ impl PartitionReplica {
         fetch_offset: i64,
         max_bytes: u64,
         min_one_batch: bool,
-    ) -> Result<PartitionRead<LogSlice>, ReadError> {
-        let log = self.log();
+    ) -> Result<PartitionRead<LogSlice>, ReadFailure> {
+        let log = self.log()?;
         let high_watermark = log.high_watermark();
         let info = log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)?;
         drop(log);
@@ -243,13 +343,13 @@ impl PartitionReplica {
     }
 
     /// Runs `f` with shared access to the log (offset lookups and the like).
-    pub fn with_log<T>(&self, f: impl FnOnce(&Log) -> T) -> T {
-        f(&self.log())
+    pub fn with_log<T>(&self, f: impl FnOnce(&Log) -> T) -> Result<T, PartitionOffline> {
+        Ok(f(&*self.log()?))
     }
 
     /// Runs `f` with exclusive access to the log (DeleteRecords and the like).
-    pub fn with_log_mut<T>(&self, f: impl FnOnce(&mut Log) -> T) -> T {
-        f(&mut self.log_mut())
+    pub fn with_log_mut<T>(&self, f: impl FnOnce(&mut Log) -> T) -> Result<T, PartitionOffline> {
+        Ok(f(&mut *self.log_mut()?))
     }
 }
 
@@ -298,6 +398,8 @@ impl ReplicaManager {
 
     /// The hosted partition, if this broker leads it.
     pub fn get(&self, topic_partition: &TopicPartition) -> Option<Arc<PartitionReplica>> {
+        // The map is changed by single inserts and removes: a panic while it
+        // was locked cannot leave it half-changed, so it is reused.
         self.partitions
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -327,10 +429,14 @@ impl ReplicaManager {
 
     /// Brings the hosted partitions in line with `image`: creates logs and
     /// leader state for partitions this broker leads, applies topic configs,
-    /// and deletes the logs of topics that are gone. Idempotent; handlers call
+    /// stops leading the others, and deletes the logs of partitions no
+    /// longer assigned to this broker (a topic that is gone). A partition
+    /// that merely lost its leader here (this broker fenced, or leadership
+    /// moved) keeps its log, to lead again with its records. Idempotent; handlers call
     /// it right after a controller write so the next request sees the result.
     /// An image older than the last one applied is ignored.
     pub fn apply_image(&self, image: &MetadataImage) {
+        // One offset, assigned whole: safe to reuse after a panic.
         let mut applied = self
             .applied
             .lock()
@@ -341,23 +447,31 @@ impl ReplicaManager {
         *applied = image.last_offset();
         let now_ms = self.now_ms();
         let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
+        let mut assigned: HashMap<TopicPartition, Uuid> = HashMap::new();
         for topic in image.topics() {
             let config = self.log_config(image, &topic.name);
             self.logs.set_topic_config(&topic.name, config.clone());
             for (index, partition) in topic.partitions.iter().enumerate() {
                 let topic_partition = TopicPartition::new(topic.name.clone(), index as i32);
+                if partition.replicas.contains(&self.node_id) {
+                    assigned.insert(topic_partition.clone(), topic.id);
+                }
                 if partition.leader != Some(self.node_id) {
                     continue;
                 }
                 wanted.insert(topic_partition.clone(), topic.id);
                 let existing = self.get(&topic_partition);
                 if let Some(replica) = &existing {
-                    let mut leader = replica.leader();
-                    if leader.leader_epoch() == partition.leader_epoch
-                        && replica.topic_id == topic.id
-                    {
-                        leader.set_min_insync_replicas(self.min_insync(image, &topic.name));
-                        continue;
+                    if replica.topic_id == topic.id {
+                        match replica.leader() {
+                            Ok(mut leader) if leader.leader_epoch() == partition.leader_epoch => {
+                                leader.set_min_insync_replicas(self.min_insync(image, &topic.name));
+                                continue;
+                            }
+                            // Offline stays offline until the broker restarts.
+                            Err(_) => continue,
+                            Ok(_) => {}
+                        }
                     }
                 }
                 if let Err(error) =
@@ -367,7 +481,7 @@ impl ReplicaManager {
                 }
             }
         }
-        self.remove_unwanted(&wanted, image.topic_count() > 0, now_ms);
+        self.remove_unwanted(&wanted, &assigned, image.topic_count() > 0, now_ms);
     }
 
     fn become_leader(
@@ -379,10 +493,12 @@ impl ReplicaManager {
         now_ms: i64,
     ) -> Result<(), strom_storage::error::ManagerError> {
         let log = self.logs.get_or_create(topic_partition, now_ms)?;
-        let (log_end_offset, high_watermark) = {
-            let log = log.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-            (log.log_end_offset(), log.high_watermark())
-        };
+        // A poisoned log is hosted offline (see the module docs).
+        let offsets = log
+            .read()
+            .map(|log| (log.log_end_offset(), log.high_watermark()));
+        let poisoned = offsets.is_err();
+        let (log_end_offset, high_watermark) = offsets.unwrap_or((0, 0));
         let leader = LeaderState::new(
             self.node_id,
             partition.leader_epoch,
@@ -395,18 +511,22 @@ impl ReplicaManager {
             now_ms,
         );
         let high_watermark = leader.high_watermark();
-        {
-            let mut log = log.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Ok(mut log) = log.write() {
             log.update_high_watermark(high_watermark);
         }
-        let replica = Arc::new(PartitionReplica {
-            topic_partition: topic_partition.clone(),
+        let replica = Arc::new(PartitionReplica::new(
+            topic_partition.clone(),
             topic_id,
             log,
-            leader: Mutex::new(leader),
-            high_watermark: OffsetWatch::new(high_watermark),
-        });
+            leader,
+            high_watermark,
+        ));
+        if poisoned {
+            replica.offline.store(true, Ordering::Release);
+            tracing::error!(%topic_partition, "the partition's log lock is poisoned; hosting it offline");
+        }
         info!(%topic_partition, leader_epoch = partition.leader_epoch, high_watermark, "leading partition");
+        // Single insert (see `get`).
         self.partitions
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -414,13 +534,17 @@ impl ReplicaManager {
         Ok(())
     }
 
+    /// Stops leading what is not `wanted`; deletes the logs of what is not
+    /// `assigned` either.
     fn remove_unwanted(
         &self,
         wanted: &HashMap<TopicPartition, Uuid>,
+        assigned: &HashMap<TopicPartition, Uuid>,
         any_topics: bool,
         now_ms: i64,
     ) {
         let removed: Vec<(TopicPartition, Arc<PartitionReplica>)> = {
+            // Single removes (see `get`).
             let mut partitions = self
                 .partitions
                 .write()
@@ -444,6 +568,10 @@ impl ReplicaManager {
         for (topic_partition, replica) in removed {
             // Wake anyone waiting on the partition; they will find it gone.
             replica.high_watermark.reset(i64::MAX);
+            if assigned.get(&topic_partition) == Some(&replica.topic_id) {
+                info!(%topic_partition, "no longer leading partition; its log is kept");
+                continue;
+            }
             match self.logs.delete(&topic_partition, now_ms) {
                 Ok(_) => info!(%topic_partition, "deleted partition"),
                 Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
@@ -457,7 +585,7 @@ impl ReplicaManager {
             return;
         }
         for topic_partition in self.logs.partitions() {
-            if !wanted.contains_key(&topic_partition) {
+            if !wanted.contains_key(&topic_partition) && !assigned.contains_key(&topic_partition) {
                 if let Err(error) = self.logs.delete(&topic_partition, now_ms) {
                     warn!(%topic_partition, %error, "cannot delete stale partition");
                 }
@@ -585,6 +713,147 @@ mod tests {
         assert!(
             manager.get(&topic_partition).is_none(),
             "a deletion applies"
+        );
+    }
+
+    /// A manager on a fresh directory leading `topics` (one partition each).
+    fn manager_leading(dir: &std::path::Path, topics: &[&str]) -> ReplicaManager {
+        let config = LogManagerConfig::new(vec![dir.to_owned()], LogConfig::default());
+        let logs = Arc::new(LogManager::open(config, BTreeMap::new(), 0).expect("log manager"));
+        let manager = ReplicaManager::new(1, logs, Arc::new(SystemClock), BTreeMap::new());
+        let mut image = MetadataImage::empty();
+        let mut offset = 0;
+        for (index, topic) in topics.iter().enumerate() {
+            let records = records_for_topic(topic, Uuid::from_u128(index as u128 + 1));
+            image = apply_all(&image, offset, &records);
+            offset += records.len() as u64;
+        }
+        manager.apply_image(&image);
+        manager
+    }
+
+    fn batch() -> Bytes {
+        strom_storage::testing::simple_batch(&strom_storage::testing::BatchSpec::default())
+    }
+
+    fn assert_offline(replica: &PartitionReplica) {
+        assert!(matches!(
+            replica.append(batch(), false, 0),
+            Err(AppendFailure::Offline(_))
+        ));
+        assert!(matches!(
+            replica.read(0, 1 << 20, true),
+            Err(ReadFailure::Offline(_))
+        ));
+        assert!(matches!(
+            replica.validate_leader_epoch(None),
+            Err(PartitionError::Offline(_))
+        ));
+        assert!(replica.with_log(|log| log.log_end_offset()).is_err());
+        assert!(replica.with_log_mut(|log| log.log_end_offset()).is_err());
+        assert!(replica.leader_epoch().is_err());
+        assert_eq!(replica.ack_status(0), AckStatus::Waiting);
+    }
+
+    #[test]
+    fn a_panic_holding_a_partitions_log_lock_takes_that_partition_offline() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manager = manager_leading(dir.path(), &["broken", "healthy"]);
+        let broken = manager
+            .get(&TopicPartition::new("broken".to_owned(), 0))
+            .expect("hosted");
+        broken.append(batch(), false, 0).expect("append before");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            broken.with_log_mut(|_| panic!("injected panic while changing the log"))
+        }));
+        assert!(panicked.is_err());
+        assert_offline(&broken);
+        assert!(broken.check_online().is_err());
+        // The other partition keeps serving.
+        let healthy = manager
+            .get(&TopicPartition::new("healthy".to_owned(), 0))
+            .expect("hosted");
+        healthy.append(batch(), false, 0).expect("append");
+        let read = healthy.read(0, 1 << 20, true).expect("read");
+        assert!(read.records.is_some());
+        // A later image with the same leader epoch keeps it offline.
+        manager.apply_image(&two_topic_image());
+        assert_offline(&broken);
+    }
+
+    #[test]
+    fn a_panic_holding_a_partitions_replication_state_takes_it_offline() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manager = manager_leading(dir.path(), &["broken"]);
+        let broken = manager
+            .get(&TopicPartition::new("broken".to_owned(), 0))
+            .expect("hosted");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _leader = broken.leader.lock();
+            panic!("injected panic while changing the replication state");
+        }));
+        assert!(panicked.is_err());
+        assert_offline(&broken);
+        // The log itself was not poisoned, but it is not served either.
+        assert!(!broken.log.is_poisoned());
+    }
+
+    /// The image `manager_leading(_, &["broken", "healthy"])` applied.
+    fn two_topic_image() -> MetadataImage {
+        let mut image = MetadataImage::empty();
+        let mut offset = 0;
+        for (index, topic) in ["broken", "healthy"].iter().enumerate() {
+            let records = records_for_topic(topic, Uuid::from_u128(index as u128 + 1));
+            image = apply_all(&image, offset, &records);
+            offset += records.len() as u64;
+        }
+        image
+    }
+
+    #[test]
+    fn losing_leadership_keeps_the_log_and_leading_again_serves_its_records() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let manager = manager_leading(dir.path(), &["kept"]);
+        let topic_partition = TopicPartition::new("kept".to_owned(), 0);
+        let replica = manager.get(&topic_partition).expect("hosted");
+        replica.append(batch(), false, 0).expect("append");
+        let leader_change = |leader| {
+            MetadataRecord::new(Record::PartitionChange(
+                strom_controller::records::PartitionChangeRecord {
+                    topic_id: uuid_to_bytes(Uuid::from_u128(1)),
+                    partition_index: 0,
+                    isr: None,
+                    leader: Some(leader),
+                    replicas: None,
+                },
+            ))
+        };
+        let leading = apply_all(
+            &MetadataImage::empty(),
+            0,
+            &records_for_topic("kept", Uuid::from_u128(1)),
+        );
+        // This broker fenced (its heartbeats were late): no leader.
+        let leaderless = apply_all(
+            &leading,
+            2,
+            &[leader_change(strom_controller::records::NO_LEADER)],
+        );
+        manager.apply_image(&leaderless);
+        assert!(manager.get(&topic_partition).is_none(), "not leading");
+        assert!(
+            manager.logs().get(&topic_partition).is_some(),
+            "the log of a partition still assigned here is kept"
+        );
+        let leading_again = apply_all(&leaderless, 3, &[leader_change(1)]);
+        manager.apply_image(&leading_again);
+        let replica = manager.get(&topic_partition).expect("leading again");
+        assert_eq!(
+            replica
+                .with_log(|log| log.log_end_offset())
+                .expect("online"),
+            1,
+            "the record appended before is still there"
         );
     }
 }

@@ -3,6 +3,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// The guard of a poisoned lock of the cluster's caches (metadata, the
+/// staleness flag, wanted topics, the connection pool): each is changed by
+/// one assignment or insert, so a panic cannot leave one half-changed, and
+/// metadata is replaced whole by the next refresh anyway. They are reused.
+fn reuse_cache<G>(poisoned: PoisonError<G>) -> G {
+    poisoned.into_inner()
+}
 use std::time::{Duration, Instant};
 
 use strom_protocol::kafka::messages::metadata_request::MetadataRequestTopic;
@@ -96,32 +104,18 @@ impl Cluster {
 
     /// The current metadata snapshot (possibly stale).
     pub fn metadata(&self) -> Arc<ClusterMetadata> {
-        Arc::clone(
-            &self
-                .inner
-                .metadata
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        Arc::clone(&self.inner.metadata.lock().unwrap_or_else(reuse_cache))
     }
 
     /// Marks the metadata stale: the next lookup refreshes it. Call after a
     /// retriable error such as NOT_LEADER_OR_FOLLOWER.
     pub fn request_metadata_refresh(&self) {
-        *self
-            .inner
-            .stale
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = true;
+        *self.inner.stale.lock().unwrap_or_else(reuse_cache) = true;
     }
 
     /// Whether a refresh was requested and has not happened yet.
     pub fn is_metadata_stale(&self) -> bool {
-        *self
-            .inner
-            .stale
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.inner.stale.lock().unwrap_or_else(reuse_cache)
     }
 
     /// Refreshes the metadata if a refresh was requested, or if it is older
@@ -145,18 +139,14 @@ impl Cluster {
             .inner
             .wanted_topics
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(reuse_cache)
             .insert(topic.to_owned());
         let snapshot = self.metadata();
         let fresh = snapshot
             .topic_fetched_at
             .get(topic)
             .is_some_and(|at| at.elapsed() < self.inner.config.metadata_max_age);
-        let stale = *self
-            .inner
-            .stale
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let stale = *self.inner.stale.lock().unwrap_or_else(reuse_cache);
         let snapshot = if added || !fresh || stale {
             self.refresh_metadata().await?
         } else {
@@ -181,16 +171,12 @@ impl Cluster {
         let asked_at = Instant::now();
         let _guard = self.inner.refresh.lock().await;
         let current = self.metadata();
-        let stale = *self
-            .inner
-            .stale
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let stale = *self.inner.stale.lock().unwrap_or_else(reuse_cache);
         let wanted: Vec<String> = self
             .inner
             .wanted_topics
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(reuse_cache)
             .iter()
             .cloned()
             .collect();
@@ -202,16 +188,8 @@ impl Cluster {
         }
         let response = self.fetch_metadata(&wanted).await?;
         let next = Arc::new(current.merged(&response, Instant::now()));
-        *self
-            .inner
-            .metadata
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::clone(&next);
-        *self
-            .inner
-            .stale
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = false;
+        *self.inner.metadata.lock().unwrap_or_else(reuse_cache) = Arc::clone(&next);
+        *self.inner.stale.lock().unwrap_or_else(reuse_cache) = false;
         Ok(next)
     }
 
@@ -361,11 +339,7 @@ impl Cluster {
         backoff: bool,
     ) -> Result<Connection, ClientError> {
         let slot = {
-            let mut slots = self
-                .inner
-                .slots
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut slots = self.inner.slots.lock().unwrap_or_else(reuse_cache);
             Arc::clone(slots.entry(format!("{address}{lane}")).or_default())
         };
         let mut slot = slot.lock().await;
@@ -403,7 +377,7 @@ impl Cluster {
             .inner
             .slots
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(reuse_cache)
             .drain()
             .map(|(_, slot)| slot)
             .collect();

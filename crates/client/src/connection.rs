@@ -15,6 +15,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// The guard of a poisoned lock of a connection's task list: abort handles
+/// pushed and drained whole, safe to reuse after a panic.
+fn reuse_task_list<G>(poisoned: PoisonError<G>) -> G {
+    poisoned.into_inner()
+}
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -102,8 +108,24 @@ struct Shared {
 }
 
 impl Shared {
+    /// The queue of requests awaiting responses. The read loop matches
+    /// responses to it in order, so one that a panic may have left out of
+    /// step with the socket is not reused: the connection is closed
+    /// instead, its waiting requests fail with `Disconnected`, and callers
+    /// retry on a new connection.
     fn lock(&self) -> std::sync::MutexGuard<'_, PendingQueue> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+        self.pending.lock().unwrap_or_else(|poisoned| {
+            let mut pending = poisoned.into_inner();
+            tracing::error!(address = %self.address,
+                "a thread panicked holding a connection's request queue; closing the connection");
+            pending.closed = true;
+            for waiting in pending.queue.drain(..) {
+                let _ = waiting.reply.send(Err(self.disconnected()));
+            }
+            self.closed.store(true, Ordering::Release);
+            self.pending.clear_poison();
+            pending
+        })
     }
 
     /// Marks the connection closed, fails all pending requests and stops
@@ -118,12 +140,7 @@ impl Shared {
         for waiting in drained {
             let _ = waiting.reply.send(Err(self.disconnected()));
         }
-        for task in self
-            .tasks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain(..)
-        {
+        for task in self.tasks.lock().unwrap_or_else(reuse_task_list).drain(..) {
             task.abort();
         }
     }
@@ -140,7 +157,7 @@ impl Drop for Shared {
         for task in self
             .tasks
             .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(reuse_task_list)
             .drain(..)
         {
             task.abort();
@@ -230,7 +247,7 @@ impl Connection {
         shared
             .tasks
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(reuse_task_list)
             .extend([writer.abort_handle(), reader.abort_handle()]);
         Connection {
             shared,
@@ -596,5 +613,35 @@ mod tests {
         // The broker's Fetch tops out below our minimum (4): no common version.
         assert_eq!(versions.negotiate(ApiKey::Fetch), None);
         assert_eq!(versions.negotiate(ApiKey::ListOffsets), None);
+    }
+
+    #[test]
+    fn a_panic_holding_the_request_queue_closes_the_connection_and_fails_its_requests() {
+        let shared = Shared {
+            address: "127.0.0.1:9092".to_owned(),
+            pending: Mutex::new(PendingQueue::default()),
+            closed: AtomicBool::new(false),
+            tasks: Mutex::new(Vec::new()),
+        };
+        let (reply, mut answer) = oneshot::channel();
+        shared.lock().queue.push_back(Pending {
+            correlation_id: 7,
+            api_key: 3,
+            api_version: 12,
+            reply,
+        });
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _pending = shared.lock();
+            panic!("injected panic while changing the request queue");
+        }));
+        assert!(panicked.is_err());
+        let pending = shared.lock();
+        assert!(pending.closed && pending.queue.is_empty());
+        drop(pending);
+        assert!(shared.closed.load(Ordering::Acquire));
+        assert!(matches!(
+            answer.try_recv(),
+            Ok(Err(ClientError::Disconnected { .. }))
+        ));
     }
 }

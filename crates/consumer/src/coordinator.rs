@@ -112,8 +112,19 @@ impl Drop for HeartbeatTask {
     }
 }
 
+/// The membership. A panic while it was locked may have left state,
+/// generation and member id out of step, so it is not reused as it is: it
+/// is reset as after a fencing (the partitions count as lost, the member
+/// rejoins as a new one), and the error is logged.
 fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
+    shared.lock().unwrap_or_else(|poisoned: PoisonError<_>| {
+        let mut membership = poisoned.into_inner();
+        tracing::error!("a thread panicked holding the consumer's group membership; rejoining");
+        membership.reset_generation(true);
+        membership.lost = true;
+        shared.clear_poison();
+        membership
+    })
 }
 
 fn str_bytes(value: &str) -> StrBytes {
@@ -901,5 +912,22 @@ mod tests {
             next_heartbeat_action(&mut state, &config(), start + Duration::from_secs(30)),
             HeartbeatAction::Wait(_)
         ));
+    }
+
+    #[test]
+    fn a_panic_holding_the_membership_resets_it_as_after_a_fencing() {
+        let membership = Mutex::new(shared(Instant::now()));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _membership = lock(&membership);
+            panic!("injected panic while changing the membership");
+        }));
+        assert!(panicked.is_err());
+        let reset = lock(&membership);
+        assert_eq!(reset.state, MemberState::Unjoined);
+        assert!(reset.member_id.is_empty());
+        assert_eq!(reset.generation_id, -1);
+        assert!(reset.rejoin_needed && reset.lost);
+        drop(reset);
+        assert!(!membership.is_poisoned());
     }
 }

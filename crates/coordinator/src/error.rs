@@ -224,6 +224,12 @@ pub enum RecordError {
 /// Why replaying a `__consumer_offsets` partition failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
+    /// The coordinator is offline: a panic poisoned its group state.
+    #[error("partition {partition} cannot be loaded: the group coordinator is offline")]
+    Offline {
+        /// The partition.
+        partition: i32,
+    },
     /// The log could not be read.
     #[error("reading partition {partition} failed")]
     Read {

@@ -26,7 +26,9 @@
 //!   resolves them. Tests drive time by hand; nothing sleeps.
 //! * **Thin async edge.** [`GroupCoordinator`] wraps the core in a mutex,
 //!   turns pending replies into `tokio::sync::oneshot` receivers and runs a
-//!   timer task that calls `tick`.
+//!   timer task that calls `tick`. A panic while that mutex is held takes
+//!   the coordinator offline ([`GroupError::CoordinatorNotAvailable`])
+//!   rather than serving half-changed groups.
 //! * **Kafka's placement and formats.** A group lives on partition
 //!   `(String.hashCode(group) & 0x7fffffff) % offsets.topic.num.partitions`
 //!   ([`partition_for_group`]) and its records use Kafka's schema versions

@@ -2,8 +2,16 @@
 //! and an [`OffsetsLog`] behind a mutex, persists the records the core
 //! produces, turns parked requests into `oneshot` receivers, and runs a timer
 //! task that drives [`CoordinatorCore::tick`].
+//!
+//! A poisoned core lock (a thread panicked while changing group state) takes
+//! the coordinator offline: the groups may be half-changed, so every group
+//! request then fails with [`GroupError::CoordinatorNotAvailable`] (logged
+//! once at error level) until the broker restarts and replays
+//! `__consumer_offsets`. The log lock guards no state of its own and is
+//! reused.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -72,8 +80,8 @@ impl Inner {
     }
 }
 
-/// Locks a mutex; a panic while it was held leaves plain data behind, so
-/// keep serving.
+/// Locks the offsets log: it is a handle to storage with no state of its
+/// own for a panic to leave half-changed, so it is reused after one.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
@@ -90,6 +98,8 @@ pub struct GroupCoordinator<L> {
     log: Arc<Mutex<L>>,
     start: Instant,
     start_epoch_ms: i64,
+    /// Whether the poisoned core was reported (see the module docs).
+    offline_reported: Arc<AtomicBool>,
 }
 
 impl<L> Clone for GroupCoordinator<L> {
@@ -99,6 +109,7 @@ impl<L> Clone for GroupCoordinator<L> {
             log: Arc::clone(&self.log),
             start: self.start,
             start_epoch_ms: self.start_epoch_ms,
+            offline_reported: Arc::clone(&self.offline_reported),
         }
     }
 }
@@ -122,6 +133,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
             log: Arc::new(Mutex::new(log)),
             start: Instant::now(),
             start_epoch_ms,
+            offline_reported: Arc::default(),
         }
     }
 
@@ -131,8 +143,22 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         self.start_epoch_ms.saturating_add(elapsed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        lock(&self.inner)
+    /// The core, or [`GroupError::CoordinatorNotAvailable`] once a panic
+    /// poisoned it (see the module docs).
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, GroupError> {
+        self.inner.lock().map_err(|_poisoned| {
+            if !self.offline_reported.swap(true, Ordering::AcqRel) {
+                tracing::error!(
+                    "a thread panicked while changing group state; the group coordinator is offline"
+                );
+            }
+            GroupError::CoordinatorNotAvailable
+        })
+    }
+
+    /// Whether a panic took the coordinator offline.
+    pub fn is_offline(&self) -> bool {
+        self.inner.is_poisoned()
     }
 
     /// Runs `operation` on the core, then flushes records and completions.
@@ -141,7 +167,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         operation: impl FnOnce(&mut Inner, i64) -> Result<T, GroupError>,
     ) -> Result<T, GroupError> {
         let now_ms = self.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock()?;
         let result = operation(&mut inner, now_ms);
         let flushed = inner.flush(&self.log);
         let value = result?;
@@ -152,10 +178,14 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     /// returns, requests for the partition's groups get
     /// COORDINATOR_LOAD_IN_PROGRESS; other partitions keep being served.
     pub fn load_partition(&self, partition: i32) -> Result<u64, LoadError> {
-        self.lock().core.begin_loading(partition);
+        let offline = |_| LoadError::Offline { partition };
+        self.lock().map_err(offline)?.core.begin_loading(partition);
         let records = read_partition(&*lock(&self.log), partition)?;
         let now_ms = self.now_ms();
-        self.lock().core.replay_records(partition, records, now_ms)
+        self.lock()
+            .map_err(offline)?
+            .core
+            .replay_records(partition, records, now_ms)
     }
 
     /// Takes ownership of `partition` without reading it yet: its groups get
@@ -163,14 +193,17 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     /// finishes. Lets a broker claim its partitions before it starts serving
     /// and load them afterwards.
     pub fn begin_loading(&self, partition: i32) {
-        self.lock().core.begin_loading(partition);
+        if let Ok(mut inner) = self.lock() {
+            inner.core.begin_loading(partition);
+        }
     }
 
     /// Gives up `partition`.
     pub fn unload_partition(&self, partition: i32) {
-        let mut inner = self.lock();
-        inner.core.unload(partition);
-        let _nothing_to_append = inner.flush(&self.log);
+        if let Ok(mut inner) = self.lock() {
+            inner.core.unload(partition);
+            let _nothing_to_append = inner.flush(&self.log);
+        }
     }
 
     /// Advances timers now.
@@ -270,7 +303,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         request: &OffsetCommitRequest,
     ) -> Result<PartitionResults, GroupError> {
         let now_ms = self.now_ms();
-        let mut inner = self.lock();
+        let mut inner = self.lock()?;
         let before = inner.core.offsets(&request.group_id).cloned();
         let result = inner.core.commit_offsets(request, now_ms);
         let flushed = inner.flush(&self.log);
@@ -288,7 +321,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
     ) -> Result<Vec<PartitionOffset>, GroupError> {
-        self.lock().core.fetch_offsets(group_id, topics)
+        self.lock()?.core.fetch_offsets(group_id, topics)
     }
 
     /// OffsetDelete.
@@ -306,8 +339,8 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     }
 
     /// ListGroups.
-    pub fn list_groups(&self, states: &[GroupState]) -> Vec<GroupListing> {
-        self.lock().core.list_groups(states)
+    pub fn list_groups(&self, states: &[GroupState]) -> Result<Vec<GroupListing>, GroupError> {
+        Ok(self.lock()?.core.list_groups(states))
     }
 
     /// DescribeGroups.
@@ -315,7 +348,12 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         &self,
         group_ids: &[String],
     ) -> Vec<Result<GroupDescription, GroupError>> {
-        let inner = self.lock();
+        let inner = match self.lock() {
+            Ok(inner) => inner,
+            Err(offline) => {
+                return group_ids.iter().map(|_| Err(offline.clone())).collect();
+            }
+        };
         group_ids
             .iter()
             .map(|group_id| inner.core.describe_group(group_id))

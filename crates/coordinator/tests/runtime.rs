@@ -102,7 +102,9 @@ async fn two_members_join_sync_and_commit() {
     assert!(results.iter().all(|(_, result)| result.is_ok()));
     // Group metadata (Stable) and the offset are in the log.
     assert_eq!(coordinator.with_log(|log| log.len(0)), 2);
-    let listed = coordinator.list_groups(&[GroupState::Stable]);
+    let listed = coordinator
+        .list_groups(&[GroupState::Stable])
+        .expect("online");
     assert_eq!(listed.len(), 1);
     let described = coordinator.describe_groups(&[GROUP.to_owned()]);
     assert_eq!(described[0].as_ref().map(|d| d.members.len()), Ok(2));
@@ -269,4 +271,90 @@ async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
     );
     coordinator.load_partition(0).expect("loads");
     assert_eq!(coordinator.fetch_offsets(GROUP, None), Ok(Vec::new()));
+}
+
+/// An offsets log whose appends panic once armed: a panic while the
+/// coordinator holds its group state.
+struct PanickingLog {
+    inner: InMemoryOffsetsLog,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl strom_coordinator::OffsetsLog for PanickingLog {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        if self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            panic!("injected panic while the group state is locked");
+        }
+        self.inner.append(partition, records)
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+        self.inner.read(partition, from_offset, max_records)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let log = PanickingLog {
+        inner: InMemoryOffsetsLog::default(),
+        armed: std::sync::Arc::clone(&armed),
+    };
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, log);
+    coordinator.load_partition(0).expect("loads");
+    let commit = |offset| OffsetCommitRequest {
+        group_id: "simple".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: None,
+        partitions: vec![OffsetCommitPartition {
+            topic: "topic-x".into(),
+            partition: 0,
+            offset,
+            leader_epoch: None,
+            metadata: None,
+            commit_timestamp_ms: None,
+        }],
+    };
+    coordinator.commit_offsets(&commit(5)).expect("commit");
+    assert!(!coordinator.is_offline());
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        coordinator.commit_offsets(&commit(9))
+    }));
+    assert!(panicked.is_err());
+    armed.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(coordinator.is_offline());
+    // Nothing is served from the possibly half-changed state.
+    assert_eq!(
+        coordinator.commit_offsets(&commit(10)).err(),
+        Some(GroupError::CoordinatorNotAvailable)
+    );
+    assert_eq!(
+        coordinator.fetch_offsets("simple", None).err(),
+        Some(GroupError::CoordinatorNotAvailable)
+    );
+    assert_eq!(
+        coordinator.list_groups(&[]).err(),
+        Some(GroupError::CoordinatorNotAvailable)
+    );
+    assert!(coordinator
+        .describe_groups(&["simple".to_owned()])
+        .iter()
+        .all(|described| described == &Err(GroupError::CoordinatorNotAvailable)));
 }

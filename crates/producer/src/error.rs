@@ -56,6 +56,10 @@ pub enum ProduceError {
     /// The producer was closed before the record was sent.
     #[error("producer closed")]
     Closed,
+    /// A panic left the producer's queued batches in doubt; the producer
+    /// closed itself and failed them.
+    #[error("the producer's state was poisoned by a panic; it closed itself")]
+    Poisoned,
     /// A client-level failure (connection, metadata) that was not retried.
     #[error("client error")]
     Client(#[source] SharedError<ClientError>),

@@ -74,6 +74,8 @@ impl Partitioner for DefaultPartitioner {
         let mut sticky = self
             .sticky
             .lock()
+            // The sticky choice per topic is a cache changed by single
+            // inserts: reused after a panic.
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Look up by `&str` first: no key allocation per record.
         if let Some(current) = sticky.get_mut(topic) {
@@ -91,6 +93,8 @@ impl Partitioner for DefaultPartitioner {
         let mut sticky = self
             .sticky
             .lock()
+            // The sticky choice per topic is a cache changed by single
+            // inserts: reused after a panic.
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(current) = sticky.get_mut(topic) else {
             return;

@@ -60,6 +60,7 @@ struct SenderTask(Mutex<Option<JoinHandle<()>>>);
 
 impl SenderTask {
     fn take(&self) -> Option<JoinHandle<()>> {
+        // One `Option`, taken whole: reused after a panic.
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -112,13 +112,35 @@ pub struct Shared {
 
 impl Shared {
     /// Locks the accumulator.
+    ///
+    /// A panic while it was locked may have left a record in a batch
+    /// without its delivery result (an append changes the batch in several
+    /// steps), so the producer closes itself instead of sending such a
+    /// batch: every queued batch fails with [`ProduceError::Poisoned`],
+    /// later sends fail with [`ProduceError::Closed`], and the error is
+    /// logged. Batches already sent complete as usual.
     pub fn accumulator(&self) -> std::sync::MutexGuard<'_, Accumulator> {
-        self.accumulator
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.accumulator.lock().unwrap_or_else(|poisoned| {
+            let mut accumulator = poisoned.into_inner();
+            tracing::error!(
+                "a thread panicked holding the producer's accumulator; closing the producer"
+            );
+            self.closing
+                .store(true, std::sync::atomic::Ordering::Release);
+            for batch in accumulator.take_all() {
+                batch.fail(ProduceError::Poisoned);
+            }
+            self.accumulator.clear_poison();
+            self.wake.notify_one();
+            accumulator
+        })
     }
 
     fn idempotence(&self) -> std::sync::MutexGuard<'_, Idempotence> {
+        // Producer id, epoch and next sequence per partition, each set by
+        // one assignment: reused after a panic. A sequence that ran ahead
+        // of what was sent is refused by the broker
+        // (OUT_OF_ORDER_SEQUENCE_NUMBER), never silently accepted.
         self.idempotence
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -769,5 +791,50 @@ mod tests {
     fn no_stamp_without_producer_id() {
         let mut idempotence = Idempotence::default();
         assert_eq!(idempotence.stamp(&batch_of(1)), None);
+    }
+
+    #[test]
+    fn a_panic_holding_the_accumulator_closes_the_producer_and_fails_its_queued_batches() {
+        let shared = Shared {
+            accumulator: Mutex::new(Accumulator::new(AccumulatorConfig {
+                max_in_flight_per_partition: 1,
+                batch_size: 1 << 20,
+                linger: Duration::ZERO,
+                compression: Compression::None,
+            })),
+            idempotence: Mutex::new(Idempotence::default()),
+            idempotent: false,
+            wake: Notify::new(),
+            drained: Notify::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
+        };
+        let (sender, mut delivery) = oneshot::channel();
+        shared
+            .accumulator()
+            .append(
+                ("t", 0),
+                &ProducerRecord::new("t", "v"),
+                0,
+                sender,
+                None,
+                Instant::now(),
+            )
+            .map_err(|(error, _)| error)
+            .expect("append");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _accumulator = shared.accumulator();
+            panic!("injected panic while changing the accumulator");
+        }));
+        assert!(panicked.is_err());
+        assert!(
+            shared.accumulator().is_empty(),
+            "queued batches are not sent"
+        );
+        assert!(shared.closing.load(std::sync::atomic::Ordering::Acquire));
+        assert!(matches!(
+            delivery.try_recv(),
+            Ok(Err(ProduceError::Poisoned))
+        ));
+        assert!(!shared.accumulator.is_poisoned());
     }
 }

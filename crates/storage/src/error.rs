@@ -273,6 +273,18 @@ pub enum LogError {
     /// The producer state snapshot could not be written.
     #[error(transparent)]
     ProducerSnapshot(#[from] SnapshotError),
+    /// A background flush of the log failed, so what it holds past the
+    /// recovery point cannot be shown durable: the log takes no more
+    /// appends until it is reopened (and recovered).
+    #[error("log {topic_partition} is offline: flushing {} failed ({kind})", path.display())]
+    Offline {
+        /// The partition.
+        topic_partition: crate::topic_partition::TopicPartition,
+        /// The file whose flush failed.
+        path: PathBuf,
+        /// What the operating system said.
+        kind: io::ErrorKind,
+    },
     /// The requested new log start offset is past the high watermark.
     #[error("log start offset {requested} is beyond the limit {limit}")]
     LogStartBeyondLimit {

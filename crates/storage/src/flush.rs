@@ -12,6 +12,10 @@
 //! 3. [`Log::complete_flush`] (exclusive access, a moment): advance the
 //!    recovery point and the flush bookkeeping.
 //!
+//! The same three steps, with the progress kept in a `FlushProgress`
+//! shared with the log, carry the flush a segment roll leaves to the
+//! background flusher (see [`crate::flusher`]).
+//!
 //! Only the `.log` files are synced. That is enough for durability: after an
 //! unclean shutdown, recovery re-validates every segment from the one that
 //! holds the recovery point and rebuilds its indexes (see `recovery.rs`),
@@ -19,8 +23,9 @@
 //! the next one was rolled.
 
 use std::fs::File;
+use std::io;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::backend::FileBackend;
 use crate::error::{IoContext, LogError};
@@ -33,6 +38,8 @@ pub struct FlushTicket {
     files: Vec<(PathBuf, Arc<File>)>,
     flushed_to: i64,
     messages: u64,
+    /// The log's truncation generation when the ticket was prepared.
+    generation: u64,
 }
 
 impl FlushTicket {
@@ -71,7 +78,7 @@ impl Log {
     pub fn prepare_flush(&self) -> FlushTicket {
         let from = self
             .segments
-            .range(..=self.recovery_point)
+            .range(..=self.recovery_point())
             .next_back()
             .map_or(self.log_start_offset, |(base, _)| *base);
         let files = self
@@ -84,6 +91,7 @@ impl Log {
             files,
             flushed_to: self.log_end_offset,
             messages: self.unflushed_messages,
+            generation: self.flush_progress.generation(),
         }
     }
 
@@ -91,12 +99,107 @@ impl Log {
     /// point up to what the ticket made durable (never back, never past the
     /// log end offset) and counts its messages as flushed.
     ///
-    /// Meant for a leader's log, which only grows while a ticket is out: a
-    /// truncation and re-append in between could be claimed durable.
+    /// A ticket prepared before a truncation of the log claims nothing
+    /// (the records it synced may have been replaced since).
     pub fn complete_flush(&mut self, ticket: &FlushTicket, now_ms: i64) {
+        if ticket.generation != self.flush_progress.generation() {
+            return;
+        }
         let durable = ticket.flushed_to.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.max(durable);
         self.unflushed_messages = self.unflushed_messages.saturating_sub(ticket.messages);
         self.last_flush_ms = self.last_flush_ms.max(now_ms);
+    }
+}
+
+/// A log's flush progress, shared with the background flushes its rolls
+/// queued (see [`crate::flusher`]).
+///
+/// The log bumps the generation whenever its end moves back (truncation)
+/// and when it is dropped; a background flush of an older generation then
+/// claims nothing, so records written after a truncation are never taken
+/// for the ones it synced.
+#[derive(Debug, Default)]
+pub(crate) struct FlushProgress {
+    state: Mutex<ProgressState>,
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    generation: u64,
+    /// The offset background flushes of this generation made durable.
+    durable_to: Option<i64>,
+    /// The first background flush that failed: the file and the error.
+    failure: Option<(PathBuf, io::ErrorKind)>,
+}
+
+/// Whether [`FlushProgress::publish`] ran its step.
+#[derive(Debug)]
+pub(crate) enum Publish<T> {
+    /// It ran, with this result.
+    Done(T),
+    /// The generation had changed: it did not run.
+    Stale,
+}
+
+impl FlushProgress {
+    fn state(&self) -> MutexGuard<'_, ProgressState> {
+        // Two offsets and an error, each changed by one assignment: a panic
+        // elsewhere cannot leave them inconsistent, so they are safe to reuse.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The current generation.
+    pub(crate) fn generation(&self) -> u64 {
+        self.state().generation
+    }
+
+    /// What background flushes of the current generation made durable.
+    pub(crate) fn durable_to(&self) -> Option<i64> {
+        self.state().durable_to
+    }
+
+    /// The first failed background flush, if any.
+    pub(crate) fn failure(&self) -> Option<(PathBuf, io::ErrorKind)> {
+        self.state().failure.clone()
+    }
+
+    /// Records that a flush of `generation` made the log durable up to `to`.
+    pub(crate) fn advance(&self, generation: u64, to: i64) {
+        let mut state = self.state();
+        if state.generation == generation {
+            state.durable_to = Some(state.durable_to.map_or(to, |durable| durable.max(to)));
+        }
+    }
+
+    /// Records a failed flush (the first one is kept), whatever the
+    /// generation: after a failed fsync the kernel may have dropped dirty
+    /// pages of the file, and a later fsync would not say so.
+    pub(crate) fn fail(&self, path: PathBuf, kind: io::ErrorKind) {
+        let mut state = self.state();
+        if state.failure.is_none() {
+            state.failure = Some((path, kind));
+        }
+    }
+
+    /// Runs `step` (a rename) only if the generation is still `generation`,
+    /// holding off a truncation until it is done.
+    pub(crate) fn publish<T>(&self, generation: u64, step: impl FnOnce() -> T) -> Publish<T> {
+        let state = self.state();
+        if state.generation == generation {
+            Publish::Done(step())
+        } else {
+            Publish::Stale
+        }
+    }
+
+    /// Starts a new generation; returns what the old one made durable (for
+    /// the log to fold into its recovery point first).
+    pub(crate) fn next_generation(&self) -> Option<i64> {
+        let mut state = self.state();
+        state.generation += 1;
+        state.durable_to.take()
     }
 }

@@ -26,6 +26,13 @@
 //! - **Recovery re-validates.** After an unclean shutdown every batch after
 //!   the recovery point is re-checked (header, size, CRC, offsets), the log is
 //!   truncated at the first invalid byte and indexes are rebuilt.
+//! - **Rolls do not wait for the disk.** A roll seals the old segment and
+//!   creates the new one; the old segment's fsync, the producer-state
+//!   snapshot and the directory sync run on the [`flusher::Flusher`]
+//!   thread, and the recovery point moves only when they are done.
+//! - **A poisoned log is not trusted.** The [`LogManager`] leaves a log
+//!   whose lock a panic poisoned out of flushes and checkpoints, and its
+//!   directory is recovered at the next start (see [`manager`]).
 //! - **Faults are injectable.** Segment data goes through a
 //!   [`backend::FileBackend`]; tests use [`testing::FaultInjector`] to tear
 //!   writes and simulate crashes that lose unflushed bytes.
@@ -43,6 +50,7 @@ pub mod crc;
 pub mod epoch_cache;
 pub mod error;
 pub mod flush;
+pub mod flusher;
 pub mod index;
 pub mod log;
 pub mod manager;

@@ -20,6 +20,8 @@ use crate::batch::{self, BatchHeader};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{AppendError, BatchError, LogError};
+use crate::flush::FlushProgress;
+use crate::flusher::{Flusher, RollFlush};
 use crate::page_cache::{PageCacheSettings, PageCacheTracker, WriteBehind};
 use crate::producer_state::{list_snapshots, ProducerStateManager, SequenceCheck};
 use crate::segment::{Segment, SegmentSettings, DELETED_SUFFIX};
@@ -80,6 +82,18 @@ pub struct Log {
     pub(crate) backend: Arc<dyn FileBackend>,
     /// Write-behind and drop-behind bookkeeping, when the log has them.
     pub(crate) page_cache: Option<PageCacheTracker>,
+    /// Where rolls leave their flush; `None`: rolls flush inline.
+    pub(crate) flusher: Option<Arc<Flusher>>,
+    /// What background flushes made durable, shared with them.
+    pub(crate) flush_progress: Arc<FlushProgress>,
+}
+
+impl Drop for Log {
+    fn drop(&mut self) {
+        // Flushes still queued for this log must not publish snapshots into
+        // a directory that a reopened log (or nobody) now owns.
+        self.flush_progress.next_generation();
+    }
 }
 
 /// A random roll jitter in `[0, min(segment.jitter.ms, segment.ms))`, as Kafka
@@ -276,6 +290,12 @@ impl Log {
             .then(|| PageCacheTracker::new(worker, settings));
     }
 
+    /// Leaves the flush of each roll to `flusher` from the next roll on
+    /// (see [`crate::flusher`]); without one a roll flushes inline.
+    pub fn set_flusher(&mut self, flusher: Arc<Flusher>) {
+        self.flusher = Some(flusher);
+    }
+
     /// Replaces the configuration (takes effect for later appends and rolls).
     pub fn set_config(&mut self, config: LogConfig) {
         self.config = config;
@@ -293,9 +313,40 @@ impl Log {
         self.log_end_offset
     }
 
-    /// Offset up to which everything has been fsynced.
+    /// Offset up to which everything has been fsynced (including what
+    /// background flushes of rolled segments have finished).
     pub fn recovery_point(&self) -> i64 {
-        self.recovery_point
+        self.flush_progress
+            .durable_to()
+            .map_or(self.recovery_point, |durable| {
+                self.recovery_point.max(durable.min(self.log_end_offset))
+            })
+    }
+
+    /// Moves what background flushes made durable into `recovery_point`.
+    pub(crate) fn fold_flush_progress(&mut self) {
+        self.recovery_point = self.recovery_point();
+    }
+
+    /// Starts a new flush generation after the log end moved back: queued
+    /// background flushes then claim nothing.
+    pub(crate) fn invalidate_queued_flushes(&mut self) {
+        if let Some(durable) = self.flush_progress.next_generation() {
+            self.recovery_point = self.recovery_point.max(durable.min(self.log_end_offset));
+        }
+    }
+
+    /// `Err` when a background flush of this log failed: nothing written
+    /// since can be shown durable, so the log takes no more appends.
+    pub fn check_online(&self) -> Result<(), LogError> {
+        match self.flush_progress.failure() {
+            None => Ok(()),
+            Some((path, kind)) => Err(LogError::Offline {
+                topic_partition: self.topic_partition.clone(),
+                path,
+                kind,
+            }),
+        }
     }
 
     /// The high watermark (set by replication; reads for consumers stop here).
@@ -385,6 +436,7 @@ impl Log {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
+        self.check_online()?;
         let mut batches = Batches::new();
         analyze(&records, &self.config, true, &mut batches)?;
         if let Some(duplicate) = self.check_producers(&batches)? {
@@ -445,6 +497,7 @@ impl Log {
         records: Bytes,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
+        self.check_online()?;
         let mut batches = Batches::new();
         analyze(&records, &self.config, false, &mut batches)?;
         let mut expected = self.log_end_offset;
@@ -587,29 +640,87 @@ impl Log {
         self.roll_at(self.log_end_offset, now_ms)
     }
 
-    /// Seals and flushes the active segment, snapshots producer state and
-    /// creates a segment at `base_offset`.
+    /// Seals the active segment and creates a segment at `base_offset`.
+    /// The sealed segment's flush, the producer-state snapshot and the
+    /// directory sync go to the log's [`Flusher`], which advances the
+    /// recovery point when they are done; without a flusher they are done
+    /// here, before returning.
     fn roll_at(&mut self, base_offset: i64, now_ms: i64) -> Result<(), LogError> {
         if self.active().is_empty() {
             return Ok(());
         }
+        self.fold_flush_progress();
         let settings = self.settings();
-        let active = self.active_mut();
-        active.seal()?;
-        active.flush()?;
-        self.producer_state.write_snapshot(&self.dir, base_offset)?;
+        self.active_mut().seal()?;
+        let Some(flusher) = self.flusher.clone() else {
+            self.active().flush()?;
+            self.producer_state.write_snapshot(&self.dir, base_offset)?;
+            self.create_active_segment(base_offset, settings, now_ms)?;
+            crate::checkpoint::sync_directory(&self.dir)?;
+            self.recovery_point = self
+                .recovery_point
+                .max(base_offset.min(self.log_end_offset));
+            return Ok(());
+        };
+        let job = self.roll_flush(base_offset);
+        self.create_active_segment(base_offset, settings, now_ms)?;
+        flusher.submit(job);
+        Ok(())
+    }
+
+    fn create_active_segment(
+        &mut self,
+        base_offset: i64,
+        settings: SegmentSettings,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
         let segment = Segment::create(&self.dir, base_offset, settings, now_ms)?;
         self.segments.insert(base_offset, segment);
         self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
-        crate::checkpoint::sync_directory(&self.dir)?;
-        self.recovery_point = self
-            .recovery_point
-            .max(base_offset.min(self.log_end_offset));
         Ok(())
+    }
+
+    /// The background flush of a roll to `base_offset`: every segment from
+    /// the one holding the recovery point up to the new one (a failed or
+    /// unfinished earlier roll flush is covered again).
+    fn roll_flush(&self, base_offset: i64) -> RollFlush {
+        let from = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map_or(self.log_start_offset, |(base, _)| *base);
+        let sealed = || {
+            self.segments
+                .range(from..base_offset)
+                .map(|(_, segment)| segment)
+        };
+        RollFlush {
+            progress: Arc::clone(&self.flush_progress),
+            generation: self.flush_progress.generation(),
+            backend: Arc::clone(&self.backend),
+            dir: self.dir.clone(),
+            logs: sealed()
+                .map(|segment| (segment.log_path().to_path_buf(), Arc::clone(segment.file())))
+                .collect(),
+            indexes: sealed()
+                .flat_map(|segment| {
+                    [
+                        segment.offset_index().path().to_path_buf(),
+                        segment.time_index().path().to_path_buf(),
+                    ]
+                })
+                .collect(),
+            snapshot: Some((
+                crate::producer_state::snapshot_path(&self.dir, base_offset),
+                self.producer_state.snapshot_bytes(),
+            )),
+            flushed_to: base_offset.min(self.log_end_offset),
+        }
     }
 
     /// Fsyncs everything up to the log end offset and advances the recovery point.
     pub fn flush(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.fold_flush_progress();
         let from = self
             .segments
             .range(..=self.recovery_point)
@@ -627,12 +738,18 @@ impl Log {
     /// Background work: flush by `flush.ms` and delete files whose
     /// `file.delete.delay.ms` has passed.
     pub fn tick(&mut self, now_ms: i64) -> Result<(), LogError> {
-        if let Some(flush_ms) = self.config.flush_ms {
-            if self.unflushed_messages > 0 && now_ms - self.last_flush_ms >= flush_ms {
-                self.flush(now_ms)?;
-            }
+        if self.flush_ms_due(now_ms) {
+            self.flush(now_ms)?;
         }
         self.delete_pending_files(now_ms)
+    }
+
+    /// Whether `flush.ms` has passed since the last flush with appended
+    /// records waiting.
+    pub fn flush_ms_due(&self, now_ms: i64) -> bool {
+        self.config.flush_ms.is_some_and(|flush_ms| {
+            self.unflushed_messages > 0 && now_ms - self.last_flush_ms >= flush_ms
+        })
     }
 
     /// Removes every record at or after `offset` (follower truncation).
@@ -689,6 +806,7 @@ impl Log {
 
     /// Restores derived state after the log end moved backwards.
     fn after_truncation(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.invalidate_queued_flushes();
         self.log_end_offset = self.active().next_offset();
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         self.high_watermark = self.high_watermark.min(self.log_end_offset);
@@ -751,6 +869,7 @@ impl Log {
         // Sealed segments were trimmed and fsynced when they were rolled;
         // only the active one (and anything after the recovery point) needs
         // trimming and flushing here.
+        self.fold_flush_progress();
         let recovery_segment = self
             .segments
             .range(..=self.recovery_point)
@@ -773,6 +892,9 @@ impl Log {
             self.producer_state
                 .write_snapshot(&self.dir, self.log_end_offset)?;
         }
+        // Background flushes of recent rolls may not have synced the
+        // directory yet (the new segments' names).
+        crate::checkpoint::sync_directory(&self.dir)?;
         self.delete_pending_files(i64::MAX)
     }
 }

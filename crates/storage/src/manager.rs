@@ -8,6 +8,16 @@
 //! calls [`LogManager::tick`] with the current time, either from its own
 //! loop or from the [`Scheduler`] thread this module provides: the crate
 //! has no async runtime.
+//!
+//! A log whose lock is poisoned (a thread panicked while changing it) may
+//! be half-changed, so the manager never trusts it again: it is left out of
+//! flushes, retention, compaction and checkpoints (so its last checkpointed
+//! offsets stay, or it has none and starts from offset 0 at the next open),
+//! it is reported once at error level, and at shutdown the directory that
+//! holds it gets no clean-shutdown marker, so the next start recovers it
+//! (and re-validates everything after its recovery point). The manager's
+//! own maps (logs, topic configs, schedule) are changed by single inserts,
+//! removes and assignments and are reused after a panic.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -25,6 +35,7 @@ use crate::clock::Clock;
 use crate::compaction::CleanOptions;
 use crate::config::LogConfig;
 use crate::error::{IoContext, ManagerError};
+use crate::flusher::{Flusher, FlusherStats};
 use crate::log::Log;
 use crate::page_cache::{PageCacheSettings, PageCacheStats, WriteBehind};
 use crate::recovery::LogOpenOptions;
@@ -113,8 +124,12 @@ pub struct LogManager {
     logs: RwLock<BTreeMap<TopicPartition, (usize, LogHandle)>>,
     topic_configs: RwLock<BTreeMap<String, LogConfig>>,
     schedule: Mutex<Schedule>,
+    /// Poisoned logs already reported (see the module docs).
+    reported_poisoned: Mutex<std::collections::BTreeSet<TopicPartition>>,
     /// The page-cache thread, when [`LogManagerConfig::page_cache`] is on.
     page_cache: Option<Arc<WriteBehind>>,
+    /// The thread that makes rolled segments durable (see [`crate::flusher`]).
+    flusher: Arc<Flusher>,
 }
 
 fn lock_directory(path: &Path) -> Result<LogDirectory, ManagerError> {
@@ -323,11 +338,16 @@ impl LogManager {
         } else {
             None
         };
+        let flusher = Flusher::start().map_err(|source| ManagerError::Thread {
+            name: "strom-log-flush",
+            source,
+        })?;
         let mut logs = BTreeMap::new();
         let mut schedule = Schedule::default();
         for (index, result) in results.into_iter().enumerate() {
             let (loaded, doomed) = result?;
             for (partition, mut log) in loaded {
+                log.set_flusher(Arc::clone(&flusher));
                 if let Some(worker) = &page_cache {
                     log.set_page_cache(Arc::clone(worker), config.page_cache);
                 }
@@ -343,13 +363,16 @@ impl LogManager {
             logs: RwLock::new(logs),
             topic_configs: RwLock::new(topic_configs),
             schedule: Mutex::new(schedule),
+            reported_poisoned: Mutex::default(),
             page_cache,
+            flusher,
         })
     }
 
     fn logs_read(
         &self,
     ) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, (usize, LogHandle)>> {
+        // Single inserts and removes: reused after a panic (module docs).
         self.logs
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -358,15 +381,41 @@ impl LogManager {
     fn logs_write(
         &self,
     ) -> std::sync::RwLockWriteGuard<'_, BTreeMap<TopicPartition, (usize, LogHandle)>> {
+        // Single inserts and removes: reused after a panic (module docs).
         self.logs
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn schedule(&self) -> MutexGuard<'_, Schedule> {
+        // Due times and a list of pending deletions, each changed by one
+        // assignment or push: reused after a panic (module docs).
         self.schedule
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Logs, once per partition, the logs whose lock is poisoned; returns
+    /// how many there are.
+    pub fn report_poisoned_logs(&self) -> usize {
+        let poisoned: Vec<TopicPartition> = self
+            .logs_read()
+            .iter()
+            .filter(|(_, (_, log))| log.is_poisoned())
+            .map(|(partition, _)| partition.clone())
+            .collect();
+        // A set of names, changed by single inserts: reused after a panic.
+        let mut reported = self
+            .reported_poisoned
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for partition in &poisoned {
+            if reported.insert(partition.clone()) {
+                tracing::error!(%partition,
+                    "a thread panicked holding this log's lock; it is no longer flushed, checkpointed or cleaned, and is recovered at the next start");
+            }
+        }
+        poisoned.len()
     }
 
     /// What the page-cache thread has done; `None` when
@@ -381,6 +430,16 @@ impl LogManager {
         if let Some(worker) = &self.page_cache {
             worker.wait_idle();
         }
+    }
+
+    /// What the background flusher of rolled segments has done.
+    pub fn flusher_stats(&self) -> FlusherStats {
+        self.flusher.stats()
+    }
+
+    /// Waits until every roll flush queued so far is done.
+    pub fn wait_for_flushes(&self) {
+        self.flusher.wait_idle();
     }
 
     /// The log of `partition`, if it exists.
@@ -399,9 +458,12 @@ impl LogManager {
     pub fn set_topic_config(&self, topic: &str, config: LogConfig) {
         for (partition, (_, log)) in self.logs_read().iter() {
             if partition.topic == topic {
-                write_log(log).set_config(config.clone());
+                if let Some(mut log) = write_log(log) {
+                    log.set_config(config.clone());
+                }
             }
         }
+        // Single inserts: reused after a panic (module docs).
         self.topic_configs
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -433,6 +495,7 @@ impl LogManager {
             .unwrap_or(0);
         let config = self
             .topic_configs
+            // Single inserts: reused after a panic (module docs).
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(&partition.topic)
@@ -455,6 +518,7 @@ impl LogManager {
         if let Some(worker) = &self.page_cache {
             log.set_page_cache(Arc::clone(worker), self.config.page_cache);
         }
+        log.set_flusher(Arc::clone(&self.flusher));
         crate::checkpoint::sync_directory(&self.directories[index].path)?;
         let handle = Arc::new(RwLock::new(log));
         logs.insert(partition.clone(), (index, Arc::clone(&handle)));
@@ -468,7 +532,10 @@ impl LogManager {
         let Some((index, log)) = self.logs_write().remove(partition) else {
             return Ok(false);
         };
-        let from = read_log(&log).dir().to_path_buf();
+        let from = self.directories[index]
+            .path
+            .join(partition.directory_name());
+        drop(log);
         let target = self.directories[index].path.join(format!(
             "{}.{now_ms}{DELETE_DIR_SUFFIX}",
             partition.directory_name()
@@ -498,14 +565,18 @@ impl LogManager {
                 first_error.get_or_insert(error);
             }
         };
+        self.report_poisoned_logs();
         for log in &handles {
-            note(write_log(log).tick(now_ms).map_err(ManagerError::from));
+            note(flush_by_time(log, now_ms));
+            if let Some(mut log) = write_log(log) {
+                note(log.delete_pending_files(now_ms).map_err(ManagerError::from));
+            }
         }
         let mut schedule = self.schedule();
         if now_ms >= schedule.next_retention_ms {
             schedule.next_retention_ms = now_ms + self.config.retention_check_interval_ms;
-            for log in &handles {
-                let deleted = write_log(log).delete_old_segments(now_ms);
+            for log in handles.iter().filter_map(write_log) {
+                let deleted = { log }.delete_old_segments(now_ms);
                 note(deleted.map(|_| ()).map_err(ManagerError::from));
             }
         }
@@ -548,8 +619,7 @@ impl LogManager {
     fn clean_logs(&self, handles: &[LogHandle], now_ms: i64) -> Result<(), ManagerError> {
         let mut cleaned_any = false;
         let mut first_error = None;
-        for log in handles {
-            let mut log = write_log(log);
+        for mut log in handles.iter().filter_map(write_log) {
             if log.config().cleanup_policy.compact {
                 match log.clean(now_ms, &CleanOptions::default()) {
                     Ok(stats) => cleaned_any |= stats.is_some(),
@@ -574,7 +644,9 @@ impl LogManager {
         let mut per_directory: Vec<BTreeMap<TopicPartition, i64>> =
             vec![BTreeMap::new(); self.directories.len()];
         for (partition, (index, log)) in self.logs_read().iter() {
-            per_directory[*index].insert(partition.clone(), offset(&read_log(log)));
+            if let Some(log) = read_log(log) {
+                per_directory[*index].insert(partition.clone(), offset(&log));
+            }
         }
         for (directory, offsets) in self.directories.iter().zip(per_directory) {
             OffsetCheckpointFile::new(directory.path.join(name)).write(&offsets)?;
@@ -593,8 +665,8 @@ impl LogManager {
             .values()
             .map(|(_, log)| Arc::clone(log))
             .collect();
-        for log in &handles {
-            write_log(log).flush(now_ms)?;
+        for mut log in handles.iter().filter_map(write_log) {
+            log.flush(now_ms)?;
         }
         self.checkpoint(RECOVERY_POINT_CHECKPOINT, |log| log.recovery_point())?;
         self.checkpoint(LOG_START_OFFSET_CHECKPOINT, |log| log.log_start_offset())?;
@@ -607,15 +679,24 @@ impl LogManager {
     /// clean-shutdown marker.
     pub fn shutdown(self, now_ms: i64) -> Result<(), ManagerError> {
         let logs = std::mem::take(&mut *self.logs_write());
+        self.report_poisoned_logs();
         let mut closed: BTreeMap<TopicPartition, (usize, i64, i64, i64)> = BTreeMap::new();
+        let mut unclean = vec![false; self.directories.len()];
         for (partition, (index, handle)) in logs {
             let log = match Arc::try_unwrap(handle) {
-                Ok(lock) => lock
-                    .into_inner()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                Ok(lock) => match lock.into_inner() {
+                    Ok(log) => log,
+                    Err(_poisoned) => {
+                        unclean[index] = true;
+                        continue;
+                    }
+                },
                 Err(shared) => {
                     // Someone still holds the handle: flush through it instead.
-                    let mut log = write_log(&shared);
+                    let Some(mut log) = write_log(&shared) else {
+                        unclean[index] = true;
+                        continue;
+                    };
                     log.flush(now_ms)?;
                     closed.insert(
                         partition,
@@ -652,6 +733,11 @@ impl LogManager {
                 .write(&select(|entry| entry.2))?;
             OffsetCheckpointFile::new(directory.path.join(REPLICATION_OFFSET_CHECKPOINT))
                 .write(&select(|entry| entry.3))?;
+            if unclean[directory_index] {
+                // A poisoned log: the next start must recover this directory.
+                crate::checkpoint::sync_directory(&directory.path)?;
+                continue;
+            }
             let marker = directory.path.join(CLEAN_SHUTDOWN_FILE);
             File::create(&marker)
                 .and_then(|file| file.sync_all())
@@ -662,12 +748,29 @@ impl LogManager {
     }
 }
 
-fn write_log(log: &LogHandle) -> std::sync::RwLockWriteGuard<'_, Log> {
-    log.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The `flush.ms` flush of one log, with the fsync done holding no lock on
+/// it (appends to the partition go on meanwhile; see [`crate::flush`]).
+fn flush_by_time(log: &LogHandle, now_ms: i64) -> Result<(), ManagerError> {
+    let ticket =
+        read_log(log).and_then(|log| log.flush_ms_due(now_ms).then(|| log.prepare_flush()));
+    if let Some(ticket) = ticket {
+        ticket.sync()?;
+        if let Some(mut log) = write_log(log) {
+            log.complete_flush(&ticket, now_ms);
+        }
+    }
+    Ok(())
 }
 
-fn read_log(log: &LogHandle) -> std::sync::RwLockReadGuard<'_, Log> {
-    log.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The log for a change, or `None` when its lock is poisoned: such a log
+/// is left alone (see the module docs).
+fn write_log(log: &LogHandle) -> Option<std::sync::RwLockWriteGuard<'_, Log>> {
+    log.write().ok()
+}
+
+/// The log for a read, or `None` when its lock is poisoned (as [`write_log`]).
+fn read_log(log: &LogHandle) -> Option<std::sync::RwLockReadGuard<'_, Log>> {
+    log.read().ok()
 }
 
 /// A thread that calls [`LogManager::tick`] every `period` with the clock's

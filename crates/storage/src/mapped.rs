@@ -143,7 +143,11 @@ impl MappedEntries {
         if length == self.map.len() {
             return Ok(());
         }
-        self.flush()?;
+        // No msync first: the pages of a shared map stay in the page cache
+        // (dirty until written back) when it is unmapped, so nothing is
+        // lost, and a resize happens in a roll, on the append path. Making
+        // them durable is the flush's job (`Segment::flush`, or the
+        // background flush of a roll, which syncs the index files).
         // Replace the map with an empty anonymous one first so the file is
         // unmapped before its length changes.
         self.map = MmapMut::map_anon(0).at(&self.path)?;

@@ -199,6 +199,13 @@ impl ProducerStateManager {
 
     /// Writes a snapshot for log end offset `offset` into `dir`.
     pub fn write_snapshot(&self, dir: &Path, offset: i64) -> Result<(), SnapshotError> {
+        write_atomically(&snapshot_path(dir, offset), &self.snapshot_bytes())?;
+        Ok(())
+    }
+
+    /// The bytes of a snapshot of the current state (Kafka's version 1
+    /// format), for [`snapshot_path`] of the log end offset.
+    pub fn snapshot_bytes(&self) -> Vec<u8> {
         let ordered: BTreeMap<i64, &ProducerEntry> = self
             .producers
             .iter()
@@ -224,8 +231,7 @@ impl ProducerStateManager {
         file.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
         file.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
         file.extend_from_slice(&body);
-        write_atomically(&snapshot_path(dir, offset), &file)?;
-        Ok(())
+        file
     }
 
     /// Replaces the state with the snapshot at `path`.

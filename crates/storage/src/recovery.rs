@@ -129,6 +129,8 @@ impl Log {
             roll_jitter_ms: 0,
             backend,
             page_cache: None,
+            flusher: None,
+            flush_progress: Arc::default(),
         };
         log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config);
         let report = log.load_segments(&bases, &options)?;

@@ -10,7 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -138,10 +138,13 @@ fn put_varlong(out: &mut BytesMut, value: i64) {
 ///
 /// A file first seen by the backend counts as durable up to its length at
 /// that moment; `sync_data` makes its current length durable; a truncation
-/// lowers the durable length.
+/// lowers the durable length. Syncs can be held (a disk that takes its
+/// time: [`FaultInjector::hold_syncs`]) or made to fail.
 #[derive(Debug, Default)]
 pub struct FaultInjector {
     state: Mutex<FaultState>,
+    /// Signalled when held syncs are released.
+    released: Condvar,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -155,6 +158,9 @@ struct FaultState {
     files: HashMap<PathBuf, TrackedFile>,
     tear_next_write_at: Option<usize>,
     fail_writes: bool,
+    fail_syncs: bool,
+    hold_syncs: bool,
+    held_syncs: usize,
 }
 
 impl FaultState {
@@ -181,9 +187,28 @@ impl FaultInjector {
     }
 
     fn state(&self) -> MutexGuard<'_, FaultState> {
+        // Test bookkeeping of plain values; a panicking test thread cannot
+        // leave it half-changed in a way another test relies on.
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Makes every `sync_data` wait (until `hold_syncs(false)`) before it
+    /// syncs: a disk whose fsync takes as long as the test wants.
+    pub fn hold_syncs(&self, hold: bool) {
+        self.state().hold_syncs = hold;
+        self.released.notify_all();
+    }
+
+    /// How many `sync_data` calls are waiting in [`FaultInjector::hold_syncs`].
+    pub fn held_syncs(&self) -> usize {
+        self.state().held_syncs
+    }
+
+    /// Makes every `sync_data` fail (or succeed again).
+    pub fn fail_syncs(&self, fail: bool) {
+        self.state().fail_syncs = fail;
     }
 
     /// The next write stores only its first `keep_bytes` bytes and fails.
@@ -240,6 +265,20 @@ impl FileBackend for FaultInjector {
     }
 
     fn sync_data(&self, path: &Path, file: &File) -> io::Result<()> {
+        {
+            let mut state = self.state();
+            state.held_syncs += 1;
+            while state.hold_syncs {
+                state = self
+                    .released
+                    .wait(state)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+            state.held_syncs -= 1;
+            if state.fail_syncs {
+                return Err(io::Error::other("injected sync failure"));
+            }
+        }
         file.sync_data()?;
         let length = file.metadata()?.len();
         self.state().track(path, file)?.synced_bytes = length;

@@ -189,3 +189,56 @@ fn tick_compacts_compacted_topics_and_checkpoints_the_cleaner_offset() {
         .expect("cleaner checkpoint");
     assert_eq!(checkpoint.get(&partition).copied(), Some(40));
 }
+
+#[test]
+fn a_log_poisoned_by_a_panic_is_not_checkpointed_and_its_directory_is_recovered() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dirs = vec![root.path().join("a"), root.path().join("b")];
+    let manager = LogManager::open(manager_config(&dirs), BTreeMap::new(), 0).expect("open");
+    // One partition per directory.
+    let healthy = manager
+        .get_or_create(&TopicPartition::new("healthy", 0), 0)
+        .expect("create");
+    let broken = manager
+        .get_or_create(&TopicPartition::new("broken", 0), 0)
+        .expect("create");
+    for log in [&healthy, &broken] {
+        let mut log = log.write().expect("lock");
+        log.append_as_leader(batch(2, 0), 0, 0).expect("append");
+        log.flush(0).expect("flush");
+    }
+    let handle = Arc::clone(&broken);
+    let panicked = std::thread::spawn(move || {
+        let _guard = handle.write().expect("lock");
+        panic!("injected panic while changing the log");
+    })
+    .join();
+    assert!(panicked.is_err());
+    assert!(broken.is_poisoned());
+    assert_eq!(manager.report_poisoned_logs(), 1);
+    manager.tick(0).expect("tick");
+    manager
+        .checkpoint(RECOVERY_POINT_CHECKPOINT, |log| log.recovery_point())
+        .expect("checkpoint");
+    let checkpointed: Vec<TopicPartition> = dirs
+        .iter()
+        .flat_map(|dir| {
+            OffsetCheckpointFile::new(dir.join(RECOVERY_POINT_CHECKPOINT))
+                .read()
+                .expect("checkpoint")
+                .into_keys()
+        })
+        .collect();
+    assert_eq!(checkpointed, vec![TopicPartition::new("healthy", 0)]);
+    drop((healthy, broken));
+    manager.shutdown(0).expect("shutdown");
+    let markers: Vec<bool> = dirs
+        .iter()
+        .map(|dir| dir.join(CLEAN_SHUTDOWN_FILE).exists())
+        .collect();
+    assert_eq!(
+        markers.iter().filter(|marker| **marker).count(),
+        1,
+        "the directory of the poisoned log has no clean-shutdown marker: {markers:?}"
+    );
+}

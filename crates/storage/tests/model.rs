@@ -1,6 +1,7 @@
 //! Model-based property test: random sequences of append, read, roll,
-//! truncate, retention, flush and restart (clean and unclean) against a
-//! simple in-memory model of the batches the log must hold.
+//! truncate, retention, flush, the background flushes rolls leave behind,
+//! and restart (clean and unclean, with background flushes still queued)
+//! against a simple in-memory model of the batches the log must hold.
 
 mod common;
 
@@ -14,6 +15,7 @@ use proptest::prelude::*;
 use strom_protocol::records::BatchHeaderMut;
 use strom_storage::backend::FileBackend;
 use strom_storage::batch::validate_batch_at;
+use strom_storage::flusher::Flusher;
 use strom_storage::testing::FaultInjector;
 use strom_storage::testing::{simple_batch, BatchSpec};
 use strom_storage::LogOpenOptions;
@@ -21,14 +23,30 @@ use strom_storage::{Log, LogConfig};
 
 #[derive(Debug, Clone)]
 enum Operation {
-    Append { records: u32, value_bytes: usize },
-    Read { offset_seed: u32, max_bytes: u64 },
+    Append {
+        records: u32,
+        value_bytes: usize,
+    },
+    Read {
+        offset_seed: u32,
+        max_bytes: u64,
+    },
     Roll,
-    Truncate { offset_seed: u32 },
-    Retention { retention_bytes: u64 },
+    Truncate {
+        offset_seed: u32,
+    },
+    Retention {
+        retention_bytes: u64,
+    },
     Flush,
-    Restart { clean: bool },
-    Crash { garbage_bytes: u64 },
+    /// Runs the flushes queued by rolls (the background flusher's work).
+    BackgroundFlush,
+    Restart {
+        clean: bool,
+    },
+    Crash {
+        garbage_bytes: u64,
+    },
 }
 
 fn operation() -> impl Strategy<Value = Operation> {
@@ -39,6 +57,7 @@ fn operation() -> impl Strategy<Value = Operation> {
         1 => any::<u32>().prop_map(|offset_seed| Operation::Truncate { offset_seed }),
         1 => (2000u64..20_000).prop_map(|retention_bytes| Operation::Retention { retention_bytes }),
         1 => Just(Operation::Flush),
+        2 => Just(Operation::BackgroundFlush),
         1 => any::<bool>().prop_map(|clean| Operation::Restart { clean }),
         1 => (0u64..200).prop_map(|garbage_bytes| Operation::Crash { garbage_bytes }),
     ]
@@ -70,29 +89,27 @@ fn next_offset(bytes: &[u8]) -> i64 {
         .next_offset()
 }
 
-fn open_log(
-    dir: &Path,
-    config: &LogConfig,
-    injector: &Arc<FaultInjector>,
-    options: LogOpenOptions,
-) -> Log {
-    Log::open_with_backend(
+/// The background flusher of the run: manual, so that the test decides
+/// when (and whether, before a crash) rolls' flushes run.
+struct Disk {
+    injector: Arc<FaultInjector>,
+    flusher: Arc<Flusher>,
+}
+
+fn open_log(dir: &Path, config: &LogConfig, disk: &Disk, options: LogOpenOptions) -> Log {
+    let mut log = Log::open_with_backend(
         dir,
         config.clone(),
         options,
-        Arc::clone(injector) as Arc<dyn FileBackend>,
+        Arc::clone(&disk.injector) as Arc<dyn FileBackend>,
     )
     .expect("open")
-    .0
+    .0;
+    log.set_flusher(Arc::clone(&disk.flusher));
+    log
 }
 
-fn reopen(
-    dir: &Path,
-    config: &LogConfig,
-    injector: &Arc<FaultInjector>,
-    log: Log,
-    clean: bool,
-) -> Log {
+fn reopen(dir: &Path, config: &LogConfig, disk: &Disk, log: Log, clean: bool) -> Log {
     let recovery_point = log.recovery_point();
     let start = log.log_start_offset();
     if clean {
@@ -100,10 +117,12 @@ fn reopen(
     } else {
         drop(log);
     }
+    // Flushes still queued for the old log never run (the process ended).
+    disk.flusher.discard_queued();
     open_log(
         dir,
         config,
-        injector,
+        disk,
         LogOpenOptions {
             log_start_offset: start,
             recovery_point,
@@ -152,11 +171,14 @@ fn run(operations: Vec<Operation>) {
     let dir = partition_dir(root.path());
     let mut config = small_config();
     config.segment_bytes = 2048;
-    let injector = Arc::new(FaultInjector::new());
+    let disk = Disk {
+        injector: Arc::new(FaultInjector::new()),
+        flusher: Flusher::manual(),
+    };
     let mut log = open_log(
         &dir,
         &config,
-        &injector,
+        &disk,
         LogOpenOptions {
             log_start_offset: 0,
             recovery_point: 0,
@@ -223,16 +245,24 @@ fn run(operations: Vec<Operation>) {
                 log.set_config(restored);
             }
             Operation::Flush => log.flush(0).expect("flush"),
-            Operation::Restart { clean } => log = reopen(&dir, &config, &injector, log, clean),
+            Operation::BackgroundFlush => {
+                let before = log.recovery_point();
+                disk.flusher.run_queued();
+                assert!(log.recovery_point() >= before);
+                assert!(log.check_online().is_ok());
+            }
+            Operation::Restart { clean } => log = reopen(&dir, &config, &disk, log, clean),
             Operation::Crash { garbage_bytes } => {
                 let recovery_point = log.recovery_point();
                 let start = log.log_start_offset();
                 drop(log);
-                injector.crash(garbage_bytes).expect("crash");
+                // Roll flushes not yet run are lost with the machine.
+                disk.flusher.discard_queued();
+                disk.injector.crash(garbage_bytes).expect("crash");
                 log = open_log(
                     &dir,
                     &config,
-                    &injector,
+                    &disk,
                     LogOpenOptions {
                         log_start_offset: start,
                         recovery_point,

@@ -251,6 +251,7 @@ fn error_kind(error: &ProduceError) -> &'static str {
         ProduceError::InvalidRecord { .. } => "InvalidRecord",
         ProduceError::BatchMismatch => "BatchMismatch",
         ProduceError::Closed => "Closed",
+        ProduceError::Poisoned => "Poisoned",
         ProduceError::Client { .. } => "Client",
     }
 }

@@ -68,6 +68,10 @@ enum Mode {
         /// Requests in flight.
         #[arg(long, default_value_t = 8)]
         in_flight: usize,
+        /// Send this many requests per second (latency counted from each
+        /// request's due time) instead of as fast as possible.
+        #[arg(long)]
+        rate: Option<u32>,
     },
     /// Reads the topic from offset 0 to its current end.
     Fetch {
@@ -203,6 +207,7 @@ async fn run(arguments: Arguments) -> Result<(String, Value), LoadError> {
             codec,
             acks,
             in_flight,
+            rate,
         } => {
             let settings = ProduceSettings {
                 topic: arguments.topic,
@@ -214,6 +219,7 @@ async fn run(arguments: Arguments) -> Result<(String, Value), LoadError> {
                 in_flight,
                 records: seconds.is_none().then_some(records),
                 duration: seconds.map(Duration::from_secs),
+                requests_per_second: rate,
             };
             run_produce(connection, &settings).await.map(lines)
         }

@@ -11,7 +11,7 @@ use strom_protocol::kafka::messages::{DeleteRecordsRequest, DeleteRecordsRespons
 use strom_protocol::messages::Response;
 use strom_storage::TopicPartition;
 
-use super::errors::delete_records_error_code;
+use super::errors::{delete_records_error_code, offline_error_code};
 use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
 
@@ -69,18 +69,23 @@ fn delete_partition(
         };
         return result.with_error_code(error.code());
     };
-    let outcome = replica.with_log_mut(|log| {
-        let new_start = match partition.offset {
-            HIGH_WATERMARK => log.high_watermark(),
-            offset if offset < 0 => return Ok(None),
-            offset => offset,
-        };
-        log.increment_log_start_offset(new_start)?;
-        Ok(Some(log.log_start_offset()))
+    // Moving the log start removes producer snapshots below it (directory
+    // reads and unlinks), holding the partition's write lock.
+    let outcome = crate::blocking::blocking(|| {
+        replica.with_log_mut(|log| {
+            let new_start = match partition.offset {
+                HIGH_WATERMARK => log.high_watermark(),
+                offset if offset < 0 => return Ok(None),
+                offset => offset,
+            };
+            log.increment_log_start_offset(new_start)?;
+            Ok(Some(log.log_start_offset()))
+        })
     });
     match outcome {
-        Ok(Some(low_watermark)) => result.with_low_watermark(low_watermark),
-        Ok(None) => result.with_error_code(ErrorCode::OffsetOutOfRange.code()),
-        Err(error) => result.with_error_code(delete_records_error_code(&error).code()),
+        Ok(Ok(Some(low_watermark))) => result.with_low_watermark(low_watermark),
+        Ok(Ok(None)) => result.with_error_code(ErrorCode::OffsetOutOfRange.code()),
+        Ok(Err(error)) => result.with_error_code(delete_records_error_code(&error).code()),
+        Err(offline) => result.with_error_code(offline_error_code(&offline).code()),
     }
 }

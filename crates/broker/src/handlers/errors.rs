@@ -8,13 +8,14 @@ use strom_replication::ReplicationError;
 use strom_storage::error::{AppendError, BatchError, LogError, ReadError};
 
 use crate::error::ProducerIdError;
-use crate::replica_manager::AppendFailure;
+use crate::replica_manager::{AppendFailure, PartitionError, PartitionOffline, ReadFailure};
 
 /// The code for a failed append.
 pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
     match error {
         AppendFailure::Replication(error) => replication_error_code(error),
         AppendFailure::Flush(_) => ErrorCode::KafkaStorageError,
+        AppendFailure::Offline(error) => offline_error_code(error),
         AppendFailure::Log(error) => match error {
             AppendError::Empty => ErrorCode::InvalidRecord,
             AppendError::Corrupt(BatchError::UnsupportedMagic { .. }) => {
@@ -26,7 +27,10 @@ pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
             AppendError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             AppendError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             AppendError::OffsetsNotIncreasing { .. } => ErrorCode::InvalidRecord,
-            AppendError::Io(_) | AppendError::Index(_) => ErrorCode::KafkaStorageError,
+            AppendError::Io(_)
+            | AppendError::Index(_)
+            | AppendError::Checkpoint(_)
+            | AppendError::Log(_) => ErrorCode::KafkaStorageError,
             #[allow(unreachable_patterns)]
             _ => ErrorCode::UnknownServerError,
         },
@@ -46,12 +50,27 @@ pub fn replication_error_code(error: &ReplicationError) -> ErrorCode {
     }
 }
 
-/// The code for a failed read.
-pub fn read_error_code(error: &ReadError) -> ErrorCode {
+/// The code for a partition taken offline by a poisoned lock: Kafka's
+/// answer for a partition whose log directory failed.
+pub fn offline_error_code(_error: &PartitionOffline) -> ErrorCode {
+    ErrorCode::KafkaStorageError
+}
+
+/// The code for a request refused before its partition's log was asked.
+pub fn partition_error_code(error: &PartitionError) -> ErrorCode {
     match error {
-        ReadError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        PartitionError::Replication(error) => replication_error_code(error),
+        PartitionError::Offline(error) => offline_error_code(error),
+    }
+}
+
+/// The code for a failed read.
+pub fn read_error_code(error: &ReadFailure) -> ErrorCode {
+    match error {
+        ReadFailure::Log(ReadError::OffsetOutOfRange { .. }) => ErrorCode::OffsetOutOfRange,
+        ReadFailure::Offline(error) => offline_error_code(error),
         #[allow(unreachable_patterns)]
-        _ => ErrorCode::KafkaStorageError,
+        ReadFailure::Log(_) => ErrorCode::KafkaStorageError,
     }
 }
 
@@ -155,5 +174,41 @@ pub fn group_result_code(result: &Result<(), GroupError>) -> i16 {
     match result {
         Ok(()) => ErrorCode::None.code(),
         Err(error) => group_error_code(error).code(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strom_storage::TopicPartition;
+
+    use super::*;
+
+    fn offline() -> PartitionOffline {
+        PartitionOffline {
+            topic_partition: TopicPartition::new("broken".to_owned(), 0),
+        }
+    }
+
+    #[test]
+    fn an_offline_partition_answers_kafka_storage_error_everywhere() {
+        let storage = ErrorCode::KafkaStorageError;
+        assert_eq!(
+            append_error_code(&AppendFailure::Offline(offline())),
+            storage
+        );
+        assert_eq!(read_error_code(&ReadFailure::Offline(offline())), storage);
+        assert_eq!(
+            partition_error_code(&PartitionError::Offline(offline())),
+            storage
+        );
+        let flush_failed = AppendError::Log(LogError::Offline {
+            topic_partition: TopicPartition::new("broken".to_owned(), 0),
+            path: "00000000000000000000.log".into(),
+            kind: std::io::ErrorKind::Other,
+        });
+        assert_eq!(
+            append_error_code(&AppendFailure::Log(flush_failed)),
+            storage
+        );
     }
 }

@@ -29,7 +29,7 @@ use strom_storage::read::LogSlice;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
 
-use super::errors::{read_error_code, replication_error_code};
+use super::errors::{partition_error_code, read_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
 use crate::error::FetchSessionError;
@@ -255,7 +255,7 @@ fn locate(
         .ok_or_else(|| missing_partition_error(broker, topic, partition.partition))?;
     replica
         .validate_leader_epoch(Some(partition.current_leader_epoch))
-        .map_err(|error| replication_error_code(&error))?;
+        .map_err(|error| partition_error_code(&error))?;
     Ok(replica)
 }
 
@@ -345,7 +345,8 @@ fn read(plan: &Plan) -> Read {
                         Err(error) => {
                             errors = true;
                             let (high_watermark, log_start_offset) = replica
-                                .with_log(|log| (log.high_watermark(), log.log_start_offset()));
+                                .with_log(|log| (log.high_watermark(), log.log_start_offset()))
+                                .unwrap_or((-1, -1));
                             data = data
                                 .with_error_code(read_error_code(&error).code())
                                 .with_high_watermark(high_watermark)

@@ -42,7 +42,15 @@ pub fn handle(
     // A filter naming only states that do not exist matches nothing.
     let nothing = !filter.is_empty() && states.is_empty();
     let listings = if types_match && !nothing {
-        broker.groups.coordinator.list_groups(&states)
+        match broker.groups.coordinator.list_groups(&states) {
+            Ok(listings) => listings,
+            Err(error) => {
+                return Reply::Response(Response::ListGroups(
+                    ListGroupsResponse::default()
+                        .with_error_code(super::errors::group_error_code(&error).code()),
+                ))
+            }
+        }
     } else {
         Vec::new()
     };

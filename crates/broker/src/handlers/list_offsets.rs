@@ -9,7 +9,7 @@ use strom_protocol::messages::Response;
 use strom_storage::read::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
 use strom_storage::TopicPartition;
 
-use super::errors::replication_error_code;
+use super::errors::{offline_error_code, partition_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
@@ -94,8 +94,10 @@ fn lookup(
         .ok_or_else(|| missing_partition_error(broker, topic, partition))?;
     replica
         .validate_leader_epoch(Some(current_leader_epoch))
-        .map_err(|error| replication_error_code(&error))?;
-    let leader_epoch = replica.leader_epoch();
+        .map_err(|error| partition_error_code(&error))?;
+    let leader_epoch = replica
+        .leader_epoch()
+        .map_err(|error| offline_error_code(&error))?;
     let found = replica.with_log(|log| {
         let high_watermark = log.high_watermark();
         match timestamp {
@@ -113,7 +115,8 @@ fn lookup(
                 .filter(|found| found.offset < high_watermark)
                 .map_or((-1, -1), |found| (found.timestamp, found.offset))),
         }
-    })?;
+    });
+    let found = found.map_err(|error| offline_error_code(&error))??;
     Ok((found.0, found.1, leader_epoch))
 }
 

@@ -104,9 +104,11 @@ pub struct BrokerContext {
 impl BrokerContext {
     /// Brings the hosted partitions in line with the controller's latest
     /// image (after a controller write, so the next request sees it).
+    /// Creating or deleting partition logs creates files and syncs
+    /// directories, so it runs through [`crate::blocking::blocking`].
     pub fn sync_metadata(&self) {
         let image = self.controller.image();
-        self.replicas.apply_image(&image);
+        crate::blocking::blocking(|| self.replicas.apply_image(&image));
     }
 }
 

@@ -12,7 +12,7 @@ use strom_protocol::kafka::messages::{OffsetForLeaderEpochRequest, OffsetForLead
 use strom_protocol::messages::Response;
 use strom_storage::TopicPartition;
 
-use super::errors::replication_error_code;
+use super::errors::{offline_error_code, partition_error_code};
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
 
@@ -74,11 +74,13 @@ fn end_offset(
     let current =
         (partition.current_leader_epoch != NO_EPOCH).then_some(partition.current_leader_epoch);
     if let Err(error) = replica.validate_leader_epoch(current) {
-        return result.with_error_code(replication_error_code(&error).code());
+        return result.with_error_code(partition_error_code(&error).code());
     }
-    let (epoch, offset) = replica.with_log(|log| {
+    match replica.with_log(|log| {
         log.epoch_cache()
             .end_offset_for(partition.leader_epoch, log.log_end_offset())
-    });
-    result.with_leader_epoch(epoch).with_end_offset(offset)
+    }) {
+        Ok((epoch, offset)) => result.with_leader_epoch(epoch).with_end_offset(offset),
+        Err(error) => result.with_error_code(offline_error_code(&error).code()),
+    }
 }
