@@ -21,6 +21,7 @@
 
 pub mod api;
 pub mod chunked;
+pub mod crc;
 pub mod error;
 pub mod error_code;
 pub mod frame;

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use strom_protocol::records::Compression;
+
 use crate::error::ConfigError;
 
 /// How the log assigns the timestamp it indexes (`message.timestamp.type`).
@@ -41,6 +43,22 @@ pub enum CompressionType {
     Lz4,
     /// zstd.
     Zstd,
+}
+
+impl CompressionType {
+    /// The codec a batch compressed with `source` is stored with: the
+    /// producer's for `producer`, else the configured one (Kafka's
+    /// `BrokerCompression.targetCompression`).
+    pub fn target(self, source: Compression) -> Compression {
+        match self {
+            CompressionType::Producer => source,
+            CompressionType::Uncompressed => Compression::None,
+            CompressionType::Gzip => Compression::Gzip,
+            CompressionType::Snappy => Compression::Snappy,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        }
+    }
 }
 
 /// Topic-level log configuration with Kafka's names and defaults.
@@ -90,6 +108,10 @@ pub struct LogConfig {
     pub message_timestamp_before_max_ms: Option<i64>,
     /// `message.timestamp.after.max.ms`: `None` for no limit.
     pub message_timestamp_after_max_ms: Option<i64>,
+    /// `message.timestamp.difference.max.ms` (deprecated by KIP-937): the
+    /// bound in both directions when the two above are not set; `None` for
+    /// no limit.
+    pub message_timestamp_difference_max_ms: Option<i64>,
     /// `preallocate`: preallocate segment files (accepted, not used).
     pub preallocate: bool,
 }
@@ -122,6 +144,7 @@ impl Default for LogConfig {
             unclean_leader_election_enable: false,
             message_timestamp_before_max_ms: None,
             message_timestamp_after_max_ms: None,
+            message_timestamp_difference_max_ms: None,
             preallocate: false,
         }
     }
@@ -161,6 +184,22 @@ impl LogConfig {
             config,
             unknown_keys,
         })
+    }
+
+    /// How far before the broker's clock a CreateTime timestamp may be:
+    /// `message.timestamp.before.max.ms`, else the deprecated
+    /// `message.timestamp.difference.max.ms`, as Kafka reads them; `None`
+    /// for no limit.
+    pub fn timestamp_before_max_ms(&self) -> Option<i64> {
+        self.message_timestamp_before_max_ms
+            .or(self.message_timestamp_difference_max_ms)
+    }
+
+    /// How far after the broker's clock a CreateTime timestamp may be
+    /// (`message.timestamp.after.max.ms`, else the deprecated difference).
+    pub fn timestamp_after_max_ms(&self) -> Option<i64> {
+        self.message_timestamp_after_max_ms
+            .or(self.message_timestamp_difference_max_ms)
     }
 
     /// Applies one property; returns `false` when the key is unknown.
@@ -215,6 +254,10 @@ impl LogConfig {
             "message.timestamp.after.max.ms" => {
                 let limit = parse_long_at_least(key, value, 0)?;
                 self.message_timestamp_after_max_ms = (limit != i64::MAX).then_some(limit);
+            }
+            "message.timestamp.difference.max.ms" => {
+                let limit = parse_long_at_least(key, value, 0)?;
+                self.message_timestamp_difference_max_ms = (limit != i64::MAX).then_some(limit);
             }
             "preallocate" => self.preallocate = parse_bool(key, value)?,
             _ => return Ok(false),

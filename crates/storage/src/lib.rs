@@ -39,7 +39,6 @@ pub mod cleaner;
 pub mod clock;
 pub mod compaction;
 pub mod config;
-pub mod crc;
 pub mod epoch_cache;
 pub mod error;
 pub mod flush;
@@ -56,6 +55,7 @@ pub mod segment;
 mod sys;
 pub mod testing;
 pub mod topic_partition;
+mod validation;
 
 pub use crate::config::LogConfig;
 pub use crate::log::{AppendInfo, Log};
