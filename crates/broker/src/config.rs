@@ -213,6 +213,18 @@ pub const TOPIC_DEFAULT_KEYS: &[(&str, &str)] = &[
     ("log.flush.interval.ms", "flush.ms"),
     ("message.max.bytes", "max.message.bytes"),
     ("log.message.timestamp.type", "message.timestamp.type"),
+    (
+        "log.message.timestamp.before.max.ms",
+        "message.timestamp.before.max.ms",
+    ),
+    (
+        "log.message.timestamp.after.max.ms",
+        "message.timestamp.after.max.ms",
+    ),
+    (
+        "log.message.timestamp.difference.max.ms",
+        "message.timestamp.difference.max.ms",
+    ),
     ("log.cleaner.delete.retention.ms", "delete.retention.ms"),
     (
         "log.cleaner.min.cleanable.ratio",
