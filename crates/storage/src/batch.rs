@@ -7,7 +7,7 @@
 //! partition leader epoch, and for `LogAppendTime` the max timestamp).
 //!
 //! Records inside a batch are checked on the leader's append path by
-//! [`crate::validation`], not here.
+//! the log's `validation` module, not here.
 
 use strom_protocol::records::{layout, BatchHeaderMut, RecordError, TimestampType};
 
