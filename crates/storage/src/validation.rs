@@ -26,6 +26,7 @@
 //! A batch that needs no conversion is not copied here.
 
 use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
 use strom_protocol::records::compression::decompress;
 use strom_protocol::records::{
     check_records, Compression, RecordBatch, RecordSummary, TimestampType,
@@ -112,7 +113,8 @@ pub(crate) fn check_client_batches(
 ) -> Result<Checked, AppendError> {
     let rules = RecordRules::new(config, now_ms);
     let mut max_timestamp_changed = false;
-    let mut decompressed = Vec::new();
+    // One entry per batch; a produce request carries one, kept inline.
+    let mut decompressed: SmallVec<[Option<Bytes>; 1]> = SmallVec::new();
     for (header, position) in batches.iter_mut() {
         check_client_header(header, *position)?;
         let batch = records
