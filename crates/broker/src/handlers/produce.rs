@@ -440,7 +440,47 @@ mod tests {
     use bytes::{Bytes, BytesMut};
     use strom_storage::testing::{simple_batch, BatchSpec};
 
-    use super::carries_more_than_one_batch;
+    use strom_protocol::error_code::ErrorCode;
+    use strom_storage::error::{RecordRefusal, RefusalReason};
+    use strom_storage::TopicPartition;
+
+    use super::{carries_more_than_one_batch, record_error_message, refused_records_message};
+
+    #[test]
+    fn refused_records_are_worded_as_kafka_words_them() {
+        let topic_partition = TopicPartition::new("events".to_owned(), 3);
+        let missing_key = RecordRefusal {
+            batch_index: 2,
+            reason: RefusalReason::MissingKey,
+        };
+        let message = record_error_message(&topic_partition, &missing_key);
+        assert_eq!(
+            message,
+            "Compacted topic cannot accept message without key in topic partition events-3."
+        );
+        let errors: Vec<(i32, String)> = (0..5).map(|index| (index, message.clone())).collect();
+        let summary = refused_records_message(ErrorCode::InvalidRecord, &errors);
+        assert!(summary.starts_with(
+            "One or more records have been rejected due to 5 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex=0, message='Compacted topic"
+        ));
+        assert_eq!(summary.matches("RecordError(").count(), 3);
+        let late = RecordRefusal {
+            batch_index: 1,
+            reason: RefusalReason::TimestampOutOfRange {
+                timestamp: 5,
+                earliest: 10,
+                latest: 20,
+            },
+        };
+        assert_eq!(
+            record_error_message(&topic_partition, &late),
+            "Timestamp 5 of message with offset 1 is out of range. The timestamp should be within [10, 20]"
+        );
+        assert_eq!(
+            refused_records_message(ErrorCode::InvalidTimestamp, &[(1, String::new())]),
+            "One or more records have been rejected due to invalid timestamp"
+        );
+    }
 
     #[test]
     fn one_batch_per_partition() {
