@@ -505,3 +505,88 @@ fn producer_compression_keeps_the_producers_bytes() {
         assert_eq!(stored[0].as_bytes()[16..], batch[16..], "{codec}");
     }
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn codec() -> impl Strategy<Value = Compression> {
+        prop::sample::select(Compression::ALL.to_vec())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// On a compacted topic a batch is stored whole when every record
+        /// has a key, else refused with exactly the keyless records named
+        /// and nothing stored; whatever the codecs.
+        #[test]
+        fn a_compacted_topic_stores_all_or_names_every_keyless_record(
+            keys in prop::collection::vec(any::<bool>(), 1..40),
+            source in codec(),
+            target in codec(),
+        ) {
+            let config = LogConfig {
+                compression_type: compression_type(target),
+                segment_bytes: 1 << 20,
+                ..compacted()
+            };
+            let (_root, mut log) = log_with(config);
+            let data: Vec<u8> = keys
+                .iter()
+                .enumerate()
+                .flat_map(|(index, keyed)| {
+                    raw_record(index as i32, index as i64, keyed.then_some(b"k".as_slice()))
+                })
+                .collect();
+            let batch = hand_built(&Spec::new(source, keys.len() as i32), &data);
+            let keyless: Vec<i32> = keys
+                .iter()
+                .enumerate()
+                .filter(|(_, keyed)| !**keyed)
+                .map(|(index, _)| index as i32)
+                .collect();
+            match log.append_as_leader(batch, 0, NOW_MS) {
+                Ok(info) => {
+                    prop_assert!(keyless.is_empty());
+                    prop_assert_eq!(info.last_offset + 1, keys.len() as i64);
+                    let stored = stored(&log);
+                    prop_assert_eq!(stored[0].attributes().compression(), target);
+                    prop_assert!(stored[0].validate_crc().is_ok());
+                    prop_assert_eq!(stored[0].records().expect("records").count(), keys.len());
+                }
+                Err(AppendError::RecordsRefused { refusals }) => {
+                    let named: Vec<i32> = refusals.iter().map(|refusal| refusal.batch_index).collect();
+                    prop_assert_eq!(named, keyless);
+                    prop_assert_eq!(log.log_end_offset(), 0);
+                    prop_assert_eq!(log.size_bytes(), 0);
+                }
+                Err(other) => prop_assert!(false, "unexpected refusal {other}"),
+            }
+        }
+
+        /// Any single byte flipped in the records of a batch (CRC fixed up)
+        /// is stored whole or refused with nothing stored, never a panic.
+        #[test]
+        fn a_flipped_record_byte_is_refused_or_stored_whole(
+            count in 1i32..10,
+            source in codec(),
+            at in any::<prop::sample::Index>(),
+            flip in 1u8..=255,
+        ) {
+            let (_root, mut log) = log_with(small_config());
+            let mut batch = BytesMut::from(&hand_built(&Spec::new(source, count), &records(count))[..]);
+            let position = 61 + at.index(batch.len() - 61);
+            batch[position] ^= flip;
+            let crc = strom_protocol::crc::crc32c(&batch[21..]);
+            batch[17..21].copy_from_slice(&crc.to_be_bytes());
+            match log.append_as_leader(batch.freeze(), 0, NOW_MS) {
+                Ok(info) => prop_assert_eq!(log.log_end_offset(), info.last_offset + 1),
+                Err(_) => {
+                    prop_assert_eq!(log.log_end_offset(), 0);
+                    prop_assert_eq!(log.size_bytes(), 0);
+                }
+            }
+        }
+    }
+}
