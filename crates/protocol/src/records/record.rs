@@ -380,14 +380,17 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn new(data: &'a [u8], position: usize) -> Cursor<'a> {
         Cursor { data, position }
     }
 
+    #[inline]
     fn rest(&self) -> &'a [u8] {
         self.data.get(self.position..).unwrap_or_default()
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, RecordError> {
         let byte = self
             .rest()
@@ -401,18 +404,21 @@ impl<'a> Cursor<'a> {
         Ok(byte)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<i32, RecordError> {
         let (value, size) = read_varint(self.rest())?;
         self.position += size;
         Ok(value)
     }
 
+    #[inline]
     fn varlong(&mut self) -> Result<i64, RecordError> {
         let (value, size) = read_varlong(self.rest())?;
         self.position += size;
         Ok(value)
     }
 
+    #[inline]
     fn bytes(&mut self, length: usize) -> Result<Range<usize>, RecordError> {
         let available = self.rest().len();
         if length > available {
@@ -427,6 +433,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A length-prefixed field where -1 means null.
+    #[inline]
     fn nullable(&mut self, field: RecordField) -> Result<Option<Range<usize>>, RecordError> {
         match self.varint()? {
             -1 => Ok(None),
@@ -453,6 +460,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Checks the header count and every header; returns their range and count.
+    #[inline]
     fn headers(&mut self) -> Result<(Range<usize>, usize), RecordError> {
         let count = self.varint()?;
         if count < 0 {
