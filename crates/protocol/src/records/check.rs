@@ -114,7 +114,7 @@ struct ScannedRecord {
 /// `parse_record` accepts (a property test holds them to it) but only says
 /// whether, so that the loop carries no error values; a record it refuses
 /// is parsed again by `parse_record` for the precise error.
-#[inline]
+#[inline(always)]
 fn scan_record(data: &[u8], start: usize) -> Option<ScannedRecord> {
     let mut at = start;
     let length = zigzag_i32(unsigned_varint(data, &mut at, VARINT_MAX_BYTES)?);
@@ -166,6 +166,13 @@ fn unsigned_varint(data: &[u8], at: &mut usize, max_bytes: usize) -> Option<u64>
     if first & 0x80 == 0 {
         *at += 1;
         return Some(u64::from(first));
+    }
+    // Two bytes: lengths of keys and values up to 8 KiB.
+    if let Some(&second) = data.get(*at + 1) {
+        if second & 0x80 == 0 {
+            *at += 2;
+            return Some(u64::from(first & 0x7f) | (u64::from(second) << 7));
+        }
     }
     let mut value = 0u64;
     for index in 0..max_bytes {
