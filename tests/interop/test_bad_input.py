@@ -361,7 +361,9 @@ def malformed_batches():
     return {
         "trailing-bytes": (good + b"\x00\x01\x02", CORRUPT_MESSAGE),
         "truncated": (good[:-3], CORRUPT_MESSAGE),
-        "record-count-mismatch": (bytes(miscounted), CORRUPT_MESSAGE),
+        # Kafka's LogValidator: "Inconsistent batch offset range and count of
+        # records" (InvalidRecordException).
+        "record-count-mismatch": (bytes(miscounted), INVALID_RECORD),
         "length-past-the-end": (bytes(overlong), CORRUPT_MESSAGE),
         "magic-1": (bytes(old_magic), UNSUPPORTED_FOR_MESSAGE_FORMAT),
         "two-batches": (good + good, INVALID_RECORD),

@@ -20,10 +20,15 @@
 //!   this one never import `kafka-protocol` directly.
 //! * Record batches are our own code: `records::RecordBatch` is a zero-copy
 //!   view over [`bytes::Bytes`] so that a produced batch can be validated and
-//!   stored without being re-encoded.
+//!   stored without being re-encoded. This crate is the one owner of the
+//!   format's rules: the header's checks (`records::BatchHeader::decode`),
+//!   the CRC-32C ([`crc`]) and the records' structure
+//!   (`records::check_records`); the log in `strom-storage` calls them and
+//!   adds the topic's policy.
 
 pub mod api;
 pub mod chunked;
+pub mod crc;
 pub mod error;
 pub mod error_code;
 pub mod frame;

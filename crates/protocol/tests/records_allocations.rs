@@ -1,10 +1,11 @@
 //! Iterating an uncompressed batch allocates nothing per record: keys, values
-//! and headers are slices of the batch's `Bytes`.
+//! and headers are slices of the batch's `Bytes`; checking its records
+//! (`RecordBatch::check_records`) allocates nothing at all.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use strom_protocol::records::{Compression, RecordBatch, RecordBatchBuilder};
+use strom_protocol::records::{CheckedRecords, Compression, RecordBatch, RecordBatchBuilder};
 
 /// Counts every allocation of the process (this file holds a single test).
 struct CountingAllocator;
@@ -61,6 +62,17 @@ fn iterating_an_uncompressed_batch_allocates_nothing_per_record() {
 
     assert_eq!((value_bytes, headers), (100_000, 1_000));
     assert_eq!(during, 0, "allocations while iterating 1,000 records");
+
+    // The checks a broker makes before appending walk the same bytes, also
+    // without allocating.
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let mut keyed = 0;
+    let checked = batch
+        .check_records(1 << 20, |summary| keyed += usize::from(summary.has_key))
+        .expect("valid records");
+    let during = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    assert_eq!((keyed, checked), (1_000, CheckedRecords::InPlace));
+    assert_eq!(during, 0, "allocations while checking 1,000 records");
 
     // The counter works: a compressed batch allocates its decompressed buffer.
     let mut builder = RecordBatchBuilder::new(Compression::Lz4);

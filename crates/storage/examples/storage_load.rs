@@ -239,7 +239,7 @@ fn append_null(root: &Path, appends: u64) {
 }
 
 /// Nanoseconds per CRC-32C of batch-like lengths: this crate's
-/// `strom_storage::crc` against the `crc32c` crate, best of five runs each.
+/// `strom_protocol::crc` against the `crc32c` crate, best of five runs each.
 fn crc_speed() {
     let bytes: Vec<u8> = (0..1024 * 1024 + 64)
         .map(|index| (index * 31) as u8)
@@ -260,10 +260,10 @@ fn crc_speed() {
                 })
                 .fold(f64::INFINITY, f64::min)
         };
-        let ours = time(&strom_storage::crc::crc32c);
+        let ours = time(&strom_protocol::crc::crc32c);
         let crate_time = time(&crc32c::crc32c);
         println!(
-            "crc32c of {length} B: strom_storage::crc {ours:.0} ns ({:.1} GB/s), crc32c crate {crate_time:.0} ns ({:.1} GB/s)",
+            "crc32c of {length} B: strom_protocol::crc {ours:.0} ns ({:.1} GB/s), crc32c crate {crate_time:.0} ns ({:.1} GB/s)",
             length as f64 / ours,
             length as f64 / crate_time
         );

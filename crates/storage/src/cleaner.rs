@@ -17,7 +17,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use crate::batch::BATCH_HEADER_BYTES;
 use crate::error::{IoContext, RecoveryError};
 use crate::segment::{parse_base_offset, LOG_SUFFIX};
 
@@ -53,7 +53,7 @@ pub(crate) fn next_offset_of_file(path: &Path, base_offset: i64) -> Result<i64, 
         if file.read_exact_at(&mut raw, position).is_err() {
             break;
         }
-        let Ok(header) = BatchHeader::parse(&raw, position as usize) else {
+        let Ok(header) = crate::batch::parse_header(&raw, position as usize) else {
             break;
         };
         if position + header.size_in_bytes() as u64 > length {

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 
 use bytes::{Bytes, BytesMut};
-use strom_protocol::records::{BatchAttributes, RecordBatch, RecordBatchBuilder, TimestampType};
+use strom_protocol::records::{RecordBatch, RecordBatchBuilder, TimestampType};
 
 use crate::batch::BatchHeader;
 use crate::cleaner::{CLEANED_SUFFIX, SWAP_SUFFIX};
@@ -279,8 +279,7 @@ impl Log {
             };
             let mut position = 0u64;
             while let Some(location) = segment.batch_at(position)? {
-                let attributes = location.header.attributes;
-                if attributes & BatchAttributes::DELETE_HORIZON_BIT != 0 {
+                if location.header.attributes.has_delete_horizon() {
                     earliest = earliest.min(location.header.base_timestamp);
                 }
                 position += location.header.size_in_bytes() as u64;

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use strom_protocol::topic_config::{
     parse_boolean, split_list, topic_config, ConfigDefinition, ConfigValueError,
 };
+use strom_protocol::records::Compression;
 
 use crate::error::ConfigError;
 
@@ -30,7 +31,6 @@ pub const UNUSED_BY_THE_LOG: &[&str] = &[
     "leader.replication.throttled.replicas",
     "message.downconversion.enable",
     "message.format.version",
-    "message.timestamp.difference.max.ms",
 ];
 
 /// How the log assigns the timestamp it indexes (`message.timestamp.type`).
@@ -66,6 +66,22 @@ pub enum CompressionType {
     Lz4,
     /// zstd.
     Zstd,
+}
+
+impl CompressionType {
+    /// The codec a batch compressed with `source` is stored with: the
+    /// producer's for `producer`, else the configured one (Kafka's
+    /// `BrokerCompression.targetCompression`).
+    pub fn target(self, source: Compression) -> Compression {
+        match self {
+            CompressionType::Producer => source,
+            CompressionType::Uncompressed => Compression::None,
+            CompressionType::Gzip => Compression::Gzip,
+            CompressionType::Snappy => Compression::Snappy,
+            CompressionType::Lz4 => Compression::Lz4,
+            CompressionType::Zstd => Compression::Zstd,
+        }
+    }
 }
 
 /// Topic-level log configuration with Kafka's names and defaults.
@@ -115,6 +131,10 @@ pub struct LogConfig {
     pub message_timestamp_before_max_ms: Option<i64>,
     /// `message.timestamp.after.max.ms`: `None` for no limit.
     pub message_timestamp_after_max_ms: Option<i64>,
+    /// `message.timestamp.difference.max.ms` (deprecated by KIP-937): the
+    /// bound in both directions when the two above are not set; `None` for
+    /// no limit.
+    pub message_timestamp_difference_max_ms: Option<i64>,
     /// `preallocate`: preallocate segment files (accepted, not used).
     pub preallocate: bool,
 }
@@ -147,6 +167,7 @@ impl Default for LogConfig {
             unclean_leader_election_enable: false,
             message_timestamp_before_max_ms: None,
             message_timestamp_after_max_ms: None,
+            message_timestamp_difference_max_ms: None,
             preallocate: false,
         }
     }
@@ -188,6 +209,22 @@ impl LogConfig {
         })
     }
 
+    /// How far before the broker's clock a CreateTime timestamp may be:
+    /// `message.timestamp.before.max.ms`, else the deprecated
+    /// `message.timestamp.difference.max.ms`, as Kafka reads them; `None`
+    /// for no limit.
+    pub fn timestamp_before_max_ms(&self) -> Option<i64> {
+        self.message_timestamp_before_max_ms
+            .or(self.message_timestamp_difference_max_ms)
+    }
+
+    /// How far after the broker's clock a CreateTime timestamp may be
+    /// (`message.timestamp.after.max.ms`, else the deprecated difference).
+    pub fn timestamp_after_max_ms(&self) -> Option<i64> {
+        self.message_timestamp_after_max_ms
+            .or(self.message_timestamp_difference_max_ms)
+    }
+
     /// Applies one property; returns `false` when the key is not a topic
     /// configuration.
     fn apply(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
@@ -227,6 +264,9 @@ impl LogConfig {
             }
             "message.timestamp.after.max.ms" => {
                 self.message_timestamp_after_max_ms = value.long_max_unlimited()?
+            }
+            "message.timestamp.difference.max.ms" => {
+                self.message_timestamp_difference_max_ms = value.long_max_unlimited()?
             }
             "preallocate" => self.preallocate = value.boolean()?,
             _ => debug_assert!(UNUSED_BY_THE_LOG.contains(&key), "{key} has no field"),

@@ -7,6 +7,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use strom_protocol::records::{Compression, RecordError};
+
 /// An I/O error together with the file or directory it happened on.
 #[derive(Debug, thiserror::Error)]
 #[error("I/O error on {}", path.display())]
@@ -146,6 +148,89 @@ pub enum BatchError {
     },
 }
 
+/// A header rule for batches from clients (Kafka's `LogValidator.validateBatch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ClientBatchRule {
+    /// The record count is not the offset range's length (last offset delta + 1).
+    #[error(
+        "record count {record_count} does not match the last offset delta {last_offset_delta}"
+    )]
+    RecordCountMismatch {
+        /// The declared record count.
+        record_count: i32,
+        /// The declared last offset delta.
+        last_offset_delta: i32,
+    },
+    /// Clients may not write control batches (transaction markers).
+    #[error("clients are not allowed to write control records")]
+    ControlBatch,
+    /// A producer id with a negative base sequence.
+    #[error("invalid sequence number {base_sequence} for producer {producer_id}")]
+    MissingSequence {
+        /// The producer id.
+        producer_id: i64,
+        /// The base sequence.
+        base_sequence: i32,
+    },
+}
+
+/// One record a topic refused, by its place in the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRefusal {
+    /// Position of the record in its batch, from 0 (KIP-467's `batch_index`).
+    pub batch_index: i32,
+    /// Why it was refused.
+    pub reason: RefusalReason,
+}
+
+/// Why a topic refused a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RefusalReason {
+    /// A record without a key on a compacted topic (Kafka: INVALID_RECORD).
+    #[error("compacted topic cannot accept message without key")]
+    MissingKey,
+    /// A CreateTime timestamp outside
+    /// `[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]`
+    /// (Kafka: INVALID_TIMESTAMP).
+    #[error("timestamp {timestamp} is out of range, it should be within [{earliest}, {latest}]")]
+    TimestampOutOfRange {
+        /// The record's timestamp.
+        timestamp: i64,
+        /// The earliest accepted timestamp.
+        earliest: i64,
+        /// The latest accepted timestamp.
+        latest: i64,
+    },
+    /// The producer set the LogAppendTime type (Kafka: INVALID_TIMESTAMP).
+    #[error("producer should not set timestamp type to LogAppendTime")]
+    LogAppendTimeFromProducer,
+}
+
+impl RefusalReason {
+    /// Whether Kafka answers INVALID_TIMESTAMP (rather than INVALID_RECORD) for it.
+    pub fn is_timestamp(&self) -> bool {
+        !matches!(self, RefusalReason::MissingKey)
+    }
+}
+
+impl std::fmt::Display for RecordRefusal {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "record {}: {}", self.batch_index, self.reason)
+    }
+}
+
+/// Displays the first of a list of refusals.
+struct FirstRefusal<'a>(&'a [RecordRefusal]);
+
+impl std::fmt::Display for FirstRefusal<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.first() {
+            Some(first) => first.fmt(formatter),
+            None => formatter.write_str("none"),
+        }
+    }
+}
+
 /// An append that was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
@@ -155,6 +240,45 @@ pub enum AppendError {
     /// A batch is malformed (Kafka: CORRUPT_MESSAGE).
     #[error(transparent)]
     Corrupt(#[from] BatchError),
+    /// A client's batch breaks a header rule Kafka's broker enforces on
+    /// produced batches (Kafka: INVALID_RECORD).
+    #[error("batch at byte {position}: {rule}")]
+    InvalidClientBatch {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// The rule it breaks.
+        rule: ClientBatchRule,
+    },
+    /// The records inside a batch are malformed: a length or varint, an
+    /// offset delta, the record count, or compressed data that does not
+    /// decompress (Kafka: INVALID_RECORD, CORRUPT_MESSAGE for the codec).
+    #[error("records of the batch at byte {position} are malformed")]
+    MalformedRecords {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// What the record checks found.
+        #[source]
+        source: RecordError,
+    },
+    /// Records the topic does not accept (a missing key on a compacted
+    /// topic, a timestamp out of bounds); each is named (Kafka:
+    /// INVALID_RECORD or INVALID_TIMESTAMP with per-record errors, KIP-467).
+    #[error("{} record(s) refused, the first: {}", refusals.len(), FirstRefusal(refusals))]
+    RecordsRefused {
+        /// Every refused record, in order.
+        refusals: Vec<RecordRefusal>,
+    },
+    /// Converting a batch to the topic's `compression.type` failed.
+    #[error("converting the batch at byte {position} to {compression} failed")]
+    Conversion {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// The codec the topic demands.
+        compression: Compression,
+        /// What the codec reported.
+        #[source]
+        source: RecordError,
+    },
     /// A batch is larger than `max.message.bytes` (Kafka: MESSAGE_TOO_LARGE).
     #[error("record batch of {size} bytes exceeds max.message.bytes {max}")]
     RecordTooLarge {

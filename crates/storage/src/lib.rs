@@ -16,10 +16,21 @@
 //! injected [`clock::Clock`].
 //!
 //! Key design decisions:
-//! - **Byte-for-byte Kafka layout.** Batches are stored without re-encoding;
-//!   the leader only rewrites base offset, partition leader epoch and (for
-//!   `LogAppendTime`) max timestamp in place. Followers append with offsets
-//!   already assigned ([`Log::append_as_follower`]). See `docs/storage.md`.
+//! - **Byte-for-byte Kafka layout.** Batches are stored without re-encoding
+//!   their records; the leader only rewrites base offset, partition leader
+//!   epoch and (for `LogAppendTime`, or a wrong producer max timestamp) max
+//!   timestamp in place, and converts a batch to the topic's
+//!   `compression.type` when that names another codec. Followers append
+//!   with offsets already assigned ([`Log::append_as_follower`]). See
+//!   `docs/storage.md`.
+//! - **The format is the protocol crate's, the policy is the log's.**
+//!   `strom-protocol` owns the batch header's checks, the CRC-32C and the
+//!   record checks ([`batch`] only adds byte positions to its errors). A
+//!   leader append checks a client's batches before writing anything:
+//!   header, size and CRC, then every record, then what the topic demands
+//!   (a key on compacted topics, the timestamp type and bounds; Kafka's
+//!   `LogValidator`). Refusals are typed ([`error::AppendError`], with each
+//!   refused record as an [`error::RecordRefusal`]).
 //! - **Reads are descriptors.** A read returns a [`LogSlice`]: a shared
 //!   handle to one segment file plus position and length of whole batches,
 //!   which the broker can `sendfile` or turn into `Bytes` with one `pread`.
@@ -46,7 +57,6 @@ pub mod cleaner;
 pub mod clock;
 pub mod compaction;
 pub mod config;
-pub mod crc;
 pub mod epoch_cache;
 pub mod error;
 pub mod flush;
@@ -64,6 +74,7 @@ pub mod segment;
 mod sys;
 pub mod testing;
 pub mod topic_partition;
+mod validation;
 
 pub use crate::config::LogConfig;
 pub use crate::log::{AppendInfo, Log};

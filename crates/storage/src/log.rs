@@ -14,7 +14,7 @@ use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
 
 use crate::backend::FileBackend;
-use strom_protocol::records::layout;
+use strom_protocol::records::{layout, TimestampType};
 
 use crate::batch::{self, BatchHeader};
 use crate::config::{LogConfig, MessageTimestampType};
@@ -26,6 +26,7 @@ use crate::page_cache::{PageCacheSettings, PageCacheTracker, WriteBehind};
 use crate::producer_state::{list_snapshots, ProducerStateManager, SequenceCheck};
 use crate::segment::{Segment, SegmentSettings, DELETED_SUFFIX};
 use crate::topic_partition::TopicPartition;
+use crate::validation::{self, Checked};
 
 /// What an append did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,30 +134,50 @@ enum Stamped {
 }
 
 /// Writes the already-assigned fields of `batches` (base offset, leader
-/// epoch, `LogAppendTime`) into `owned`.
+/// epoch, and with `rewrite_max_timestamp` the timestamp type and max
+/// timestamp, which the CRC covers) into `owned`.
 fn stamp_in_place(
     owned: &mut [u8],
     batches: &[(BatchHeader, usize)],
-    log_append_time_ms: Option<i64>,
+    rewrite_max_timestamp: Option<TimestampRewrite>,
 ) -> Result<(), AppendError> {
     for (header, position) in batches {
         let end = position + header.size_in_bytes();
         let bytes = owned.get_mut(*position..end).ok_or(BatchError::Truncated {
             position: *position,
         })?;
-        match log_append_time_ms {
+        match rewrite_max_timestamp {
             // Only fields outside the CRC change: no header view needed.
             None => stamp_prefix(bytes, header),
-            Some(_) => batch::assign(
+            Some(rewrite) => batch::assign(
                 bytes,
                 header.base_offset,
                 header.partition_leader_epoch,
-                log_append_time_ms,
+                Some((rewrite.timestamp_type(header), header.max_timestamp)),
                 *position,
             )?,
         }
     }
     Ok(())
+}
+
+/// Which timestamp type a max-timestamp rewrite writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimestampRewrite {
+    /// `LogAppendTime`: every batch gets the type and the append time.
+    LogAppendTime,
+    /// A CreateTime max timestamp corrected from the records (or a batch
+    /// converted to another codec): each batch keeps its type.
+    KeepType,
+}
+
+impl TimestampRewrite {
+    fn timestamp_type(self, header: &BatchHeader) -> TimestampType {
+        match self {
+            TimestampRewrite::LogAppendTime => TimestampType::LogAppendTime,
+            TimestampRewrite::KeepType => header.attributes.timestamp_type(),
+        }
+    }
 }
 
 /// Writes `header`'s base offset and partition leader epoch into the first
@@ -220,14 +241,45 @@ fn interleave<'a>(
     parts
 }
 
-/// Checks every batch of an append and puts each header with its position
-/// in `batches` (filled in place: no large return value to move).
-/// `from_client` adds the leader's check that record offsets are
-/// consecutive (compacted batches from a leader may have gaps).
+/// Writes the leader's fields into an append's bytes: in place when the
+/// buffer is not shared; for a shared buffer (a slice of a request frame)
+/// of large batches with no CRC to recompute, into copies of each batch's
+/// leader-owned prefix only (two writes per batch instead of a copy);
+/// otherwise into a copy.
+fn stamp(
+    records: Bytes,
+    batches: &Batches,
+    rewrite: Option<TimestampRewrite>,
+) -> Result<Stamped, AppendError> {
+    match records.try_into_mut() {
+        Ok(mut owned) => {
+            stamp_in_place(&mut owned, batches, rewrite)?;
+            Ok(Stamped::InPlace(owned))
+        }
+        Err(shared)
+            if rewrite.is_none()
+                && shared.len() / batches.len().max(1) >= COPY_BELOW_AVERAGE_BATCH_BYTES
+                && covers(&shared, batches) =>
+        {
+            let prefixes = stamped_prefixes(&shared, batches);
+            Ok(Stamped::Prefixes(shared, prefixes))
+        }
+        Err(shared) => {
+            let mut owned = BytesMut::from(shared.as_ref());
+            stamp_in_place(&mut owned, batches, rewrite)?;
+            Ok(Stamped::InPlace(owned))
+        }
+    }
+}
+
+/// Checks every batch of an append (header, size, CRC) and puts each
+/// header with its position in `batches` (filled in place: no large return
+/// value to move). The records inside a client's batches are checked
+/// afterwards by [`validation::check_client_batches`]; a follower's come
+/// from a leader that checked them (and compacted batches may have gaps).
 pub(crate) fn analyze(
     records: &[u8],
     config: &LogConfig,
-    from_client: bool,
     batches: &mut Batches,
 ) -> Result<(), AppendError> {
     if records.len() > config.segment_bytes as usize {
@@ -240,7 +292,7 @@ pub(crate) fn analyze(
     let mut position = 0usize;
     while position < records.len() {
         let rest = &records[position..];
-        let header = batch::BatchHeader::parse(rest, position)?;
+        let header = batch::parse_header(rest, position)?;
         let size = header.size_in_bytes();
         if size > config.max_message_bytes as usize {
             return Err(AppendError::RecordTooLarge {
@@ -250,12 +302,6 @@ pub(crate) fn analyze(
         }
         let bytes = rest.get(..size).ok_or(BatchError::Truncated { position })?;
         batch::check_crc(bytes, &header, position)?;
-        if from_client && header.record_count != header.last_offset_delta + 1 {
-            return Err(AppendError::Corrupt(BatchError::InvalidOffsetDelta {
-                position,
-                last_offset_delta: header.last_offset_delta,
-            }));
-        }
         batches.push((header, position));
         position += size;
     }
@@ -438,45 +484,30 @@ impl Log {
     ) -> Result<AppendInfo, AppendError> {
         self.check_online()?;
         let mut batches = Batches::new();
-        analyze(&records, &self.config, true, &mut batches)?;
+        analyze(&records, &self.config, &mut batches)?;
+        let checked =
+            validation::check_client_batches(&records, &mut batches, &self.config, now_ms)?;
         if let Some(duplicate) = self.check_producers(&batches)? {
             return Ok(duplicate);
         }
         let log_append_time_ms = (self.config.message_timestamp_type
             == MessageTimestampType::LogAppendTime)
             .then_some(now_ms);
-        let mut next_offset = self.log_end_offset;
-        for (header, _) in &mut batches {
-            header.base_offset = next_offset;
-            header.partition_leader_epoch = leader_epoch;
-            if let Some(time) = log_append_time_ms {
-                header.max_timestamp = time;
-            }
-            next_offset = header.next_offset();
-        }
-        let stamped = match records.try_into_mut() {
-            // Not shared: edit in place.
-            Ok(mut owned) => {
-                stamp_in_place(&mut owned, &batches, log_append_time_ms)?;
-                Stamped::InPlace(owned)
-            }
-            // Shared (a slice of a request frame), large batches and no CRC
-            // to recompute: rewrite copies of the leader-owned prefixes only
-            // (two writes per batch instead of a copy).
-            Err(shared)
-                if log_append_time_ms.is_none()
-                    && shared.len() / batches.len().max(1) >= COPY_BELOW_AVERAGE_BATCH_BYTES
-                    && covers(&shared, &batches) =>
-            {
-                let prefixes = stamped_prefixes(&shared, &batches);
-                Stamped::Prefixes(shared, prefixes)
-            }
-            Err(shared) => {
-                let mut owned = BytesMut::from(shared.as_ref());
-                stamp_in_place(&mut owned, &batches, log_append_time_ms)?;
-                Stamped::InPlace(owned)
-            }
+        self.assign_offsets(&mut batches, leader_epoch, log_append_time_ms);
+        let (records, rewrite) = match checked {
+            Checked::Unchanged {
+                max_timestamp_changed,
+            } => (
+                records,
+                max_timestamp_changed.then_some(TimestampRewrite::KeepType),
+            ),
+            Checked::Converted(converted) => (converted.freeze(), Some(TimestampRewrite::KeepType)),
         };
+        let rewrite = match log_append_time_ms {
+            Some(_) => Some(TimestampRewrite::LogAppendTime),
+            None => rewrite,
+        };
+        let stamped = stamp(records, &batches, rewrite)?;
         self.epoch_cache.assign(leader_epoch, self.log_end_offset)?;
         let mut info = match &stamped {
             Stamped::InPlace(owned) => self.write_batches(&[owned], &batches, now_ms)?,
@@ -489,6 +520,25 @@ impl Log {
         Ok(info)
     }
 
+    /// Gives `batches` consecutive offsets from the log end offset, the
+    /// leader epoch and (for `LogAppendTime`) the append time.
+    fn assign_offsets(
+        &self,
+        batches: &mut Batches,
+        leader_epoch: i32,
+        log_append_time_ms: Option<i64>,
+    ) {
+        let mut next_offset = self.log_end_offset;
+        for (header, _) in batches.iter_mut() {
+            header.base_offset = next_offset;
+            header.partition_leader_epoch = leader_epoch;
+            if let Some(time) = log_append_time_ms {
+                header.max_timestamp = time;
+            }
+            next_offset = header.next_offset();
+        }
+    }
+
     /// Appends batches replicated from the leader, keeping their offsets.
     /// The first batch must start at or after the log end offset and
     /// offsets must increase.
@@ -499,7 +549,7 @@ impl Log {
     ) -> Result<AppendInfo, AppendError> {
         self.check_online()?;
         let mut batches = Batches::new();
-        analyze(&records, &self.config, false, &mut batches)?;
+        analyze(&records, &self.config, &mut batches)?;
         let mut expected = self.log_end_offset;
         for (header, _) in &batches {
             if header.base_offset < expected {

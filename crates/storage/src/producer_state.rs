@@ -229,7 +229,7 @@ impl ProducerStateManager {
         }
         let mut file = Vec::with_capacity(6 + body.len());
         file.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
-        file.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+        file.extend_from_slice(&strom_protocol::crc::crc32c(&body).to_be_bytes());
         file.extend_from_slice(&body);
         file
     }
@@ -249,7 +249,7 @@ impl ProducerStateManager {
         }
         let stored_crc = u32::from_be_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]);
         let body = &bytes[6..];
-        if crc32c::crc32c(body) != stored_crc {
+        if strom_protocol::crc::crc32c(body) != stored_crc {
             return Err(corrupt("CRC mismatch"));
         }
         let count = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);

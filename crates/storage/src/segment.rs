@@ -81,7 +81,7 @@ impl BatchCursor<'_> {
             return Err(BatchError::Truncated { position: at });
         }
         let header_bytes = self.header_bytes(position, size_bytes)?;
-        let header = BatchHeader::parse(header_bytes, at)?;
+        let header = crate::batch::parse_header(header_bytes, at)?;
         let batch_bytes = header.size_in_bytes() as u64;
         if position + batch_bytes > size_bytes {
             return Err(BatchError::Truncated { position: at });
@@ -542,7 +542,7 @@ impl Segment {
             if self.file.read_exact_at(&mut buffer[..chunk], at).is_err() {
                 return false;
             }
-            crc = crate::crc::crc32c_append(crc, &buffer[..chunk]);
+            crc = strom_protocol::crc::crc32c_append(crc, &buffer[..chunk]);
             at += chunk as u64;
         }
         crc == header.crc

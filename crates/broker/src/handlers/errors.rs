@@ -4,8 +4,9 @@
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_coordinator::GroupError;
 use strom_protocol::error_code::ErrorCode;
+use strom_protocol::records::RecordError;
 use strom_replication::ReplicationError;
-use strom_storage::error::{AppendError, BatchError, LogError, ReadError};
+use strom_storage::error::{AppendError, BatchError, LogError, ReadError, RecordRefusal};
 
 use crate::error::ProducerIdError;
 use crate::replica_manager::{AppendFailure, PartitionError, PartitionOffline, ReadFailure};
@@ -22,6 +23,10 @@ pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
                 ErrorCode::UnsupportedForMessageFormat
             }
             AppendError::Corrupt(_) => ErrorCode::CorruptMessage,
+            AppendError::InvalidClientBatch { .. } => ErrorCode::InvalidRecord,
+            AppendError::MalformedRecords { source, .. } => malformed_records_code(source),
+            AppendError::RecordsRefused { refusals } => refused_records_code(refusals),
+            AppendError::Conversion { .. } => ErrorCode::UnknownServerError,
             AppendError::RecordTooLarge { .. } => ErrorCode::MessageTooLarge,
             AppendError::AppendTooLarge { .. } => ErrorCode::RecordListTooLarge,
             AppendError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
@@ -34,6 +39,28 @@ pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
             #[allow(unreachable_patterns)]
             _ => ErrorCode::UnknownServerError,
         },
+    }
+}
+
+/// Kafka's code for records that do not parse: INVALID_RECORD (its record
+/// iterator's `InvalidRecordException`), CORRUPT_MESSAGE when the
+/// compressed data itself is bad or decompresses past the cap.
+fn malformed_records_code(error: &RecordError) -> ErrorCode {
+    match error {
+        RecordError::Decompression { .. } | RecordError::DecompressedTooLarge { .. } => {
+            ErrorCode::CorruptMessage
+        }
+        _ => ErrorCode::InvalidRecord,
+    }
+}
+
+/// Kafka's `processRecordErrors`: INVALID_TIMESTAMP when any record's
+/// timestamp was refused, INVALID_RECORD otherwise.
+pub fn refused_records_code(refusals: &[RecordRefusal]) -> ErrorCode {
+    if refusals.iter().any(|refusal| refusal.reason.is_timestamp()) {
+        ErrorCode::InvalidTimestamp
+    } else {
+        ErrorCode::InvalidRecord
     }
 }
 

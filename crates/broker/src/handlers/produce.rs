@@ -1,6 +1,11 @@
 //! Produce: validate and append each partition's batches, then answer at
 //! once (`acks=0`/`1`) or when the high watermark passes them (`acks=all`).
 //!
+//! The log checks each batch (header, CRC, records, the topic's rules for
+//! keys and timestamps, its `compression.type`) before anything is written;
+//! a refusal answers Kafka's code, and records the topic refused are named
+//! in the response's per-record errors (KIP-467, Produce v8+).
+//!
 //! When `flush.messages` makes an append's flush due, the fsync runs on the
 //! blocking pool without the log's lock, and the answer (any `acks`) waits
 //! for it: a worker thread never waits for the disk.
@@ -10,13 +15,14 @@ use std::time::Duration;
 
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::produce_response::{
-    PartitionProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
 use strom_protocol::kafka::messages::{ProduceRequest, ProduceResponse, TopicName};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 use strom_protocol::records::RecordBatches;
 use strom_replication::AckStatus;
+use strom_storage::error::{AppendError, RecordRefusal, RefusalReason};
 use strom_storage::flush::FlushTicket;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
@@ -24,13 +30,15 @@ use uuid::Uuid;
 use super::errors::append_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
-use crate::replica_manager::{Appended, PartitionReplica};
+use crate::replica_manager::{AppendFailure, Appended, PartitionReplica};
 
 /// One partition's outcome, kept until the response is built.
 struct Outcome {
     index: i32,
     error: ErrorCode,
     error_message: Option<String>,
+    /// KIP-467: the refused records by batch index, with a message each.
+    record_errors: Vec<(i32, String)>,
     base_offset: i64,
     log_append_time_ms: i64,
     log_start_offset: i64,
@@ -49,29 +57,51 @@ struct TopicOutcomes {
     partitions: Vec<Outcome>,
 }
 
-/// Handles a Produce request.
+/// Handles a Produce request: check `acks`, append each partition's batch,
+/// then answer now or once flushes and the high watermark allow.
 pub fn handle(broker: &BrokerContext, context: &RequestContext, request: ProduceRequest) -> Reply {
     let acks = request.acks;
     if !matches!(acks, -1..=1) {
-        let topics = request
-            .topic_data
-            .into_iter()
-            .enumerate()
-            .map(|(position, topic)| TopicOutcomes {
-                position,
-                name: topic.name,
-                topic_id: topic.topic_id,
-                partitions: topic
-                    .partition_data
-                    .into_iter()
-                    .map(|partition| failed(partition.index, ErrorCode::InvalidRequiredAcks, None))
-                    .collect(),
-            })
-            .collect();
-        return Reply::Response(Response::Produce(build(topics)));
+        return Reply::Response(Response::Produce(build(refuse_all(
+            request,
+            ErrorCode::InvalidRequiredAcks,
+        ))));
     }
-    let image = broker.controller.image();
     let now_ms = broker.replicas.now_ms();
+    let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
+    let topics = append_all(broker, context, request, now_ms);
+    answer(topics, acks, timeout, now_ms)
+}
+
+/// Every partition of the request refused with `error`.
+fn refuse_all(request: ProduceRequest, error: ErrorCode) -> Vec<TopicOutcomes> {
+    request
+        .topic_data
+        .into_iter()
+        .enumerate()
+        .map(|(position, topic)| TopicOutcomes {
+            position,
+            name: topic.name,
+            topic_id: topic.topic_id,
+            partitions: topic
+                .partition_data
+                .into_iter()
+                .map(|partition| failed(partition.index, error, None))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Appends every partition's records; one outcome per partition, in
+/// request order.
+fn append_all(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: ProduceRequest,
+    now_ms: i64,
+) -> Vec<TopicOutcomes> {
+    let image = broker.controller.image();
+    let acks = request.acks;
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for (position, topic) in request.topic_data.into_iter().enumerate() {
         // Produce v13 names topics by id (KIP-516).
@@ -82,9 +112,10 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
         } else {
             Some(topic.name.0.to_string())
         };
-        let mut partitions = Vec::with_capacity(topic.partition_data.len());
-        for partition in topic.partition_data {
-            let outcome = match &name {
+        let partitions = topic
+            .partition_data
+            .into_iter()
+            .map(|partition| match &name {
                 None => failed(partition.index, ErrorCode::UnknownTopicId, None),
                 Some(name) => append_partition(
                     broker,
@@ -94,9 +125,8 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
                     acks,
                     now_ms,
                 ),
-            };
-            partitions.push(outcome);
-        }
+            })
+            .collect();
         topics.push(TopicOutcomes {
             position,
             name: topic.name,
@@ -104,6 +134,13 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
             partitions,
         });
     }
+    topics
+}
+
+/// The reply once every partition was appended: none for `acks=0`, at
+/// once when nothing waits, else deferred until the due flushes ran and
+/// the high watermark passed the appended records (or the timeout).
+fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: i64) -> Reply {
     let flushes = take_flushes(&mut topics);
     if acks == 0 {
         if !flushes.is_empty() {
@@ -119,18 +156,10 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
     if waits.is_empty() && flushes.is_empty() {
         return Reply::Response(Response::Produce(build(topics)));
     }
-    let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
     Reply::Deferred(Box::pin(async move {
         let deadline = tokio::time::Instant::now() + timeout;
         let failed_flushes = flush_all(flushes, now_ms).await;
-        for topic in &mut topics {
-            for outcome in &mut topic.partitions {
-                if failed_flushes.contains(&(topic.position, outcome.index)) {
-                    outcome.wait_for = None;
-                    outcome.error = ErrorCode::KafkaStorageError;
-                }
-            }
-        }
+        mark_failed_flushes(&mut topics, &failed_flushes);
         for (replica, required_offset) in &waits {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
             let _ = replica
@@ -138,21 +167,38 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
                 .wait_until(*required_offset, remaining)
                 .await;
         }
-        for topic in &mut topics {
-            for outcome in &mut topic.partitions {
-                if let Some((replica, required_offset)) = outcome.wait_for.take() {
-                    outcome.error = match replica.ack_status(required_offset) {
-                        AckStatus::Committed => ErrorCode::None,
-                        AckStatus::Waiting => ErrorCode::RequestTimedOut,
-                        AckStatus::NotEnoughReplicasAfterAppend => {
-                            ErrorCode::NotEnoughReplicasAfterAppend
-                        }
-                    };
-                }
-            }
-        }
+        settle_acks(&mut topics);
         Some(Response::Produce(build(topics)).into())
     }))
+}
+
+/// Partitions whose flush failed answer KAFKA_STORAGE_ERROR and wait for nothing.
+fn mark_failed_flushes(topics: &mut [TopicOutcomes], failed_flushes: &[(usize, i32)]) {
+    for topic in topics {
+        for outcome in &mut topic.partitions {
+            if failed_flushes.contains(&(topic.position, outcome.index)) {
+                outcome.wait_for = None;
+                outcome.error = ErrorCode::KafkaStorageError;
+            }
+        }
+    }
+}
+
+/// The `acks=all` answer of each waiting partition once the wait is over.
+fn settle_acks(topics: &mut [TopicOutcomes]) {
+    for topic in topics {
+        for outcome in &mut topic.partitions {
+            if let Some((replica, required_offset)) = outcome.wait_for.take() {
+                outcome.error = match replica.ack_status(required_offset) {
+                    AckStatus::Committed => ErrorCode::None,
+                    AckStatus::Waiting => ErrorCode::RequestTimedOut,
+                    AckStatus::NotEnoughReplicasAfterAppend => {
+                        ErrorCode::NotEnoughReplicasAfterAppend
+                    }
+                };
+            }
+        }
+    }
 }
 
 fn append_partition(
@@ -193,6 +239,7 @@ fn append_partition(
                 index,
                 error: ErrorCode::None,
                 error_message: None,
+                record_errors: Vec::new(),
                 base_offset: info.first_offset,
                 log_append_time_ms: info.log_append_time_ms.unwrap_or(-1),
                 log_start_offset: info.log_start_offset,
@@ -200,12 +247,70 @@ fn append_partition(
                 pending_flush: pending_flush.map(|ticket| (Arc::clone(&replica), ticket)),
             }
         }
-        Err(error) => {
-            let code = append_error_code(&error);
-            tracing::debug!(%topic_partition, %error, %code, "produce refused");
-            failed(index, code, Some(error.to_string()))
+        Err(error) => refused(&topic_partition, &error),
+    }
+}
+
+/// The outcome of an append the log or replication refused.
+fn refused(topic_partition: &TopicPartition, error: &AppendFailure) -> Outcome {
+    let code = append_error_code(error);
+    tracing::debug!(%topic_partition, %error, %code, "produce refused");
+    match error {
+        AppendFailure::Log(AppendError::RecordsRefused { refusals }) => {
+            let record_errors = refusals
+                .iter()
+                .map(|refusal| {
+                    let message = record_error_message(topic_partition, refusal);
+                    (refusal.batch_index, message)
+                })
+                .collect::<Vec<_>>();
+            let message = refused_records_message(code, &record_errors);
+            let mut outcome = failed(topic_partition.partition, code, Some(message));
+            outcome.record_errors = record_errors;
+            outcome
+        }
+        _ => failed(topic_partition.partition, code, Some(error.to_string())),
+    }
+}
+
+/// A refused record's message, worded as Kafka's `LogValidator` words it.
+fn record_error_message(topic_partition: &TopicPartition, refusal: &RecordRefusal) -> String {
+    match refusal.reason {
+        RefusalReason::MissingKey => format!(
+            "Compacted topic cannot accept message without key in topic partition {topic_partition}."
+        ),
+        RefusalReason::TimestampOutOfRange {
+            timestamp,
+            earliest,
+            latest,
+        } => format!(
+            "Timestamp {timestamp} of message with offset {} is out of range. The timestamp should be within [{earliest}, {latest}]",
+            refusal.batch_index
+        ),
+        RefusalReason::LogAppendTimeFromProducer => {
+            "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.".to_owned()
         }
     }
+}
+
+/// The partition's error message for refused records, as Kafka's
+/// `processRecordErrors` words it.
+fn refused_records_message(code: ErrorCode, record_errors: &[(i32, String)]) -> String {
+    if code == ErrorCode::InvalidTimestamp {
+        return "One or more records have been rejected due to invalid timestamp".to_owned();
+    }
+    let shown: Vec<String> = record_errors
+        .iter()
+        .take(3)
+        .map(|(batch_index, message)| {
+            format!("RecordError(batchIndex={batch_index}, message='{message}')")
+        })
+        .collect();
+    format!(
+        "One or more records have been rejected due to {} record errors in total, and only showing the first three errors at most: [{}]",
+        record_errors.len(),
+        shown.join(", ")
+    )
 }
 
 /// Whether a partition's records hold a second batch. Kafka refuses those
@@ -233,6 +338,7 @@ fn failed(index: i32, error: ErrorCode, error_message: Option<String>) -> Outcom
         index,
         error,
         error_message,
+        record_errors: Vec::new(),
         base_offset: -1,
         log_append_time_ms: -1,
         log_start_offset: -1,
@@ -302,6 +408,7 @@ fn build(topics: Vec<TopicOutcomes>) -> ProduceResponse {
                         .with_index(outcome.index)
                         .with_error_code(outcome.error.code())
                         .with_error_message(outcome.error_message.map(StrBytes::from_string))
+                        .with_record_errors(record_errors(outcome.record_errors))
                         .with_base_offset(outcome.base_offset)
                         .with_log_append_time_ms(outcome.log_append_time_ms)
                         .with_log_start_offset(outcome.log_start_offset)
@@ -316,12 +423,64 @@ fn build(topics: Vec<TopicOutcomes>) -> ProduceResponse {
     ProduceResponse::default().with_responses(responses)
 }
 
+/// KIP-467's per-record errors (sent from Produce v8 on; older versions drop them).
+fn record_errors(errors: Vec<(i32, String)>) -> Vec<BatchIndexAndErrorMessage> {
+    errors
+        .into_iter()
+        .map(|(batch_index, message)| {
+            BatchIndexAndErrorMessage::default()
+                .with_batch_index(batch_index)
+                .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::{Bytes, BytesMut};
     use strom_storage::testing::{simple_batch, BatchSpec};
 
-    use super::carries_more_than_one_batch;
+    use strom_protocol::error_code::ErrorCode;
+    use strom_storage::error::{RecordRefusal, RefusalReason};
+    use strom_storage::TopicPartition;
+
+    use super::{carries_more_than_one_batch, record_error_message, refused_records_message};
+
+    #[test]
+    fn refused_records_are_worded_as_kafka_words_them() {
+        let topic_partition = TopicPartition::new("events".to_owned(), 3);
+        let missing_key = RecordRefusal {
+            batch_index: 2,
+            reason: RefusalReason::MissingKey,
+        };
+        let message = record_error_message(&topic_partition, &missing_key);
+        assert_eq!(
+            message,
+            "Compacted topic cannot accept message without key in topic partition events-3."
+        );
+        let errors: Vec<(i32, String)> = (0..5).map(|index| (index, message.clone())).collect();
+        let summary = refused_records_message(ErrorCode::InvalidRecord, &errors);
+        assert!(summary.starts_with(
+            "One or more records have been rejected due to 5 record errors in total, and only showing the first three errors at most: [RecordError(batchIndex=0, message='Compacted topic"
+        ));
+        assert_eq!(summary.matches("RecordError(").count(), 3);
+        let late = RecordRefusal {
+            batch_index: 1,
+            reason: RefusalReason::TimestampOutOfRange {
+                timestamp: 5,
+                earliest: 10,
+                latest: 20,
+            },
+        };
+        assert_eq!(
+            record_error_message(&topic_partition, &late),
+            "Timestamp 5 of message with offset 1 is out of range. The timestamp should be within [10, 20]"
+        );
+        assert_eq!(
+            refused_records_message(ErrorCode::InvalidTimestamp, &[(1, String::new())]),
+            "One or more records have been rejected due to invalid timestamp"
+        );
+    }
 
     #[test]
     fn one_batch_per_partition() {

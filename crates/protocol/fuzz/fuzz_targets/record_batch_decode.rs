@@ -1,5 +1,6 @@
-//! Arbitrary bytes as concatenated record batches: every batch is CRC-checked
-//! and all its records and headers are read. Any panic, or memory beyond the
+//! Arbitrary bytes as concatenated record batches: every batch is CRC-checked,
+//! its records go through the broker's checks (`check_records`) and all its
+//! records and headers are read. Any panic, or memory beyond the
 //! decompression cap, is a bug.
 #![no_main]
 use bytes::Bytes;
@@ -17,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         // produces a valid CRC, and decoding must be safe without one.
         let _ = batch.validate_crc();
         let _ = batch.last_sequence();
+        let _ = batch.check_records(MAX_DECOMPRESSED_BYTES, |_| {});
         let Ok(records) = batch.records_with_limit(MAX_DECOMPRESSED_BYTES) else {
             continue;
         };

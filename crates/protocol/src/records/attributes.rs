@@ -159,6 +159,11 @@ impl BatchAttributes {
         self.0 & Self::DELETE_HORIZON_BIT != 0
     }
 
+    /// The same attributes with another codec.
+    pub fn with_compression(self, compression: Compression) -> BatchAttributes {
+        BatchAttributes((self.0 & !Self::COMPRESSION_MASK) | i16::from(compression.code()))
+    }
+
     /// The same attributes with another timestamp type.
     pub fn with_timestamp_type(self, timestamp_type: TimestampType) -> BatchAttributes {
         self.with_bit(

@@ -1,10 +1,10 @@
 //! The zero-copy [`RecordBatch`] view and in-place header edits ([`BatchHeaderMut`]).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::layout;
 use super::record::{Record, Records};
-use super::{BatchAttributes, RecordError, TimestampType};
+use super::{compression, BatchAttributes, Compression, RecordError, TimestampType};
 
 /// The largest decompressed records payload [`RecordBatch::records`] accepts.
 pub const DEFAULT_MAX_DECOMPRESSED_BYTES: usize = 64 * 1024 * 1024;
@@ -52,7 +52,15 @@ pub struct BatchHeader {
 }
 
 impl BatchHeader {
-    /// Decodes a header, checking the magic, the codec and the record count.
+    /// Decodes the header at the start of `buf` (only the 61 header bytes
+    /// need to be there) with every check that needs no more than the
+    /// header, in this order: a whole header, the magic, the record count,
+    /// the codec bits, the batch length (at least a header) and the last
+    /// offset delta (not negative).
+    ///
+    /// This is the one parser of the v2 header: [`RecordBatch::parse`] and
+    /// the log (appends, recovery, segment scans) all use it.
+    #[inline]
     pub fn decode(buf: &[u8]) -> Result<BatchHeader, RecordError> {
         let header = header_array(buf)?;
         check_magic(header[layout::MAGIC] as i8)?;
@@ -60,14 +68,26 @@ impl BatchHeader {
         if record_count < 0 {
             return Err(RecordError::InvalidRecordCount { record_count });
         }
+        let attributes = BatchAttributes::from_bits(be_i16(header, layout::ATTRIBUTES))?;
+        let batch_length = be_i32(header, layout::BATCH_LENGTH);
+        if batch_length < layout::MIN_BATCH_LENGTH {
+            return Err(RecordError::InvalidBatchLength {
+                batch_length,
+                minimum: layout::MIN_BATCH_LENGTH,
+            });
+        }
+        let last_offset_delta = be_i32(header, layout::LAST_OFFSET_DELTA);
+        if last_offset_delta < 0 {
+            return Err(RecordError::InvalidLastOffsetDelta { last_offset_delta });
+        }
         Ok(BatchHeader {
             base_offset: be_i64(header, layout::BASE_OFFSET),
-            batch_length: be_i32(header, layout::BATCH_LENGTH),
+            batch_length,
             partition_leader_epoch: be_i32(header, layout::PARTITION_LEADER_EPOCH),
             magic: header[layout::MAGIC] as i8,
             crc: be_i32(header, layout::CRC) as u32,
-            attributes: BatchAttributes::from_bits(be_i16(header, layout::ATTRIBUTES))?,
-            last_offset_delta: be_i32(header, layout::LAST_OFFSET_DELTA),
+            attributes,
+            last_offset_delta,
             base_timestamp: be_i64(header, layout::BASE_TIMESTAMP),
             max_timestamp: be_i64(header, layout::MAX_TIMESTAMP),
             producer_id: be_i64(header, layout::PRODUCER_ID),
@@ -75,6 +95,53 @@ impl BatchHeader {
             base_sequence: be_i32(header, layout::BASE_SEQUENCE),
             record_count,
         })
+    }
+
+    /// Size of the whole batch in bytes, length field included (the
+    /// length was checked by [`decode`](Self::decode), so this cannot overflow).
+    pub fn size_in_bytes(&self) -> usize {
+        layout::LOG_OVERHEAD + self.batch_length.max(0) as usize
+    }
+
+    /// Offset of the last record.
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset
+            .wrapping_add(i64::from(self.last_offset_delta))
+    }
+
+    /// Offset after the last record.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset().wrapping_add(1)
+    }
+
+    /// Sequence of the last record, wrapping after `i32::MAX` as Kafka
+    /// does; -1 without a sequence.
+    pub fn last_sequence(&self) -> i32 {
+        let base = self.base_sequence;
+        if base < 0 {
+            return NO_SEQUENCE;
+        }
+        let increment = self.last_offset_delta;
+        if increment >= 0 && base > i32::MAX - increment {
+            increment - (i32::MAX - base) - 1
+        } else {
+            base.wrapping_add(increment)
+        }
+    }
+
+    /// Whether the batch comes from an idempotent or transactional producer.
+    pub fn has_producer_id(&self) -> bool {
+        self.producer_id >= 0
+    }
+
+    /// Whether the batch is part of a transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.attributes.is_transactional()
+    }
+
+    /// Whether the batch holds control records (transaction markers).
+    pub fn is_control(&self) -> bool {
+        self.attributes.is_control()
     }
 }
 
@@ -190,16 +257,7 @@ impl RecordBatch {
 
     /// Sequence of the last record, wrapping after `i32::MAX` as Kafka does; -1 without a sequence.
     pub fn last_sequence(&self) -> i32 {
-        let base = self.header.base_sequence;
-        if base == NO_SEQUENCE {
-            return NO_SEQUENCE;
-        }
-        let increment = self.header.last_offset_delta;
-        if increment >= 0 && base > i32::MAX - increment {
-            increment - (i32::MAX - base) - 1
-        } else {
-            base.wrapping_add(increment)
-        }
+        self.header.last_sequence()
     }
 
     /// Number of records.
@@ -250,6 +308,35 @@ impl RecordBatch {
         max_decompressed_bytes: usize,
     ) -> Result<Records, RecordError> {
         Records::new(self, max_decompressed_bytes)
+    }
+
+    /// The same batch with its records compressed by `compression`
+    /// (`Compression::None` stores them uncompressed): the header's fields
+    /// are kept except the codec bits, the batch length and the CRC, which
+    /// are rebuilt. `records` are the batch's records uncompressed (the
+    /// payload of an uncompressed batch, or what
+    /// [`check_records`](Self::check_records) decompressed); the records
+    /// themselves are not re-encoded, so offsets and timestamps keep their
+    /// deltas.
+    pub fn recompress(
+        &self,
+        records: &[u8],
+        compression: Compression,
+    ) -> Result<BytesMut, RecordError> {
+        let header = self.bytes.get(..layout::RECORDS).unwrap_or_default();
+        let mut out = compression::compress_into(compression, records, header.to_vec())?;
+        let size_bytes = out.len();
+        let batch_length = i32::try_from(size_bytes - layout::LOG_OVERHEAD)
+            .map_err(|_| RecordError::BatchTooLarge { size_bytes })?;
+        let attributes = self.header.attributes.with_compression(compression);
+        out[layout::BATCH_LENGTH..layout::BATCH_LENGTH + 4]
+            .copy_from_slice(&batch_length.to_be_bytes());
+        out[layout::ATTRIBUTES..layout::ATTRIBUTES + 2]
+            .copy_from_slice(&attributes.bits().to_be_bytes());
+        let crc = crc_of(&out);
+        out[layout::CRC..layout::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+        // A `Vec` becomes `Bytes` and then `BytesMut` without a copy.
+        Ok(BytesMut::from(Bytes::from(out)))
     }
 
     /// A record's timestamp as Kafka reports it: the batch's max timestamp
@@ -414,7 +501,7 @@ fn check_magic(magic: i8) -> Result<(), RecordError> {
 }
 
 fn crc_of(batch: &[u8]) -> u32 {
-    crc32c::crc32c(batch.get(layout::ATTRIBUTES..).unwrap_or_default())
+    crate::crc::crc32c(batch.get(layout::ATTRIBUTES..).unwrap_or_default())
 }
 
 fn header_array(buf: &[u8]) -> Result<&[u8; layout::RECORDS], RecordError> {

@@ -236,7 +236,7 @@ impl RecordBatchBuilder {
         header.extend_from_slice(&self.record_count.to_be_bytes());
         debug_assert_eq!(header.len(), layout::RECORDS);
         batch[..layout::RECORDS].copy_from_slice(&header);
-        let crc = crc32c::crc32c(&batch[layout::ATTRIBUTES..]);
+        let crc = crate::crc::crc32c(&batch[layout::ATTRIBUTES..]);
         batch[layout::CRC..layout::ATTRIBUTES].copy_from_slice(&crc.to_be_bytes());
         Ok(Bytes::from(batch))
     }

@@ -89,6 +89,12 @@ pub enum RecordError {
         /// The codec number from the attributes.
         code: u8,
     },
+    /// The last offset delta field is negative.
+    #[error("invalid last offset delta {last_offset_delta}")]
+    InvalidLastOffsetDelta {
+        /// The declared `lastOffsetDelta`.
+        last_offset_delta: i32,
+    },
     /// The record count field is negative.
     #[error("invalid record count {record_count}")]
     InvalidRecordCount {
@@ -102,6 +108,15 @@ pub enum RecordError {
         declared: i32,
         /// Records read before the data ended.
         found: i32,
+    },
+    /// A record's offset delta is not its position in the batch (Kafka
+    /// writes deltas 0, 1, .., n-1).
+    #[error("record {batch_index} of the batch has offset delta {offset_delta}")]
+    OffsetDeltaMismatch {
+        /// Position of the record in the batch.
+        batch_index: i32,
+        /// The offset delta it carries.
+        offset_delta: i32,
     },
     /// Bytes remain after the last declared record.
     #[error("{remaining} bytes remain after the last declared record")]

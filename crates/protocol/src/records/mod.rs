@@ -1,7 +1,10 @@
 //! Record batch v2: the zero-copy [`RecordBatch`] view, in-place header edits
 //! ([`BatchHeaderMut`]), iteration over concatenated batches
 //! ([`RecordBatches`]) and over records ([`Records`]), the
-//! [`RecordBatchBuilder`], and the gzip/snappy/lz4/zstd [`compression`] codecs.
+//! [`RecordBatchBuilder`], the record-level checks a broker makes before
+//! appending ([`check_records`], [`RecordBatch::check_records`]), the
+//! conversion of a batch to another codec ([`RecordBatch::recompress`]), and
+//! the gzip/snappy/lz4/zstd [`compression`] codecs.
 //!
 //! The byte layout is in [`layout`] and [`record`]. Design points:
 //!
@@ -10,7 +13,7 @@
 //!   records are `Bytes` slices of it, so iterating an uncompressed batch
 //!   allocates nothing per record. Compressed batches are decompressed once,
 //!   with a cap on the output ([`DEFAULT_MAX_DECOMPRESSED_BYTES`]).
-//! * The CRC-32C (hardware accelerated by the `crc32c` crate) is checked only
+//! * The CRC-32C ([`crate::crc`], hardware accelerated) is checked only
 //!   on request ([`RecordBatch::validate_crc`]).
 //! * Legacy message sets (magic 0 and 1) are recognised and rejected with
 //!   [`RecordError::LegacyMagic`], never misparsed.
@@ -19,6 +22,7 @@ mod attributes;
 mod batch;
 mod batches;
 mod builder;
+mod check;
 pub mod compression;
 mod error;
 pub mod layout;
@@ -32,5 +36,6 @@ pub use batch::{
 };
 pub use batches::RecordBatches;
 pub use builder::{HeaderInput, RecordBatchBuilder};
+pub use check::{check_records, CheckedRecords, RecordSummary};
 pub use error::{RecordError, RecordField};
 pub use record::{Header, Record, RecordHeaders, RecordHeadersIter, Records};

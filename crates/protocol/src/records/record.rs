@@ -296,6 +296,40 @@ impl std::iter::FusedIterator for Records {}
 
 /// Decodes the record starting at `start`; returns it and where it ends.
 fn decode_record(data: &Bytes, start: usize) -> Result<(Record, usize), RecordError> {
+    let fields = parse_record(data, start)?;
+    let rebase = |range: Range<usize>| range.start - start..range.end - start;
+    let record = Record {
+        bytes: data.slice(start..fields.end),
+        attributes: fields.attributes,
+        timestamp_delta: fields.timestamp_delta,
+        offset_delta: fields.offset_delta,
+        key: fields.key.map(rebase),
+        value: fields.value.map(rebase),
+        headers: rebase(fields.headers),
+        header_count: fields.header_count,
+    };
+    Ok((record, fields.end))
+}
+
+/// The fields of one encoded record, as positions in the buffer it was read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RecordFields {
+    /// Where the record ends (its length prefix included).
+    pub(crate) end: usize,
+    pub(crate) attributes: i8,
+    pub(crate) timestamp_delta: i64,
+    pub(crate) offset_delta: i32,
+    pub(crate) key: Option<Range<usize>>,
+    pub(crate) value: Option<Range<usize>>,
+    pub(crate) headers: Range<usize>,
+    pub(crate) header_count: usize,
+}
+
+/// Reads and checks the record starting at `start` of `data` without
+/// copying or allocating: every length and varint inside the record, and
+/// that its fields fill exactly its declared length. The one parser of a
+/// record's layout ([`Records`] and [`super::check_records`] both use it).
+pub(crate) fn parse_record(data: &[u8], start: usize) -> Result<RecordFields, RecordError> {
     let mut cursor = Cursor::new(data, start);
     let length = cursor.varint()?;
     if length < 0 {
@@ -306,7 +340,7 @@ fn decode_record(data: &Bytes, start: usize) -> Result<(Record, usize), RecordEr
     }
     let length = length as usize;
     let body_start = cursor.position;
-    let available = data.len() - body_start;
+    let available = data.len().saturating_sub(body_start);
     if length > available {
         return Err(RecordError::RecordTruncated {
             needed: length,
@@ -320,26 +354,23 @@ fn decode_record(data: &Bytes, start: usize) -> Result<(Record, usize), RecordEr
     let offset_delta = body.varint()?;
     let key = body.nullable(RecordField::Key)?;
     let value = body.nullable(RecordField::Value)?;
-    let headers = body.headers()?;
+    let (headers, header_count) = body.headers()?;
     if body.position != end {
         return Err(RecordError::RecordSizeMismatch {
             declared: length,
             actual: body.position - body_start,
         });
     }
-    let (header_range, header_count) = headers;
-    let rebase = |range: Range<usize>| range.start - start..range.end - start;
-    let record = Record {
-        bytes: data.slice(start..end),
+    Ok(RecordFields {
+        end,
         attributes,
         timestamp_delta,
         offset_delta,
-        key: key.map(rebase),
-        value: value.map(rebase),
-        headers: rebase(header_range),
+        key,
+        value,
+        headers,
         header_count,
-    };
-    Ok((record, end))
+    })
 }
 
 /// A read position in a byte slice that only hands out checked ranges.
@@ -349,14 +380,17 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn new(data: &'a [u8], position: usize) -> Cursor<'a> {
         Cursor { data, position }
     }
 
+    #[inline]
     fn rest(&self) -> &'a [u8] {
         self.data.get(self.position..).unwrap_or_default()
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, RecordError> {
         let byte = self
             .rest()
@@ -370,18 +404,21 @@ impl<'a> Cursor<'a> {
         Ok(byte)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<i32, RecordError> {
         let (value, size) = read_varint(self.rest())?;
         self.position += size;
         Ok(value)
     }
 
+    #[inline]
     fn varlong(&mut self) -> Result<i64, RecordError> {
         let (value, size) = read_varlong(self.rest())?;
         self.position += size;
         Ok(value)
     }
 
+    #[inline]
     fn bytes(&mut self, length: usize) -> Result<Range<usize>, RecordError> {
         let available = self.rest().len();
         if length > available {
@@ -396,6 +433,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A length-prefixed field where -1 means null.
+    #[inline]
     fn nullable(&mut self, field: RecordField) -> Result<Option<Range<usize>>, RecordError> {
         match self.varint()? {
             -1 => Ok(None),
@@ -422,6 +460,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Checks the header count and every header; returns their range and count.
+    #[inline]
     fn headers(&mut self) -> Result<(Range<usize>, usize), RecordError> {
         let count = self.varint()?;
         if count < 0 {

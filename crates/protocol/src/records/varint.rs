@@ -12,6 +12,7 @@ pub const VARINT_MAX_BYTES: usize = 5;
 pub const VARLONG_MAX_BYTES: usize = 10;
 
 /// Reads a zigzag varint; returns the value and the bytes it took.
+#[inline]
 pub fn read_varint(buf: &[u8]) -> Result<(i32, usize), RecordError> {
     let (raw, size) = read_unsigned(buf, VARINT_MAX_BYTES)?;
     let raw = raw as u32;
@@ -19,12 +20,25 @@ pub fn read_varint(buf: &[u8]) -> Result<(i32, usize), RecordError> {
 }
 
 /// Reads a zigzag varlong; returns the value and the bytes it took.
+#[inline]
 pub fn read_varlong(buf: &[u8]) -> Result<(i64, usize), RecordError> {
     let (raw, size) = read_unsigned(buf, VARLONG_MAX_BYTES)?;
     Ok((((raw >> 1) as i64) ^ -((raw & 1) as i64), size))
 }
 
+#[inline]
 fn read_unsigned(buf: &[u8], max_bytes: usize) -> Result<(u64, usize), RecordError> {
+    // Most varints in a record (attributes aside: deltas, small lengths,
+    // header counts) fit one byte.
+    if let Some(&byte) = buf.first() {
+        if byte & 0x80 == 0 {
+            return Ok((u64::from(byte), 1));
+        }
+    }
+    read_unsigned_long(buf, max_bytes)
+}
+
+fn read_unsigned_long(buf: &[u8], max_bytes: usize) -> Result<(u64, usize), RecordError> {
     let mut value = 0u64;
     for index in 0..max_bytes {
         let Some(&byte) = buf.get(index) else {

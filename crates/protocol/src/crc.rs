@@ -1,5 +1,9 @@
 //! CRC-32C (Castagnoli) for record batch checks, fast on mid-sized buffers.
 //!
+//! This is the one CRC-32C of the record batch format: the batch view and
+//! builder here and the log in `strom-storage` (appends, recovery, producer
+//! state snapshots) all call it.
+//!
 //! The `crc32c` crate runs three `crc32` instruction streams in parallel only
 //! over whole 768-byte (or 24 KiB) chunks and the rest of a buffer serially,
 //! so a 1 KiB batch spends most of its time in one dependent chain (one
