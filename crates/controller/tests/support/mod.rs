@@ -118,7 +118,7 @@ impl Cluster {
     }
 
     pub async fn leader(&self) -> Arc<QuorumController> {
-        for _ in 0..200 {
+        for _ in 0..1_200 {
             let active: Vec<_> = self
                 .nodes
                 .values()
@@ -129,7 +129,7 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("no single active controller within 5 s");
+        panic!("no single active controller within 30 s");
     }
 
     /// Creates a topic through the active controller, retrying as a client
