@@ -90,6 +90,7 @@ pub struct RunningBroker {
     scheduler: Scheduler,
     tasks: Vec<JoinHandle<()>>,
     broker_epoch: i64,
+    observability: crate::http::Observability,
 }
 
 /// Starts a broker: opens storage and the embedded controller, registers,
@@ -102,6 +103,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         })?;
     }
     let cluster_id = meta_properties::ensure(&config.log_dirs, config.node_id)?;
+    let observability = crate::http::Observability::start(&config).await?;
     let addresses = config
         .listeners
         .iter()
@@ -147,6 +149,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
     })?
     .map_err(StartError::Storage)?;
     let logs = Arc::new(logs);
+    observability.logs_loaded();
     let scheduler = Scheduler::start(
         Arc::clone(&logs),
         Arc::clone(&clock),
@@ -158,6 +161,9 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         clock,
         config.topic_defaults().clone(),
     ));
+    replicas
+        .topic_metrics()
+        .set_recording(observability.recording());
     replicas.apply_image(&image);
     let controller_client: Arc<dyn ControllerClient> =
         Arc::clone(&controller) as Arc<dyn ControllerClient>;
@@ -179,6 +185,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
             config.max_incremental_fetch_session_cache_slots,
             uuid::Uuid::new_v4().as_u64_pair().0,
         )),
+        metrics: Arc::clone(observability.metrics()),
     });
     let tasks = vec![
         tokio::spawn(follow_metadata(Arc::clone(&context))),
@@ -190,10 +197,12 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         )),
     ];
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
+    observability.serving(&context);
     info!(
         node_id = config.node_id,
         cluster_id,
         listeners = ?server.local_addresses(),
+        metrics_listener = ?observability.address(),
         log_dirs = ?config.log_dirs,
         partitions = logs.partitions().len(),
         "Strom broker started"
@@ -206,6 +215,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         scheduler,
         tasks,
         broker_epoch,
+        observability,
     })
 }
 
@@ -213,6 +223,12 @@ impl RunningBroker {
     /// The addresses the broker listens on.
     pub fn local_addresses(&self) -> &[SocketAddr] {
         self.server.local_addresses()
+    }
+
+    /// The address of the metrics, health and console listener, if
+    /// `strom.metrics.listener` configures one.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.observability.address()
     }
 
     /// The controller this broker uses (for administration and tests).
@@ -236,7 +252,9 @@ impl RunningBroker {
             scheduler,
             tasks,
             broker_epoch,
+            observability,
         } = self;
+        observability.shutdown().await;
         server.shutdown().await;
         for task in &tasks {
             task.abort();

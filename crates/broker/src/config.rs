@@ -192,6 +192,8 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     // Strom's own keys (no Kafka equivalent), under the `strom.` prefix.
     ("strom.log.writeback.interval.bytes", "0"),
     ("strom.log.page.cache.retain.bytes", "-1"),
+    // Parsed by `crate::http::listener_address`.
+    ("strom.metrics.listener", ""),
 ];
 
 /// Broker `log.*` keys and the topic-level config each one defaults.

@@ -19,7 +19,9 @@ use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
 use strom_storage::read::LogSlice;
 use strom_storage::{AppendInfo, LogConfig, LogManager, TopicPartition};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
+
+use crate::metrics::topics::{TopicMetrics, TopicMetricsTable};
 use uuid::Uuid;
 
 /// A partition hosted here: its log and its replication state.
@@ -32,6 +34,8 @@ pub struct PartitionReplica {
     leader: Mutex<LeaderState>,
     /// The high watermark; delayed produce and fetch wait on it.
     pub high_watermark: OffsetWatch,
+    /// The topic's counters (resolved once, counted without locks).
+    pub metrics: Arc<TopicMetrics>,
 }
 
 /// Why an append failed.
@@ -265,6 +269,8 @@ pub struct ReplicaManager {
     /// metadata follower and a handler race) is never applied over a newer
     /// one: that would drop, and delete the logs of, partitions created since.
     applied: Mutex<Option<u64>>,
+    /// Per-topic counters, handed to each partition as it is hosted.
+    topic_metrics: TopicMetricsTable,
 }
 
 impl ReplicaManager {
@@ -283,12 +289,28 @@ impl ReplicaManager {
             partitions: RwLock::new(HashMap::new()),
             topic_defaults,
             applied: Mutex::new(None),
+            topic_metrics: TopicMetricsTable::default(),
         }
     }
 
     /// The log manager.
     pub fn logs(&self) -> &Arc<LogManager> {
         &self.logs
+    }
+
+    /// The per-topic counters.
+    pub fn topic_metrics(&self) -> &TopicMetricsTable {
+        &self.topic_metrics
+    }
+
+    /// Every hosted partition.
+    pub fn hosted(&self) -> Vec<Arc<PartitionReplica>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// The current time in milliseconds.
@@ -310,7 +332,8 @@ impl ReplicaManager {
         topic_log_config(&self.topic_defaults, image, topic)
     }
 
-    fn min_insync(&self, image: &MetadataImage, topic: &str) -> usize {
+    /// A topic's `min.insync.replicas` (its config, else the broker's).
+    pub fn min_insync_replicas(&self, image: &MetadataImage, topic: &str) -> usize {
         image
             .config(
                 &ConfigResource::Topic(topic.to_owned()),
@@ -341,6 +364,7 @@ impl ReplicaManager {
         *applied = image.last_offset();
         let now_ms = self.now_ms();
         let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
+        let mut became_leader = 0usize;
         for topic in image.topics() {
             let config = self.log_config(image, &topic.name);
             self.logs.set_topic_config(&topic.name, config.clone());
@@ -356,16 +380,23 @@ impl ReplicaManager {
                     if leader.leader_epoch() == partition.leader_epoch
                         && replica.topic_id == topic.id
                     {
-                        leader.set_min_insync_replicas(self.min_insync(image, &topic.name));
+                        leader
+                            .set_min_insync_replicas(self.min_insync_replicas(image, &topic.name));
                         continue;
                     }
                 }
-                if let Err(error) =
-                    self.become_leader(image, &topic_partition, topic.id, partition, now_ms)
-                {
-                    warn!(%topic_partition, %error, "cannot host partition");
+                match self.become_leader(image, &topic_partition, topic.id, partition, now_ms) {
+                    Ok(()) => became_leader += 1,
+                    Err(error) => warn!(%topic_partition, %error, "cannot host partition"),
                 }
             }
+        }
+        if became_leader > 0 {
+            info!(
+                partitions = became_leader,
+                metadata_offset = ?image.last_offset(),
+                "leading new partitions"
+            );
         }
         self.remove_unwanted(&wanted, image.topic_count() > 0, now_ms);
     }
@@ -391,7 +422,7 @@ impl ReplicaManager {
             partition.isr.iter().copied().collect(),
             log_end_offset,
             high_watermark,
-            self.min_insync(image, &topic_partition.topic),
+            self.min_insync_replicas(image, &topic_partition.topic),
             now_ms,
         );
         let high_watermark = leader.high_watermark();
@@ -405,8 +436,9 @@ impl ReplicaManager {
             log,
             leader: Mutex::new(leader),
             high_watermark: OffsetWatch::new(high_watermark),
+            metrics: self.topic_metrics.resolve(&topic_partition.topic),
         });
-        info!(%topic_partition, leader_epoch = partition.leader_epoch, high_watermark, "leading partition");
+        debug!(%topic_partition, leader_epoch = partition.leader_epoch, high_watermark, "leading partition");
         self.partitions
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -447,6 +479,12 @@ impl ReplicaManager {
             match self.logs.delete(&topic_partition, now_ms) {
                 Ok(_) => info!(%topic_partition, "deleted partition"),
                 Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
+            }
+            if !wanted
+                .keys()
+                .any(|kept| kept.topic == topic_partition.topic)
+            {
+                self.topic_metrics.remove(&topic_partition.topic);
             }
         }
         // Logs on disk for partitions the image no longer has (deleted while

@@ -181,11 +181,15 @@ fn append_partition(
             Some("a produce request carries exactly one record batch per partition".to_owned()),
         );
     }
+    let batch_bytes = records.len() as u64;
     match replica.append(records, acks == -1, now_ms) {
         Ok(Appended {
             info,
             pending_flush,
         }) => {
+            replica
+                .metrics
+                .record_produce(info.record_count, batch_bytes);
             let required = info.last_offset + 1;
             let wait_for = (acks == -1 && replica.ack_status(required) != AckStatus::Committed)
                 .then(|| (Arc::clone(&replica), required));
@@ -201,6 +205,7 @@ fn append_partition(
             }
         }
         Err(error) => {
+            replica.metrics.record_failed_produce();
             let code = append_error_code(&error);
             tracing::debug!(%topic_partition, %error, %code, "produce refused");
             failed(index, code, Some(error.to_string()))
@@ -267,7 +272,9 @@ async fn flush_all(flushes: Vec<PendingFlush>, now_ms: i64) -> Vec<(usize, i32)>
         flushes
             .into_iter()
             .map(|(at, replica, ticket)| {
+                let started = std::time::Instant::now();
                 let result = ticket.sync();
+                crate::metrics::LOG_FLUSH_TIME.observe(started.elapsed());
                 (at, replica, ticket, result)
             })
             .collect::<Vec<_>>()

@@ -1,0 +1,86 @@
+//! Requests to responses: the paths the HTTP listener serves.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::HttpState;
+
+/// The exposition's content type (OpenMetrics text, which Prometheus
+/// negotiates and parses).
+const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Answers one request.
+pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "only GET and HEAD are served\n",
+        );
+    }
+    match request.uri().path() {
+        "/metrics" => metrics(state),
+        "/health/live" => text(StatusCode::OK, "live\n"),
+        "/health/ready" => ready(state),
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn metrics(state: &HttpState) -> Response<Full<Bytes>> {
+    match crate::metrics::collect::exposition(&state.registry) {
+        Ok(body) => with_type(StatusCode::OK, METRICS_CONTENT_TYPE, Bytes::from(body)),
+        Err(_) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot encode the metrics\n",
+        ),
+    }
+}
+
+fn ready(state: &HttpState) -> Response<Full<Bytes>> {
+    let ready = state.ready_state();
+    let body = serde_json::json!({
+        "ready": ready.ready(),
+        "logs_loaded": ready.logs_loaded,
+        "registered": ready.registered,
+        "unfenced": ready.unfenced,
+        "listeners_accepting": ready.listeners_accepting,
+        "stopping": ready.stopping,
+    });
+    let status = if ready.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    json(status, &body)
+}
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>> {
+    let mut text = body.to_string();
+    text.push('\n');
+    with_type(status, "application/json", Bytes::from(text))
+}
+
+/// A plain-text response.
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    with_type(
+        status,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(body.as_bytes()),
+    )
+}
+
+/// A response with a body of `content_type`.
+pub(crate) fn with_type(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Bytes,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}

@@ -1,0 +1,103 @@
+//! The error codes a response carries, as Kafka counts them for
+//! `ErrorsPerSec`: every code in the response, per partition where the
+//! response is per partition, NONE included.
+
+use strom_protocol::messages::Response;
+
+/// Calls `count` with every error code in `response`.
+pub fn response_error_codes(response: &Response, count: &mut impl FnMut(i16)) {
+    match response {
+        Response::Produce(r) => r
+            .responses
+            .iter()
+            .flat_map(|t| &t.partition_responses)
+            .for_each(|p| count(p.error_code)),
+        Response::Fetch(r) => {
+            count(r.error_code);
+            r.responses
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .for_each(|p| count(p.error_code));
+        }
+        Response::ListOffsets(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .for_each(|p| count(p.error_code)),
+        Response::Metadata(r) => r.topics.iter().for_each(|t| count(t.error_code)),
+        Response::OffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .for_each(|p| count(p.error_code)),
+        Response::OffsetFetch(r) => offset_fetch_codes(r, count),
+        Response::FindCoordinator(r) => {
+            if r.coordinators.is_empty() {
+                count(r.error_code);
+            }
+            r.coordinators.iter().for_each(|c| count(c.error_code));
+        }
+        Response::CreateTopics(r) => r.topics.iter().for_each(|t| count(t.error_code)),
+        Response::DeleteTopics(r) => r.responses.iter().for_each(|t| count(t.error_code)),
+        Response::CreatePartitions(r) => r.results.iter().for_each(|t| count(t.error_code)),
+        Response::DescribeGroups(r) => r.groups.iter().for_each(|g| count(g.error_code)),
+        Response::DeleteGroups(r) => r.results.iter().for_each(|g| count(g.error_code)),
+        Response::DescribeConfigs(r) => r.results.iter().for_each(|c| count(c.error_code)),
+        Response::AlterConfigs(r) => r.responses.iter().for_each(|c| count(c.error_code)),
+        Response::IncrementalAlterConfigs(r) => {
+            r.responses.iter().for_each(|c| count(c.error_code))
+        }
+        Response::DeleteRecords(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .for_each(|p| count(p.error_code)),
+        Response::OffsetForLeaderEpoch(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .for_each(|p| count(p.error_code)),
+        Response::OffsetDelete(r) => {
+            count(r.error_code);
+            r.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .for_each(|p| count(p.error_code));
+        }
+        Response::ApiVersions(r) => count(r.error_code),
+        Response::JoinGroup(r) => count(r.error_code),
+        Response::SyncGroup(r) => count(r.error_code),
+        Response::Heartbeat(r) => count(r.error_code),
+        Response::LeaveGroup(r) => count(r.error_code),
+        Response::InitProducerId(r) => count(r.error_code),
+        Response::SaslHandshake(r) => count(r.error_code),
+        Response::SaslAuthenticate(r) => count(r.error_code),
+        Response::DescribeCluster(r) => count(r.error_code),
+        Response::ListGroups(r) => count(r.error_code),
+        #[allow(unreachable_patterns)]
+        _ => {}
+    }
+}
+
+fn offset_fetch_codes(
+    response: &strom_protocol::kafka::messages::OffsetFetchResponse,
+    count: &mut impl FnMut(i16),
+) {
+    if response.groups.is_empty() {
+        count(response.error_code);
+        response
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .for_each(|p| count(p.error_code));
+        return;
+    }
+    for group in &response.groups {
+        count(group.error_code);
+        group
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .for_each(|p| count(p.error_code));
+    }
+}
