@@ -194,6 +194,8 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("strom.log.page.cache.retain.bytes", "-1"),
     // Parsed by `crate::http::listener_address`.
     ("strom.metrics.listener", ""),
+    // Parsed by `crate::launch::log_format` (env `STROM_LOG_FORMAT` wins).
+    ("strom.log.format", "text"),
 ];
 
 /// Broker `log.*` keys and the topic-level config each one defaults.

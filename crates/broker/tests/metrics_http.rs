@@ -163,15 +163,15 @@ async fn the_exposition_counts_what_was_produced_and_fetched() {
     let text = metrics(&broker).await;
     let topic = |metric: &str| sample(&text, &format!("{metric}{{topic=\"{TOPIC}\"}}"));
     assert_eq!(
-        topic("kafka_server_brokertopicmetrics_messages_in_total"),
+        topic("kafka_server_brokertopicmetrics_messagesin_total"),
         Some(15.0)
     );
     assert_eq!(
-        topic("kafka_server_brokertopicmetrics_bytes_in_total"),
+        topic("kafka_server_brokertopicmetrics_bytesin_total"),
         Some(bytes_in as f64)
     );
     assert_eq!(
-        topic("kafka_server_brokertopicmetrics_bytes_out_total"),
+        topic("kafka_server_brokertopicmetrics_bytesout_total"),
         Some(bytes_out as f64)
     );
     let produce_series = |metric: &str| format!("{metric}{{request=\"Produce\"}}");
@@ -199,51 +199,60 @@ async fn the_exposition_counts_what_was_produced_and_fetched() {
     assert_eq!(
         sample(
             &text,
-            &produce_series("kafka_network_requestmetrics_total_time_seconds_count")
+            &produce_series("kafka_network_requestmetrics_totaltime_seconds_count")
         ),
         Some(4.0)
     );
     // 2 partitions of the topic and 3 of __consumer_offsets, all led here.
     assert_eq!(
-        sample(&text, "kafka_server_replicamanager_leader_count"),
+        sample(&text, "kafka_server_replicamanager_leadercount"),
         Some(5.0)
     );
     assert_eq!(
-        sample(&text, "kafka_server_replicamanager_partition_count"),
+        sample(&text, "kafka_server_replicamanager_partitioncount"),
         Some(5.0)
     );
     assert_eq!(
         sample(
             &text,
-            "kafka_server_replicamanager_under_replicated_partitions"
+            "kafka_server_replicamanager_underreplicatedpartitions"
         ),
         Some(0.0)
     );
     assert_eq!(
         sample(
             &text,
-            "kafka_controller_kafkacontroller_offline_partitions_count"
+            "kafka_controller_kafkacontroller_offlinepartitionscount"
         ),
         Some(0.0)
     );
     assert_eq!(
         sample(
             &text,
-            "kafka_controller_kafkacontroller_active_controller_count"
+            "kafka_controller_kafkacontroller_activecontrollercount"
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &text,
-            &format!("kafka_log_log_log_end_offset{{topic=\"{TOPIC}\",partition=\"0\"}}")
+            &format!("kafka_log_log_logendoffset{{topic=\"{TOPIC}\",partition=\"0\"}}")
         ),
         Some(10.0)
     );
-    assert!(
-        sample(&text, "kafka_server_socket_server_metrics_connection_count").unwrap_or(0.0) >= 1.0
-    );
-    assert!(text.ends_with("# EOF\n"));
+    assert!(sample(&text, "kafka_server_socket_server_metrics_connections").unwrap_or(0.0) >= 1.0);
+    // Classic text format unless OpenMetrics is asked for.
+    assert!(text.contains("# TYPE kafka_server_brokertopicmetrics_messagesin_total counter\n"));
+    assert!(!text.contains("# EOF"));
+    let address = broker.metrics_address().expect("a metrics listener");
+    let (status, openmetrics) = http(
+        address,
+        "GET /metrics HTTP/1.1\r\nHost: strom\r\nAccept: application/openmetrics-text;version=1.0.0\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(openmetrics.contains("# TYPE kafka_server_brokertopicmetrics_messagesin counter\n"));
+    assert!(openmetrics.ends_with("# EOF\n"));
     broker.shutdown().await;
 }
 
@@ -327,17 +336,17 @@ async fn after_a_restart_counters_start_again_and_gauges_are_right() {
     let broker = start(dir.path()).await;
     let text = metrics(&broker).await;
     let messages_in =
-        format!("kafka_server_brokertopicmetrics_messages_in_total{{topic=\"{TOPIC}\"}}");
+        format!("kafka_server_brokertopicmetrics_messagesin_total{{topic=\"{TOPIC}\"}}");
     assert_eq!(sample(&text, &messages_in), Some(0.0));
     assert_eq!(
         sample(
             &text,
-            &format!("kafka_log_log_log_end_offset{{topic=\"{TOPIC}\",partition=\"0\"}}")
+            &format!("kafka_log_log_logendoffset{{topic=\"{TOPIC}\",partition=\"0\"}}")
         ),
         Some(4.0)
     );
     assert_eq!(
-        sample(&text, "kafka_server_replicamanager_leader_count"),
+        sample(&text, "kafka_server_replicamanager_leadercount"),
         Some(4.0)
     );
     let mut client = Client::connect(&broker, "after-restart").await;

@@ -7,9 +7,12 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::HttpState;
 
-/// The exposition's content type (OpenMetrics text, which Prometheus
-/// negotiates and parses).
-const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The exposition's content type when the client asks for OpenMetrics
+/// (Prometheus does).
+const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of Prometheus' classic text format, served otherwise.
+const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Answers one request.
 pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full<Bytes>> {
@@ -20,20 +23,34 @@ pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full
         );
     }
     match request.uri().path() {
-        "/metrics" => metrics(state),
+        "/metrics" => metrics(state, wants_openmetrics(request)),
         "/health/live" => text(StatusCode::OK, "live\n"),
         "/health/ready" => ready(state),
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
 
-fn metrics(state: &HttpState) -> Response<Full<Bytes>> {
-    match crate::metrics::collect::exposition(&state.registry) {
-        Ok(body) => with_type(StatusCode::OK, METRICS_CONTENT_TYPE, Bytes::from(body)),
-        Err(_) => text(
+fn wants_openmetrics<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("application/openmetrics-text"))
+}
+
+fn metrics(state: &HttpState, openmetrics: bool) -> Response<Full<Bytes>> {
+    let Ok(body) = crate::metrics::collect::exposition(&state.registry) else {
+        return text(
             StatusCode::INTERNAL_SERVER_ERROR,
             "cannot encode the metrics\n",
-        ),
+        );
+    };
+    if openmetrics {
+        with_type(StatusCode::OK, OPENMETRICS_CONTENT_TYPE, Bytes::from(body))
+    } else {
+        let classic = crate::metrics::collect::classic_text(&body);
+        with_type(StatusCode::OK, CLASSIC_CONTENT_TYPE, Bytes::from(classic))
     }
 }
 

@@ -44,13 +44,13 @@ impl Collector for BrokerCollector {
         encode_requests(&mut encoder, &self.metrics)?;
         histogram(
             &mut encoder,
-            "kafka_log_log_flush_rate_and_time_seconds",
+            "kafka_log_logflushstats_logflushrateandtime_seconds",
             "Time of the log flushes the produce path makes (LogFlushRateAndTimeMs)",
             vec![(Vec::new(), super::LOG_FLUSH_TIME.snapshot())],
         )?;
         counter(
             &mut encoder,
-            "kafka_coordinator_group_rebalances",
+            "strom_group_rebalances",
             "Rebalances completed (JoinGroup generations handed to a leader)",
             vec![(Vec::new(), self.metrics.rebalances())],
         )?;
@@ -141,7 +141,7 @@ fn encode_network(encoder: &mut DescriptorEncoder<'_>) -> fmt::Result {
         .saturating_sub(counts.connections_closed);
     gauge(
         encoder,
-        "kafka_server_socket_server_metrics_connection_count",
+        "kafka_server_socket_server_metrics_connections",
         "Open client connections",
         vec![(Vec::new(), i64::try_from(open).unwrap_or(i64::MAX))],
     )?;
@@ -214,22 +214,22 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
     type Stage = fn(&super::requests::ApiMetrics) -> &super::histogram::AtomicHistogram;
     let stages: [(&str, &str, Stage); 4] = [
         (
-            "kafka_network_requestmetrics_request_queue_time_seconds",
+            "kafka_network_requestmetrics_requestqueuetime_seconds",
             "Time from the request being read to its handler starting (RequestQueueTimeMs)",
             |api| &api.queue,
         ),
         (
-            "kafka_network_requestmetrics_local_time_seconds",
+            "kafka_network_requestmetrics_localtime_seconds",
             "Time in the request's handler (LocalTimeMs)",
             |api| &api.local,
         ),
         (
-            "kafka_network_requestmetrics_remote_time_seconds",
+            "kafka_network_requestmetrics_remotetime_seconds",
             "Time waiting for acks, fetch.min.bytes, a flush or a rebalance (RemoteTimeMs)",
             |api| &api.remote,
         ),
         (
-            "kafka_network_requestmetrics_total_time_seconds",
+            "kafka_network_requestmetrics_totaltime_seconds",
             "Time from the request being read to its answer being ready (TotalTimeMs without the send)",
             |api| &api.total,
         ),
@@ -249,27 +249,27 @@ fn encode_topics(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) ->
     type Field = fn(&super::topics::TopicCounts) -> u64;
     let fields: [(&str, &str, Field); 5] = [
         (
-            "kafka_server_brokertopicmetrics_messages_in",
+            "kafka_server_brokertopicmetrics_messagesin",
             "Records appended, by topic (MessagesInPerSec)",
             |c| c.messages_in,
         ),
         (
-            "kafka_server_brokertopicmetrics_bytes_in",
+            "kafka_server_brokertopicmetrics_bytesin",
             "Record bytes appended, by topic (BytesInPerSec)",
             |c| c.bytes_in,
         ),
         (
-            "kafka_server_brokertopicmetrics_bytes_out",
+            "kafka_server_brokertopicmetrics_bytesout",
             "Record bytes sent to fetchers, by topic (BytesOutPerSec)",
             |c| c.bytes_out,
         ),
         (
-            "kafka_server_brokertopicmetrics_failed_produce_requests",
+            "kafka_server_brokertopicmetrics_failedproducerequests",
             "Partitions of produce requests that failed, by topic (FailedProduceRequestsPerSec)",
             |c| c.failed_produce_requests,
         ),
         (
-            "kafka_server_brokertopicmetrics_failed_fetch_requests",
+            "kafka_server_brokertopicmetrics_failedfetchrequests",
             "Partitions of fetch requests that failed, by topic (FailedFetchRequestsPerSec)",
             |c| c.failed_fetch_requests,
         ),
@@ -328,32 +328,32 @@ fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     let counts = partition_counts(broker);
     let gauges: [(&str, &str, i64); 6] = [
         (
-            "kafka_server_replicamanager_partition_count",
+            "kafka_server_replicamanager_partitioncount",
             "Partitions with a replica on this broker (PartitionCount)",
             counts.hosted,
         ),
         (
-            "kafka_server_replicamanager_leader_count",
+            "kafka_server_replicamanager_leadercount",
             "Partitions this broker leads (LeaderCount)",
             counts.leader,
         ),
         (
-            "kafka_server_replicamanager_under_replicated_partitions",
+            "kafka_server_replicamanager_underreplicatedpartitions",
             "Partitions led here whose ISR is smaller than their replicas (UnderReplicatedPartitions)",
             counts.under_replicated,
         ),
         (
-            "kafka_server_replicamanager_under_min_isr_partition_count",
+            "kafka_server_replicamanager_underminisrpartitioncount",
             "Partitions led here whose ISR is below min.insync.replicas (UnderMinIsrPartitionCount)",
             counts.under_min_isr,
         ),
         (
-            "kafka_controller_kafkacontroller_offline_partitions_count",
+            "kafka_controller_kafkacontroller_offlinepartitionscount",
             "Partitions without a leader (OfflinePartitionsCount)",
             counts.offline,
         ),
         (
-            "kafka_controller_kafkacontroller_global_partition_count",
+            "kafka_controller_kafkacontroller_globalpartitioncount",
             "Partitions in the cluster (GlobalPartitionCount)",
             counts.global,
         ),
@@ -363,13 +363,13 @@ fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     }
     counter(
         encoder,
-        "kafka_server_replicamanager_isr_shrinks",
+        "kafka_server_replicamanager_isrshrinks",
         "ISR shrinks of partitions led here (IsrShrinksPerSec); a single node never shrinks its ISR of one",
         one(0),
     )?;
     counter(
         encoder,
-        "kafka_server_replicamanager_isr_expands",
+        "kafka_server_replicamanager_isrexpands",
         "ISR expansions of partitions led here (IsrExpandsPerSec); a single node never expands its ISR of one",
         one(0),
     )
@@ -381,22 +381,22 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     let active = image.brokers().filter(|b| !b.fenced).count();
     let gauges: [(&str, &str, i64); 5] = [
         (
-            "kafka_controller_kafkacontroller_active_controller_count",
+            "kafka_controller_kafkacontroller_activecontrollercount",
             "1 on the active controller (ActiveControllerCount); the embedded controller is always active",
             1,
         ),
         (
-            "kafka_controller_kafkacontroller_fenced_broker_count",
+            "kafka_controller_kafkacontroller_fencedbrokercount",
             "Registered brokers that are fenced (FencedBrokerCount)",
             fenced as i64,
         ),
         (
-            "kafka_controller_kafkacontroller_active_broker_count",
+            "kafka_controller_kafkacontroller_activebrokercount",
             "Registered brokers that are not fenced (ActiveBrokerCount)",
             active as i64,
         ),
         (
-            "kafka_controller_kafkacontroller_global_topic_count",
+            "kafka_controller_kafkacontroller_globaltopiccount",
             "Topics in the cluster (GlobalTopicCount)",
             image.topic_count() as i64,
         ),
@@ -446,7 +446,7 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -
     }
     gauge(
         encoder,
-        "kafka_log_log_num_log_segments",
+        "kafka_log_log_numlogsegments",
         "Segments of a partition's log (NumLogSegments)",
         segments,
     )?;
@@ -458,13 +458,13 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -
     )?;
     gauge(
         encoder,
-        "kafka_log_log_log_end_offset",
+        "kafka_log_log_logendoffset",
         "A partition's log end offset (LogEndOffset)",
         ends,
     )?;
     gauge(
         encoder,
-        "kafka_log_log_log_start_offset",
+        "kafka_log_log_logstartoffset",
         "A partition's log start offset (LogStartOffset)",
         starts,
     )?;
@@ -497,7 +497,7 @@ fn encode_groups(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) ->
         .collect();
     gauge(
         encoder,
-        "kafka_coordinator_group_groupmetadatamanager_num_groups",
+        "kafka_coordinator_group_groupmetadatamanager_numgroups",
         "Groups this coordinator owns, by state (NumGroups, NumGroupsStable, ...)",
         by_state,
     )?;
@@ -540,8 +540,41 @@ pub fn registry(collector: BrokerCollector) -> prometheus_client::registry::Regi
     registry
 }
 
+/// Prometheus' classic text format (0.0.4) of an OpenMetrics exposition,
+/// for consumers that do not negotiate OpenMetrics (`promtool check
+/// metrics`, `curl`): the two formats differ, for what this exposition
+/// holds, only in that a classic counter's `HELP` and `TYPE` lines name the
+/// series with its `_total` suffix, and in OpenMetrics' closing `# EOF`.
+pub fn classic_text(openmetrics: &str) -> String {
+    let mut counters = std::collections::HashSet::new();
+    for line in openmetrics.lines() {
+        if let Some(name) = line
+            .strip_prefix("# TYPE ")
+            .and_then(|rest| rest.strip_suffix(" counter"))
+        {
+            counters.insert(name.to_owned());
+        }
+    }
+    let mut classic = String::with_capacity(openmetrics.len() + 16 * counters.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        classic.push_str(renamed.as_deref().unwrap_or(line));
+        classic.push('\n');
+    }
+    classic
+}
+
 /// The text exposition of `registry` (OpenMetrics' text format, which
-/// Prometheus scrapes; it ends with `# EOF`).
+/// Prometheus negotiates; it ends with `# EOF`).
 pub fn exposition(registry: &prometheus_client::registry::Registry) -> Result<String, fmt::Error> {
     let mut text = String::with_capacity(64 * 1024);
     prometheus_client::encoding::text::encode(&mut text, registry)?;
