@@ -7,7 +7,7 @@
 //! - `GET /health/live`: 200 while the process serves HTTP at all;
 //! - `GET /health/ready`: 200 once the logs are loaded, the broker is
 //!   registered and unfenced and the Kafka listeners accept, else 503;
-//! - `GET /console` and `GET /api/...`: the web console.
+//! - `GET /console` and `GET /api/...`: the web console ([`console`]).
 //!
 //! Everything else is 404 (405 for a method other than GET and HEAD).
 //! It is hyper's HTTP/1 server with tight limits, so that a bad client
@@ -16,6 +16,7 @@
 //! [`HEADER_READ_TIMEOUT`] to send its headers and [`CONNECTION_LIFETIME`]
 //! in all, and at most [`MAX_CONNECTIONS`] connections are served at once.
 
+pub mod console;
 mod routes;
 
 use std::net::SocketAddr;
@@ -121,6 +122,7 @@ pub(crate) struct HttpState {
     registry: prometheus_client::registry::Registry,
     broker: Arc<BrokerSlot>,
     readiness: Arc<Readiness>,
+    history: Arc<console::History>,
 }
 
 impl HttpState {
@@ -160,11 +162,13 @@ struct HttpListener {
     address: SocketAddr,
     shutdown: watch::Sender<bool>,
     task: JoinHandle<()>,
+    sampler: JoinHandle<()>,
 }
 
 impl Drop for HttpListener {
     fn drop(&mut self) {
         self.task.abort();
+        self.sampler.abort();
     }
 }
 
@@ -183,6 +187,7 @@ impl Observability {
                     .await
                     .map_err(|source| crate::StartError::Bind { address, source })?;
                 let bound = tcp.local_addr().unwrap_or(address);
+                let history = Arc::new(console::History::default());
                 let state = Arc::new(HttpState {
                     registry: crate::metrics::collect::registry(BrokerCollector::new(
                         Arc::clone(&metrics),
@@ -190,14 +195,17 @@ impl Observability {
                     )),
                     broker: Arc::clone(&broker),
                     readiness: Arc::clone(&readiness),
+                    history: Arc::clone(&history),
                 });
                 let (shutdown, receiver) = watch::channel(false);
                 let task = tokio::spawn(accept_loop(tcp, state, receiver));
+                let sampler = tokio::spawn(console::sample_history(history, Arc::clone(&broker)));
                 info!(address = %bound, "metrics and health listener started");
                 Some(HttpListener {
                     address: bound,
                     shutdown,
                     task,
+                    sampler,
                 })
             }
         };
@@ -242,6 +250,8 @@ impl Observability {
             let _ = listener.shutdown.send(true);
         }
         if let Some(mut listener) = self.listener {
+            listener.sampler.abort();
+            let _ = (&mut listener.sampler).await;
             let _ = (&mut listener.task).await;
         }
     }

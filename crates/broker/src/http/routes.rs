@@ -26,7 +26,23 @@ pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full
         "/metrics" => metrics(state, wants_openmetrics(request)),
         "/health/live" => text(StatusCode::OK, "live\n"),
         "/health/ready" => ready(state),
+        "/" | "/console" | "/console/" => with_type(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            Bytes::from_static(super::console::PAGE.as_bytes()),
+        ),
+        path if path.starts_with("/api/") => console_api(state, path, request.uri().query()),
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn console_api(state: &HttpState, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+    let Some(broker) = state.broker() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n");
+    };
+    match super::console::api(&broker, &state.history, path, query) {
+        Some(body) => json(StatusCode::OK, &body),
+        None => text(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
 

@@ -504,18 +504,12 @@ fn encode_groups(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) ->
     let mut lags = Vec::new();
     let mut committed = Vec::new();
     for (group, _, _) in &listings {
-        let Ok(offsets) = broker.groups.coordinator.fetch_offsets(group, None) else {
-            continue;
-        };
-        for offset in offsets.iter().filter(|offset| offset.offset >= 0) {
+        for offset in super::lag::group_lags(broker, group) {
             let mut labels = partition_labels(&offset.topic, offset.partition);
             labels.insert(0, ("group", group.clone()));
-            committed.push((labels.clone(), offset.offset));
-            let topic_partition =
-                strom_storage::TopicPartition::new(offset.topic.clone(), offset.partition);
-            if let Some(replica) = broker.replicas.get(&topic_partition) {
-                let high_watermark = replica.with_log(|log| log.high_watermark());
-                lags.push((labels, (high_watermark - offset.offset).max(0)));
+            committed.push((labels.clone(), offset.committed));
+            if let Some(lag) = offset.lag() {
+                lags.push((labels, lag));
             }
         }
     }

@@ -18,6 +18,7 @@
 pub mod collect;
 pub mod errors;
 pub mod histogram;
+pub mod lag;
 pub mod network;
 pub mod requests;
 pub mod topics;
