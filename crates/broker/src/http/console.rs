@@ -450,7 +450,9 @@ impl History {
 }
 
 /// Samples the broker into `history` every [`SAMPLE_INTERVAL`] while it
-/// runs.
+/// runs. A sample reads counters and offsets in memory, so it runs on the
+/// async worker: aborting the task then surely drops its handle on the
+/// broker (which shutdown needs gone before it closes the logs).
 pub(crate) async fn sample_history(
     history: std::sync::Arc<History>,
     broker: std::sync::Arc<super::BrokerSlot>,
@@ -459,8 +461,7 @@ pub(crate) async fn sample_history(
     loop {
         interval.tick().await;
         if let Some(broker) = broker.get().and_then(Weak::upgrade) {
-            let history = std::sync::Arc::clone(&history);
-            let _ = tokio::task::spawn_blocking(move || history.record(&broker)).await;
+            history.record(&broker);
         }
     }
 }
