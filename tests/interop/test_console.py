@@ -122,8 +122,12 @@ def test_the_console_shows_the_cluster_topics_records_and_groups(console):
 
 
 @pytest.mark.timeout(60)
-def test_the_console_api_answers_404_for_what_does_not_exist(console):
+def test_the_console_api_answers_404_for_what_does_not_exist_and_groups_are_counted(console):
     _, base = console
+    # The group's one member made one rebalance, and the group is Stable.
+    exposition = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    assert "strom_group_rebalances_total 1\n" in exposition
+    assert 'kafka_coordinator_group_groupmetadatamanager_numgroups{state="Stable"} 1\n' in exposition
     for path in ("/api/topics/nope", "/api/groups/nope%zz", "/api/nothing", "/api/topics/console-topic/records?partition=9"):
         try:
             urllib.request.urlopen(base + path, timeout=10)
