@@ -9,6 +9,12 @@
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
 //! own is per-client: incremental fetch sessions ([`fetch_session`]).
+//!
+//! Operators see a running broker through [`metrics`] (Prometheus metrics
+//! under Kafka's names, counted with atomics on the request path and
+//! computed from the broker's state at scrape time) and [`http`] (the
+//! optional `strom.metrics.listener`: `/metrics`, health probes and a
+//! read-only web console).
 
 pub mod broker;
 pub mod config;

@@ -64,19 +64,29 @@ pub fn response_error_codes(response: &Response, count: &mut impl FnMut(i16)) {
                 .flat_map(|t| &t.partitions)
                 .for_each(|p| count(p.error_code));
         }
-        Response::ApiVersions(r) => count(r.error_code),
-        Response::JoinGroup(r) => count(r.error_code),
-        Response::SyncGroup(r) => count(r.error_code),
-        Response::Heartbeat(r) => count(r.error_code),
-        Response::LeaveGroup(r) => count(r.error_code),
-        Response::InitProducerId(r) => count(r.error_code),
-        Response::SaslHandshake(r) => count(r.error_code),
-        Response::SaslAuthenticate(r) => count(r.error_code),
-        Response::DescribeCluster(r) => count(r.error_code),
-        Response::ListGroups(r) => count(r.error_code),
-        #[allow(unreachable_patterns)]
-        _ => {}
+        other => {
+            if let Some(code) = single_error_code(other) {
+                count(code);
+            }
+        }
     }
+}
+
+/// The error code of a response that carries exactly one.
+fn single_error_code(response: &Response) -> Option<i16> {
+    Some(match response {
+        Response::ApiVersions(r) => r.error_code,
+        Response::JoinGroup(r) => r.error_code,
+        Response::SyncGroup(r) => r.error_code,
+        Response::Heartbeat(r) => r.error_code,
+        Response::LeaveGroup(r) => r.error_code,
+        Response::InitProducerId(r) => r.error_code,
+        Response::SaslHandshake(r) => r.error_code,
+        Response::SaslAuthenticate(r) => r.error_code,
+        Response::DescribeCluster(r) => r.error_code,
+        Response::ListGroups(r) => r.error_code,
+        _ => return None,
+    })
 }
 
 fn offset_fetch_codes(
