@@ -574,3 +574,17 @@ pub fn exposition(registry: &prometheus_client::registry::Registry) -> Result<St
     prometheus_client::encoding::text::encode(&mut text, registry)?;
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::classic_text;
+
+    #[test]
+    fn classic_text_names_counters_with_their_total_suffix() {
+        let openmetrics = "# HELP requests Requests.\n# TYPE requests counter\nrequests_total{api=\"Produce\"} 3\n# HELP open Open.\n# TYPE open gauge\nopen 1\n# EOF\n";
+        assert_eq!(
+            classic_text(openmetrics),
+            "# HELP requests_total Requests.\n# TYPE requests_total counter\nrequests_total{api=\"Produce\"} 3\n# HELP open Open.\n# TYPE open gauge\nopen 1\n"
+        );
+    }
+}

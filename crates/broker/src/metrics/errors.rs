@@ -111,3 +111,41 @@ fn offset_fetch_codes(
             .for_each(|p| count(p.error_code));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use strom_protocol::kafka::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+    use strom_protocol::kafka::messages::produce_response::{
+        PartitionProduceResponse, TopicProduceResponse,
+    };
+    use strom_protocol::kafka::messages::{FetchResponse, HeartbeatResponse, ProduceResponse};
+
+    use super::*;
+
+    fn codes(response: &Response) -> Vec<i16> {
+        let mut seen = Vec::new();
+        response_error_codes(response, &mut |code| seen.push(code));
+        seen
+    }
+
+    #[test]
+    fn per_partition_responses_count_each_partition() {
+        let produce =
+            ProduceResponse::default().with_responses(vec![TopicProduceResponse::default()
+                .with_partition_responses(vec![
+                    PartitionProduceResponse::default().with_error_code(0),
+                    PartitionProduceResponse::default().with_error_code(6),
+                ])]);
+        assert_eq!(codes(&Response::Produce(produce)), vec![0, 6]);
+        let fetch = FetchResponse::default()
+            .with_responses(vec![FetchableTopicResponse::default()
+                .with_partitions(vec![PartitionData::default().with_error_code(1)])]);
+        assert_eq!(codes(&Response::Fetch(fetch)), vec![0, 1]);
+    }
+
+    #[test]
+    fn single_code_responses_count_their_code() {
+        let heartbeat = HeartbeatResponse::default().with_error_code(27);
+        assert_eq!(codes(&Response::Heartbeat(heartbeat)), vec![27]);
+    }
+}
