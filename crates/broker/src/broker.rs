@@ -124,6 +124,7 @@ pub struct RunningBroker {
     scheduler: Scheduler,
     tasks: Vec<JoinHandle<()>>,
     broker_epoch: i64,
+    observability: crate::http::Observability,
 }
 
 /// Starts a broker: opens storage and the embedded controller, registers,
@@ -131,23 +132,46 @@ pub struct RunningBroker {
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
     create_log_dirs(&config)?;
     let cluster_id = meta_properties::ensure(&config.log_dirs, config.node_id)?;
+    let observability = crate::http::Observability::start(&config).await?;
     let server = bind(&config).await?;
     let controller = Arc::new(start_controller(&config).await?);
     let broker_epoch = register(&config, &controller, &server.local_addresses()).await?;
+    // Heartbeats start as soon as the broker is registered: opening the logs
+    // and creating `__consumer_offsets` can outlast the session timeout, and
+    // a broker fenced meanwhile could not lead the offsets topic it waits for.
+    let heartbeats = TaskGuard(Some(tokio::spawn(heartbeat_loop(
+        Arc::clone(&controller),
+        config.node_id,
+        broker_epoch,
+    ))));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let logs = Arc::new(open_logs(&config, &controller, clock.now_ms()).await?);
+    observability.logs_loaded();
     let scheduler = Scheduler::start(
         Arc::clone(&logs),
         Arc::clone(&clock),
         Duration::from_millis(200),
     );
-    let context = Arc::new(broker_context(&config, cluster_id, &controller, &logs, clock).await?);
-    let tasks = spawn_background_tasks(&context, &controller, broker_epoch);
+    let context = Arc::new(
+        broker_context(
+            &config,
+            cluster_id,
+            &controller,
+            &logs,
+            clock,
+            &observability,
+        )
+        .await?,
+    );
+    let mut tasks = spawn_background_tasks(&context);
+    tasks.extend(heartbeats.keep());
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
+    observability.serving(&context);
     info!(
         node_id = config.node_id,
         cluster_id = context.cluster_id,
         listeners = ?server.local_addresses(),
+        metrics_listener = ?observability.address(),
         log_dirs = ?config.log_dirs,
         partitions = logs.partitions().len(),
         "Strom broker started"
@@ -160,6 +184,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         scheduler,
         tasks,
         broker_epoch,
+        observability,
     })
 }
 
@@ -229,6 +254,7 @@ async fn broker_context(
     controller: &Arc<LocalController>,
     logs: &Arc<LogManager>,
     clock: Arc<dyn Clock>,
+    observability: &crate::http::Observability,
 ) -> Result<BrokerContext, StartError> {
     let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
@@ -236,6 +262,9 @@ async fn broker_context(
         clock,
         config.topic_defaults().clone(),
     ));
+    replicas
+        .topic_metrics()
+        .set_recording(observability.recording());
     replicas.apply_image(&controller.image());
     let controller_client: Arc<dyn ControllerClient> =
         Arc::clone(controller) as Arc<dyn ControllerClient>;
@@ -257,31 +286,47 @@ async fn broker_context(
             config.max_incremental_fetch_session_cache_slots,
             uuid::Uuid::new_v4().as_u64_pair().0,
         )),
+        metrics: Arc::clone(observability.metrics()),
     })
 }
 
-/// The metadata follower, the group coordinator's timer and the heartbeat
-/// loop.
-fn spawn_background_tasks(
-    context: &Arc<BrokerContext>,
-    controller: &Arc<LocalController>,
-    broker_epoch: i64,
-) -> Vec<JoinHandle<()>> {
+/// The metadata follower and the group coordinator's timer (the heartbeat
+/// loop starts right after registration).
+fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
     vec![
         tokio::spawn(follow_metadata(Arc::clone(context))),
         context.groups.coordinator.spawn_timer(COORDINATOR_TICK),
-        tokio::spawn(heartbeat_loop(
-            Arc::clone(controller),
-            context.config.node_id,
-            broker_epoch,
-        )),
     ]
+}
+
+/// A task aborted when dropped (a start-up step failed), unless handed on
+/// with [`TaskGuard::keep`].
+struct TaskGuard(Option<JoinHandle<()>>);
+
+impl TaskGuard {
+    fn keep(mut self) -> Option<JoinHandle<()>> {
+        self.0.take()
+    }
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
 }
 
 impl RunningBroker {
     /// The addresses the broker listens on.
     pub fn local_addresses(&self) -> &[SocketAddr] {
         self.server.local_addresses()
+    }
+
+    /// The address of the metrics, health and console listener, if
+    /// `strom.metrics.listener` configures one.
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.observability.address()
     }
 
     /// The controller this broker uses (for administration and tests).
@@ -305,7 +350,9 @@ impl RunningBroker {
             scheduler,
             tasks,
             broker_epoch,
+            observability,
         } = self;
+        observability.shutdown().await;
         server.shutdown().await;
         for task in &tasks {
             task.abort();

@@ -22,7 +22,7 @@ use strom_coordinator::{
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 use strom_storage::TopicPartition;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::blocking::blocking;
 use crate::config::BrokerConfig;
@@ -256,16 +256,28 @@ impl GroupService {
         let pending: Vec<i32> = std::mem::take(&mut *lock(&self.unloaded))
             .into_iter()
             .collect();
+        let (mut loaded, mut replayed) = (0u64, 0u64);
         for partition in pending {
             if !lock(&self.owned).contains(&partition) {
                 continue;
             }
             match self.coordinator.load_partition(partition) {
-                Ok(records) => info!(partition, records, "coordinator partition loaded"),
+                Ok(records) => {
+                    debug!(partition, records, "coordinator partition loaded");
+                    loaded += 1;
+                    replayed += records;
+                }
                 Err(error) => {
                     warn!(partition, %error, "cannot load __consumer_offsets partition");
                 }
             }
+        }
+        if loaded > 0 {
+            info!(
+                partitions = loaded,
+                records = replayed,
+                "__consumer_offsets partitions loaded"
+            );
         }
     }
 

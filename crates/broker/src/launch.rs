@@ -95,14 +95,18 @@ pub fn parse_arguments(
 /// SIGINT; then shuts down gracefully. Returns the process exit code: 0 after
 /// a clean stop, 2 for a configuration error, 1 for any other failure.
 pub fn run(options: LaunchOptions) -> std::process::ExitCode {
-    init_tracing();
-    let (config, warnings) = match options.load() {
+    let loaded = options.load().and_then(|(config, warnings)| {
+        let format = log_format(&config, std::env::var(LOG_FORMAT_ENV).ok().as_deref())?;
+        Ok((config, warnings, format))
+    });
+    let (config, warnings, format) = match loaded {
         Ok(loaded) => loaded,
         Err(error) => {
             eprintln!("strom-broker: {error}");
             return std::process::ExitCode::from(2);
         }
     };
+    init_tracing(format);
     for warning in &warnings {
         tracing::warn!("{warning}");
     }
@@ -161,16 +165,60 @@ async fn wait_for_signal() {
     }
 }
 
-fn init_tracing() {
+/// The environment variable choosing the log format; it overrides
+/// `strom.log.format`.
+pub const LOG_FORMAT_ENV: &str = "STROM_LOG_FORMAT";
+
+/// How log lines are written (to standard error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines (the default).
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `fields` (with
+    /// `message`), and the span context, for log shippers.
+    Json,
+}
+
+/// The log format: `environment` (the value of [`LOG_FORMAT_ENV`]) if set,
+/// else `strom.log.format`; `text` or `json`.
+pub fn log_format(
+    config: &BrokerConfig,
+    environment: Option<&str>,
+) -> Result<LogFormat, ConfigError> {
+    let (key, value) = match environment {
+        Some(value) => (LOG_FORMAT_ENV, value),
+        None => (
+            "strom.log.format",
+            config
+                .properties()
+                .get("strom.log.format")
+                .map_or("text", String::as_str),
+        ),
+    };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "text" | "" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(ConfigError::Invalid {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            problem: crate::error::ValueProblem::LogFormat,
+        }),
+    }
+}
+
+fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+    };
 }
 
 /// Reads and parses a properties file.
@@ -249,6 +297,29 @@ mod tests {
                 argument: "server.properties".to_owned()
             }
         );
+    }
+
+    #[test]
+    fn the_log_format_comes_from_the_environment_then_the_property() {
+        let options = LaunchOptions {
+            config_file: None,
+            overrides: vec!["strom.log.format=json".to_owned()],
+        };
+        let (config, warnings) = options.load().expect("valid");
+        assert!(warnings.is_empty());
+        assert_eq!(log_format(&config, None).expect("valid"), LogFormat::Json);
+        assert_eq!(
+            log_format(&config, Some("text")).expect("valid"),
+            LogFormat::Text
+        );
+        assert_eq!(
+            log_format(&BrokerConfig::defaults(), None).expect("valid"),
+            LogFormat::Text
+        );
+        assert!(matches!(
+            log_format(&config, Some("yaml")),
+            Err(ConfigError::Invalid { .. })
+        ));
     }
 
     #[test]

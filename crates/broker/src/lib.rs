@@ -21,6 +21,12 @@
 //!   `KAFKA_STORAGE_ERROR` instead of its possibly half-changed state
 //!   ([`replica_manager`]; the whole policy is in `docs/architecture.md`,
 //!   "What a poisoned lock means").
+//!
+//! Operators see a running broker through [`metrics`] (Prometheus metrics
+//! under Kafka's names, counted with atomics on the request path and
+//! computed from the broker's state at scrape time) and [`http`] (the
+//! optional `strom.metrics.listener`: `/metrics`, health probes and a
+//! read-only web console).
 
 pub mod blocking;
 pub mod broker;
@@ -30,8 +36,10 @@ pub mod error;
 pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
+pub mod http;
 pub mod launch;
 pub mod meta_properties;
+pub mod metrics;
 pub mod network;
 pub mod producer_ids;
 pub mod properties;

@@ -29,7 +29,9 @@ use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
 use strom_storage::read::LogSlice;
 use strom_storage::{AppendInfo, LogConfig, LogManager, TopicPartition};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
+
+use crate::metrics::topics::{TopicMetrics, TopicMetricsTable};
 use uuid::Uuid;
 
 /// A partition hosted here: its log and its replication state.
@@ -42,6 +44,9 @@ pub struct PartitionReplica {
     leader: Mutex<LeaderState>,
     /// The high watermark; delayed produce and fetch wait on it.
     pub high_watermark: OffsetWatch,
+
+    /// The topic's counters (resolved once, counted without locks).
+    pub metrics: Arc<TopicMetrics>,
     /// Set when a lock of the partition was found poisoned (never cleared).
     offline: AtomicBool,
 }
@@ -136,6 +141,7 @@ impl PartitionReplica {
         log: LogHandle,
         leader: LeaderState,
         high_watermark: i64,
+        metrics: Arc<TopicMetrics>,
     ) -> PartitionReplica {
         PartitionReplica {
             topic_partition,
@@ -143,6 +149,7 @@ impl PartitionReplica {
             log,
             leader: Mutex::new(leader),
             high_watermark: OffsetWatch::new(high_watermark),
+            metrics,
             offline: AtomicBool::new(false),
         }
     }
@@ -365,6 +372,8 @@ pub struct ReplicaManager {
     /// metadata follower and a handler race) is never applied over a newer
     /// one: that would drop, and delete the logs of, partitions created since.
     applied: Mutex<Option<u64>>,
+    /// Per-topic counters, handed to each partition as it is hosted.
+    topic_metrics: TopicMetricsTable,
 }
 
 impl ReplicaManager {
@@ -383,12 +392,28 @@ impl ReplicaManager {
             partitions: RwLock::new(HashMap::new()),
             topic_defaults,
             applied: Mutex::new(None),
+            topic_metrics: TopicMetricsTable::default(),
         }
     }
 
     /// The log manager.
     pub fn logs(&self) -> &Arc<LogManager> {
         &self.logs
+    }
+
+    /// The per-topic counters.
+    pub fn topic_metrics(&self) -> &TopicMetricsTable {
+        &self.topic_metrics
+    }
+
+    /// Every hosted partition.
+    pub fn hosted(&self) -> Vec<Arc<PartitionReplica>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// The current time in milliseconds.
@@ -412,7 +437,8 @@ impl ReplicaManager {
         topic_log_config(&self.topic_defaults, image, topic)
     }
 
-    fn min_insync(&self, image: &MetadataImage, topic: &str) -> usize {
+    /// A topic's `min.insync.replicas` (its config, else the broker's).
+    pub fn min_insync_replicas(&self, image: &MetadataImage, topic: &str) -> usize {
         image
             .config(
                 &ConfigResource::Topic(topic.to_owned()),
@@ -447,7 +473,9 @@ impl ReplicaManager {
         *applied = image.last_offset();
         let now_ms = self.now_ms();
         let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
+
         let mut assigned: HashMap<TopicPartition, Uuid> = HashMap::new();
+        let mut became_leader = 0usize;
         for topic in image.topics() {
             let config = self.log_config(image, &topic.name);
             self.logs.set_topic_config(&topic.name, config.clone());
@@ -465,7 +493,9 @@ impl ReplicaManager {
                     if replica.topic_id == topic.id {
                         match replica.leader() {
                             Ok(mut leader) if leader.leader_epoch() == partition.leader_epoch => {
-                                leader.set_min_insync_replicas(self.min_insync(image, &topic.name));
+                                leader.set_min_insync_replicas(
+                                    self.min_insync_replicas(image, &topic.name),
+                                );
                                 continue;
                             }
                             // Offline stays offline until the broker restarts.
@@ -474,13 +504,20 @@ impl ReplicaManager {
                         }
                     }
                 }
-                if let Err(error) =
-                    self.become_leader(image, &topic_partition, topic.id, partition, now_ms)
-                {
-                    warn!(%topic_partition, %error, "cannot host partition");
+                match self.become_leader(image, &topic_partition, topic.id, partition, now_ms) {
+                    Ok(()) => became_leader += 1,
+                    Err(error) => warn!(%topic_partition, %error, "cannot host partition"),
                 }
             }
         }
+        if became_leader > 0 {
+            info!(
+                partitions = became_leader,
+                metadata_offset = ?image.last_offset(),
+                "leading new partitions"
+            );
+        }
+
         self.remove_unwanted(&wanted, &assigned, image.topic_count() > 0, now_ms);
     }
 
@@ -507,7 +544,7 @@ impl ReplicaManager {
             partition.isr.iter().copied().collect(),
             log_end_offset,
             high_watermark,
-            self.min_insync(image, &topic_partition.topic),
+            self.min_insync_replicas(image, &topic_partition.topic),
             now_ms,
         );
         let high_watermark = leader.high_watermark();
@@ -520,12 +557,13 @@ impl ReplicaManager {
             log,
             leader,
             high_watermark,
+            self.topic_metrics.resolve(&topic_partition.topic),
         ));
         if poisoned {
             replica.offline.store(true, Ordering::Release);
             tracing::error!(%topic_partition, "the partition's log lock is poisoned; hosting it offline");
         }
-        info!(%topic_partition, leader_epoch = partition.leader_epoch, high_watermark, "leading partition");
+        debug!(%topic_partition, leader_epoch = partition.leader_epoch, high_watermark, "leading partition");
         // Single insert (see `get`).
         self.partitions
             .write()
@@ -575,6 +613,12 @@ impl ReplicaManager {
             match self.logs.delete(&topic_partition, now_ms) {
                 Ok(_) => info!(%topic_partition, "deleted partition"),
                 Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
+            }
+            if !wanted
+                .keys()
+                .any(|kept| kept.topic == topic_partition.topic)
+            {
+                self.topic_metrics.remove(&topic_partition.topic);
             }
         }
         // Logs on disk for partitions the image no longer has (deleted while

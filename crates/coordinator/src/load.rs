@@ -68,7 +68,7 @@ impl CoordinatorCore {
         match self.apply_records(partition, records, now_ms) {
             Ok(replayed) => {
                 self.finish_loading(partition);
-                tracing::info!(partition, replayed, "loaded __consumer_offsets partition");
+                tracing::debug!(partition, replayed, "loaded __consumer_offsets partition");
                 Ok(replayed)
             }
             Err(error) => {

@@ -13,10 +13,10 @@
 
 use std::collections::BTreeMap;
 
+use strom_protocol::records::Compression;
 use strom_protocol::topic_config::{
     parse_boolean, split_list, topic_config, ConfigDefinition, ConfigValueError,
 };
-use strom_protocol::records::Compression;
 
 use crate::error::ConfigError;
 

@@ -274,9 +274,30 @@ struct Read {
 impl Read {
     /// The answer for the fetch's session (see [`finish`]).
     fn answer(self, plan: &Plan) -> Answer {
+        count_topic_metrics(plan, &self.response);
         Answer {
             response: Response::Fetch(finish(plan, self.response)),
             regions: self.regions,
+        }
+    }
+}
+
+/// Counts the bytes sent and the failures of each partition read here in
+/// its topic's metrics (once per answer, not per long-poll pass).
+fn count_topic_metrics(plan: &Plan, response: &FetchResponse) {
+    let planned = plan.topics.iter().flat_map(|topic| &topic.partitions);
+    let answered = response
+        .responses
+        .iter()
+        .flat_map(|topic| &topic.partitions);
+    for (planned, data) in planned.zip(answered) {
+        if let Ok(replica) = &planned.target {
+            if data.error_code != 0 {
+                replica.metrics.record_failed_fetch();
+            } else {
+                let bytes = data.records.as_ref().map_or(0, |records| records.len());
+                replica.metrics.record_fetch(bytes as u64);
+            }
         }
     }
 }

@@ -99,6 +99,8 @@ pub struct BrokerContext {
     pub groups: Arc<GroupService>,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: Arc<FetchSessionCache>,
+    /// Request metrics and the other broker-wide counters.
+    pub metrics: Arc<crate::metrics::BrokerMetrics>,
 }
 
 impl BrokerContext {
@@ -127,6 +129,25 @@ impl Dispatcher {
 #[async_trait::async_trait]
 impl RequestHandler for Dispatcher {
     async fn handle(&self, request_context: RequestContext, request: Request) -> Reply {
+        let api_key = request.api_key();
+        let received_at = request_context.received_at;
+        let started = std::time::Instant::now();
+        let reply = self.dispatch(request_context, request).await;
+        self.context
+            .metrics
+            .observe(api_key, received_at, started, reply)
+    }
+
+    fn unsupported_api_versions(&self) -> strom_protocol::messages::Response {
+        strom_protocol::messages::Response::ApiVersions(api_versions::response(
+            strom_protocol::error_code::ErrorCode::UnsupportedVersion,
+        ))
+    }
+}
+
+impl Dispatcher {
+    /// Hands a request to its API's handler.
+    async fn dispatch(&self, request_context: RequestContext, request: Request) -> Reply {
         let broker = &self.context;
         match request {
             Request::ApiVersions(request) => api_versions::handle(&request_context, request),
@@ -194,11 +215,5 @@ impl RequestHandler for Dispatcher {
                 offset_delete::handle(broker, &request_context, request)
             }
         }
-    }
-
-    fn unsupported_api_versions(&self) -> strom_protocol::messages::Response {
-        strom_protocol::messages::Response::ApiVersions(api_versions::response(
-            strom_protocol::error_code::ErrorCode::UnsupportedVersion,
-        ))
     }
 }

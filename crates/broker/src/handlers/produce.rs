@@ -227,11 +227,15 @@ fn append_partition(
             Some("a produce request carries exactly one record batch per partition".to_owned()),
         );
     }
+    let batch_bytes = records.len() as u64;
     match replica.append(records, acks == -1, now_ms) {
         Ok(Appended {
             info,
             pending_flush,
         }) => {
+            replica
+                .metrics
+                .record_produce(info.record_count, batch_bytes);
             let required = info.last_offset + 1;
             let wait_for = (acks == -1 && replica.ack_status(required) != AckStatus::Committed)
                 .then(|| (Arc::clone(&replica), required));
@@ -247,7 +251,11 @@ fn append_partition(
                 pending_flush: pending_flush.map(|ticket| (Arc::clone(&replica), ticket)),
             }
         }
-        Err(error) => refused(&topic_partition, &error),
+
+        Err(error) => {
+            replica.metrics.record_failed_produce();
+            refused(&topic_partition, &error)
+        }
     }
 }
 
@@ -373,7 +381,9 @@ async fn flush_all(flushes: Vec<PendingFlush>, now_ms: i64) -> Vec<(usize, i32)>
         flushes
             .into_iter()
             .map(|(at, replica, ticket)| {
+                let started = std::time::Instant::now();
                 let result = ticket.sync();
+                crate::metrics::LOG_FLUSH_TIME.observe(started.elapsed());
                 (at, replica, ticket, result)
             })
             .collect::<Vec<_>>()

@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
+use crate::metrics::network::NETWORK;
+
 /// How many decoded requests may wait for their responses on one connection
 /// before the reader stops reading (back-pressure on a pipelining client).
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 128;
@@ -36,6 +38,8 @@ pub struct RequestContext {
     pub client_id: Option<String>,
     /// The peer's address.
     pub peer: SocketAddr,
+    /// When the request's frame was read (request metrics time from it).
+    pub received_at: std::time::Instant,
 }
 
 /// A future that produces a deferred answer (or none).
@@ -177,7 +181,7 @@ async fn read_requests(
         };
         match read {
             Ok(Ok(0)) => return "closed by peer",
-            Ok(Ok(_)) => {}
+            Ok(Ok(read)) => NETWORK.received(read),
             Ok(Err(_)) => return "read error",
             Err(_) => return "idle timeout",
         }
@@ -192,6 +196,7 @@ async fn handle_frame(
     handler: &Arc<dyn RequestHandler>,
     queue: &mpsc::Sender<Pending>,
 ) -> Result<(), &'static str> {
+    let received_at = std::time::Instant::now();
     let decoded = match decode_request(frame.clone()) {
         Ok(decoded) => decoded,
         Err(error) => {
@@ -209,7 +214,7 @@ async fn handle_frame(
                         .map_err(|_| "writer gone");
                 }
             }
-            warn!(%peer, %error, "closing connection: undecodable request");
+            crate::metrics::network::undecodable_request(peer, &error);
             debug!(%peer, frame = %hex_prefix(&frame, 256), "undecodable request bytes");
             return Err("undecodable request");
         }
@@ -219,6 +224,7 @@ async fn handle_frame(
         api_version: decoded.api_version(),
         client_id: decoded.header.client_id.as_ref().map(|id| id.to_string()),
         peer,
+        received_at,
     };
     let correlation_id = context.correlation_id;
     let api_version = context.api_version;
@@ -349,6 +355,7 @@ async fn write_all_parts(
             })
             .collect();
         let mut written = writer.write_vectored(&slices).await?;
+        NETWORK.sent(written as u64);
         if written == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
@@ -377,6 +384,7 @@ async fn send_region(writer: &OwnedWriteHalf, slice: &LogSlice) -> std::io::Resu
     // only a head start: if it fails (the file was truncated, say),
     // `sendfile` meets the same problem below and reports it.
     if slice.is_cached() == Some(false) {
+        NETWORK.page_cache_load();
         let loading = slice.clone();
         let loaded = tokio::task::spawn_blocking(move || loading.load_into_page_cache()).await;
         if let Ok(Err(error)) = loaded {
@@ -397,7 +405,10 @@ async fn send_region(writer: &OwnedWriteHalf, slice: &LogSlice) -> std::io::Resu
                 );
                 return Err(std::io::ErrorKind::UnexpectedEof.into());
             }
-            Ok(moved) => sent += moved as u64,
+            Ok(moved) => {
+                NETWORK.sent(moved as u64);
+                sent += moved as u64;
+            }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(error) => return Err(error),
         }

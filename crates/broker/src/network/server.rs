@@ -130,8 +130,10 @@ async fn accept_loop(
         };
         let handler = Arc::clone(&handler);
         let shutdown = shutdown.clone();
+        crate::metrics::network::NETWORK.connection_opened();
         connections.spawn(async move {
             serve_connection(stream, peer, handler, limits, shutdown).await;
+            crate::metrics::network::NETWORK.connection_closed();
             drop(permit);
         });
     }

@@ -1,0 +1,119 @@
+//! Requests to responses: the paths the HTTP listener serves.
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::HttpState;
+
+/// The exposition's content type when the client asks for OpenMetrics
+/// (Prometheus does).
+const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The content type of Prometheus' classic text format, served otherwise.
+const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Answers one request.
+pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "only GET and HEAD are served\n",
+        );
+    }
+    match request.uri().path() {
+        "/metrics" => metrics(state, wants_openmetrics(request)),
+        "/health/live" => text(StatusCode::OK, "live\n"),
+        "/health/ready" => ready(state),
+        "/" | "/console" | "/console/" => with_type(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            Bytes::from_static(super::console::PAGE.as_bytes()),
+        ),
+        path if path.starts_with("/api/") => console_api(state, path, request.uri().query()),
+        _ => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn console_api(state: &HttpState, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+    let Some(broker) = state.broker() else {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n");
+    };
+    match super::console::api(&broker, &state.history, path, query) {
+        Some(body) => json(StatusCode::OK, &body),
+        None => text(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+fn wants_openmetrics<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("application/openmetrics-text"))
+}
+
+fn metrics(state: &HttpState, openmetrics: bool) -> Response<Full<Bytes>> {
+    let Ok(body) = crate::metrics::collect::exposition(&state.registry) else {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot encode the metrics\n",
+        );
+    };
+    if openmetrics {
+        with_type(StatusCode::OK, OPENMETRICS_CONTENT_TYPE, Bytes::from(body))
+    } else {
+        let classic = crate::metrics::collect::classic_text(&body);
+        with_type(StatusCode::OK, CLASSIC_CONTENT_TYPE, Bytes::from(classic))
+    }
+}
+
+fn ready(state: &HttpState) -> Response<Full<Bytes>> {
+    let ready = state.ready_state();
+    let body = serde_json::json!({
+        "ready": ready.ready(),
+        "logs_loaded": ready.logs_loaded,
+        "registered": ready.registered,
+        "unfenced": ready.unfenced,
+        "listeners_accepting": ready.listeners_accepting,
+        "stopping": ready.stopping,
+    });
+    let status = if ready.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    json(status, &body)
+}
+
+/// A JSON response.
+pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Full<Bytes>> {
+    let mut text = body.to_string();
+    text.push('\n');
+    with_type(status, "application/json", Bytes::from(text))
+}
+
+/// A plain-text response.
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    with_type(
+        status,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(body.as_bytes()),
+    )
+}
+
+/// A response with a body of `content_type`.
+pub(crate) fn with_type(
+    status: StatusCode,
+    content_type: &'static str,
+    body: Bytes,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}

@@ -1,0 +1,136 @@
+"""The web console in a real browser: headless Chromium (Debian's package)
+loads the console's pages from a broker that holds records and a consumer
+group (made with librdkafka), and the test checks what the pages show. The
+screenshots are kept under target/console-screenshots/ as test artefacts.
+"""
+import json
+import re
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from conftest import ROOT, free_port
+from datapath import create_topic
+
+TOPIC = "console-topic"
+GROUP = "console-group"
+RECORDS = 30
+CONSUMED = 25
+SCREENSHOTS = Path(ROOT) / "target" / "console-screenshots"
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise AssertionError("chromium is not installed (scripts/test installs Debian's package)")
+
+
+def browse(url: str, screenshot: Path = None) -> str:
+    """The DOM of `url` after its scripts ran (or, with `screenshot`, saves
+    a PNG of it and returns "")."""
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--virtual-time-budget=4000", "--window-size=1280,1000"]
+    if screenshot is not None:
+        command += [f"--screenshot={screenshot}", url]
+    else:
+        command += ["--dump-dom", url]
+    result = subprocess.run(command, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.decode(errors="replace")
+
+
+def cells(dom: str, table_id: str) -> list:
+    """The text of each row's cells of the table with `table_id`."""
+    match = re.search(rf'<table id="{table_id}">(.*?)</table>', dom, re.S)
+    assert match, f"no table {table_id} in the page"
+    rows = re.findall(r"<tr>(.*?)</tr>", match.group(1), re.S)
+    return [[re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td>(.*?)</td>", row, re.S)] for row in rows[1:]]
+
+
+@pytest.fixture
+def console(broker_factory):
+    metrics_port = free_port()
+    broker = broker_factory(**{"strom.metrics.listener": f"http://127.0.0.1:{metrics_port}"})
+    create_topic(broker.bootstrap, TOPIC, partitions=2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for index in range(RECORDS):
+        producer.produce(TOPIC, key=f"key-{index}", value=f"value-{index}", partition=0,
+                         headers=[("source", b"console-test")])
+    assert producer.flush(15) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP,
+                         "client.id": "console-client", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([TOPIC])
+    read = 0
+    deadline = time.monotonic() + 30
+    while read < CONSUMED and time.monotonic() < deadline:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            read += 1
+            if read == CONSUMED:
+                consumer.commit(message=message, asynchronous=False)
+    assert read == CONSUMED
+    # Two history samples (2 s apart) so that the charts have a rate to draw.
+    time.sleep(4.5)
+    try:
+        yield broker, f"http://127.0.0.1:{metrics_port}"
+    finally:
+        consumer.close()
+
+
+@pytest.mark.timeout(400)
+def test_the_console_shows_the_cluster_topics_records_and_groups(console):
+    broker, base = console
+    cluster = json.loads(urllib.request.urlopen(base + "/api/cluster", timeout=10).read())
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    overview = browse(base + "/console#/")
+    assert f'id="cluster-id">{cluster["cluster_id"]}<' in overview
+    assert [f"1", f"PLAINTEXT://{broker.bootstrap}", "", "unfenced"] in cells(overview, "brokers-table")
+    topics = cells(overview, "topics-table")
+    assert [TOPIC, "2"] == topics[0][:2] and topics[0][3] == str(RECORDS), topics
+    assert cells(overview, "groups-table") == [[GROUP, "Stable", "consumer", str(RECORDS - CONSUMED)]]
+    assert 'id="chart-throughput"' in overview and 'id="chart-lag"' in overview
+    browse(base + "/console#/", screenshot=SCREENSHOTS / "overview.png")
+
+    topic = browse(base + f"/console#/topic/{TOPIC}")
+    partitions = cells(topic, "topic-partitions")
+    # partition, leader, replicas, ISR, log start, high watermark, log end
+    assert partitions[0][:7] == ["0", "1", "1", "1", "0", str(RECORDS), str(RECORDS)], partitions
+    assert partitions[1][:7] == ["1", "1", "1", "1", "0", "0", "0"], partitions
+    records = cells(topic, "records-table")
+    assert len(records) == 20
+    assert records[-1][0] == str(RECORDS - 1)
+    assert records[-1][2:] == [f"key-{RECORDS - 1}", f"value-{RECORDS - 1}", "source=console-test"]
+    browse(base + f"/console#/topic/{TOPIC}", screenshot=SCREENSHOTS / "topic.png")
+
+    group = browse(base + f"/console#/group/{GROUP}")
+    members = cells(group, "group-members")
+    assert len(members) == 1 and members[0][1] == "console-client", members
+    assert members[0][3] == f"{TOPIC}: 0, 1"
+    assert cells(group, "group-offsets") == [[TOPIC, "0", str(CONSUMED), str(RECORDS), str(RECORDS - CONSUMED)]]
+    browse(base + f"/console#/group/{GROUP}", screenshot=SCREENSHOTS / "group.png")
+    for name in ("overview", "topic", "group"):
+        assert (SCREENSHOTS / f"{name}.png").stat().st_size > 10_000
+
+
+@pytest.mark.timeout(60)
+def test_the_console_api_answers_404_for_what_does_not_exist_and_groups_are_counted(console):
+    _, base = console
+    # The group's one member made one rebalance, and the group is Stable.
+    exposition = urllib.request.urlopen(base + "/metrics", timeout=10).read().decode()
+    assert "strom_group_rebalances_total 1\n" in exposition
+    assert 'kafka_coordinator_group_groupmetadatamanager_numgroups{state="Stable"} 1\n' in exposition
+    for path in ("/api/topics/nope", "/api/groups/nope%zz", "/api/nothing", "/api/topics/console-topic/records?partition=9"):
+        try:
+            urllib.request.urlopen(base + path, timeout=10)
+            raise AssertionError(f"{path} answered")
+        except urllib.error.HTTPError as error:
+            assert error.code == 404, (path, error.code)
