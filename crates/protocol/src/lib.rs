@@ -4,7 +4,8 @@
 //! size-prefixed [frames](frame), request and response [headers](header), the
 //! [table of supported API versions](api) (the single source for ApiVersions),
 //! typed [`messages`], Kafka [error codes](error_code), and the record
-//! batch v2 format with its [compression codecs](records).
+//! batch v2 format with its [compression codecs](records), and the [SASL](sasl)
+//! PLAIN and SCRAM messages.
 //!
 //! It deliberately does no I/O: no sockets, no runtime, no clock. Callers hand
 //! it bytes and get bytes or typed values back, which is what lets the broker,
@@ -27,6 +28,7 @@ pub mod frame;
 pub mod header;
 pub mod messages;
 pub mod records;
+pub mod sasl;
 
 /// The `kafka-protocol` crate, re-exported so that upper layers reach the
 /// generated message types only through `strom-protocol`.
