@@ -70,6 +70,9 @@ pub enum StartError {
     /// The producer id counter could not be loaded.
     #[error(transparent)]
     ProducerIds(#[from] crate::error::ProducerIdError),
+    /// A listener's TLS could not be set up.
+    #[error(transparent)]
+    Security(#[from] crate::security::SecurityError),
     /// Binding a listener failed.
     #[error("cannot listen on {address}")]
     Bind {
@@ -112,15 +115,19 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         idle_timeout: config.connections_max_idle,
         max_connections: config.max_connections,
     };
-    let server = Server::bind(&addresses, network)
-        .await
-        .map_err(|source| StartError::Bind {
-            address: addresses
-                .first()
-                .copied()
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-            source,
-        })?;
+    let server = Server::bind(
+        &addresses,
+        crate::security::listener_runtimes(&config)?,
+        network,
+    )
+    .await
+    .map_err(|source| StartError::Bind {
+        address: addresses
+            .first()
+            .copied()
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+        source,
+    })?;
     let bound = server.local_addresses();
     let controller = Arc::new(start_controller(&config).await?);
     let broker_epoch = register(&config, &controller, &bound).await?;
@@ -329,7 +336,7 @@ async fn register(
                 name: listener.name.clone(),
                 host,
                 port,
-                security_protocol: "PLAINTEXT".to_owned(),
+                security_protocol: crate::security::protocol_name(config, &listener.name),
             }
         })
         .collect();

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use crate::error::ConfigError;
 
-/// One listener: a name (also its security protocol for now) and an address.
+/// One listener: a name (its security protocol comes from
+/// `listener.security.protocol.map`) and an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     /// Listener name, e.g. `PLAINTEXT`.
@@ -150,6 +151,8 @@ pub struct BrokerConfig {
     pub log_page_cache_retain_bytes: Option<u64>,
     /// `max.incremental.fetch.session.cache.slots` (KIP-227).
     pub max_incremental_fetch_session_cache_slots: usize,
+    /// Listener protocols, TLS, SASL and the authorizer.
+    pub security: crate::security::SecurityConfig,
     /// Topic-level defaults under topic-level names (see the module docs).
     topic_defaults: BTreeMap<String, String>,
     /// The properties as given (file and overrides), for DescribeConfigs.
@@ -240,7 +243,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "controller.quorum.bootstrap.servers",
     "controller.listener.names",
     "inter.broker.listener.name",
-    "listener.security.protocol.map",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "log.cleaner.threads",
@@ -297,7 +299,7 @@ impl BrokerConfig {
         }
         let config = BrokerConfig {
             node_id,
-            listeners,
+            listeners: listeners.clone(),
             advertised_listeners,
             log_dirs,
             num_partitions: lookup.int("num.partitions", 1, i32::MAX as i64)? as i32,
@@ -363,6 +365,7 @@ impl BrokerConfig {
                 0,
                 i32::MAX as i64,
             )? as usize,
+            security: crate::security::SecurityConfig::from_map(map, &listeners)?,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),
         };
@@ -404,6 +407,7 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
         .filter(|key| {
             !KNOWN_KEYS.iter().any(|(known, _)| known == key)
                 && !TOPIC_DEFAULT_KEYS.iter().any(|(known, _)| known == key)
+                && !crate::security::is_security_key(key)
         })
         .map(|key| {
             if IGNORED_KEYS.contains(&key.as_str()) {
@@ -659,6 +663,10 @@ mod tests {
     fn listeners_and_advertised_listeners() {
         let (config, _) = BrokerConfig::from_map(&map(&[
             ("listeners", "PLAINTEXT://:9093, INTERNAL://127.0.0.1:9094"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+            ),
             ("advertised.listeners", "PLAINTEXT://localhost:9093"),
             ("log.dirs", "/a, /b"),
         ]))

@@ -8,7 +8,8 @@
 //! the crates below it, and this crate only wires them together ([`groups`]
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
-//! own is per-client: incremental fetch sessions ([`fetch_session`]).
+//! own is per-client: incremental fetch sessions ([`fetch_session`]), and
+//! each connection's authentication ([`security`]: TLS, SASL, ACLs).
 
 pub mod broker;
 pub mod config;
@@ -23,6 +24,7 @@ pub mod network;
 pub mod producer_ids;
 pub mod properties;
 pub mod replica_manager;
+pub mod security;
 
 pub use broker::{start, RunningBroker, StartError};
 pub use config::BrokerConfig;

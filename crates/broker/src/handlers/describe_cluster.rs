@@ -48,11 +48,7 @@ pub fn handle(
         ));
     }
     let include_fenced = context.api_version >= 2 && request.include_fenced_brokers;
-    let listener = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|listener| listener.name.as_str());
+    let listener = Some(context.session.listener().name.as_str());
     let image = broker.controller.image();
     let brokers = image
         .brokers()

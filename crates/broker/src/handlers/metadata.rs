@@ -47,7 +47,7 @@ pub async fn handle(
             image = auto_create(broker, &image, topics).await;
         }
     }
-    let mut response = response(broker, &image, &wanted);
+    let mut response = response(broker, context, &image, &wanted);
     // KIP-430: no authorizer, so every supported operation is allowed.
     if request.include_cluster_authorized_operations {
         response.cluster_authorized_operations = authorized_operations::cluster();
@@ -92,7 +92,12 @@ async fn auto_create(
     broker.controller.image()
 }
 
-fn response(broker: &BrokerContext, image: &MetadataImage, wanted: &Wanted) -> MetadataResponse {
+fn response(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    image: &MetadataImage,
+    wanted: &Wanted,
+) -> MetadataResponse {
     let topics = match wanted {
         Wanted::All => image
             .topics()
@@ -115,7 +120,7 @@ fn response(broker: &BrokerContext, image: &MetadataImage, wanted: &Wanted) -> M
             .collect(),
     };
     MetadataResponse::default()
-        .with_brokers(brokers(broker, image))
+        .with_brokers(brokers(broker, image, &context.session.listener().name))
         .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())))
         .with_controller_id(BrokerId(broker.config.node_id))
         .with_topics(topics)
@@ -129,12 +134,12 @@ fn missing_name_error(name: &str) -> ErrorCode {
     }
 }
 
-fn brokers(broker: &BrokerContext, image: &MetadataImage) -> Vec<MetadataResponseBroker> {
-    let listener = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|listener| listener.name.as_str());
+fn brokers(
+    _broker: &BrokerContext,
+    image: &MetadataImage,
+    listener: &str,
+) -> Vec<MetadataResponseBroker> {
+    let listener = Some(listener);
     image
         .brokers()
         .filter(|registered| !registered.fenced)

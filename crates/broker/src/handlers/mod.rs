@@ -165,7 +165,7 @@ impl RequestHandler for Dispatcher {
             }
             Request::SaslHandshake(request) => sasl_handshake::handle(&request_context, request),
             Request::SaslAuthenticate(request) => {
-                sasl_authenticate::handle(&request_context, request)
+                sasl_authenticate::handle(broker, &request_context, request)
             }
             Request::FindCoordinator(request) => {
                 find_coordinator::handle(broker, &request_context, request).await
