@@ -4,6 +4,7 @@ use strom_controller::assignment::RequestedAssignment;
 use strom_controller::controller::{
     ConfigEntry, CreateTopicsRequest as ControllerRequest, NewTopic,
 };
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
@@ -18,12 +19,15 @@ use crate::network::{Reply, RequestContext};
 /// Handles a CreateTopics request.
 pub async fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: CreateTopicsRequest,
 ) -> Reply {
-    let topics: Vec<NewTopic> = request
+    let (allowed, denied): (Vec<_>, Vec<_>) = request
         .topics
         .iter()
+        .partition(|topic| super::metadata::may_create(broker, context, &topic.name));
+    let topics: Vec<NewTopic> = allowed
+        .into_iter()
         .map(|topic| NewTopic {
             name: topic.name.0.to_string(),
             partitions: (topic.num_partitions != -1).then_some(topic.num_partitions),
@@ -52,48 +56,57 @@ pub async fn handle(
         topics,
         validate_only: request.validate_only,
     };
-    let results = match broker.controller.create_topics(controller_request).await {
-        Ok(outcomes) => {
-            broker.sync_metadata();
-            outcomes
+    let results: Vec<CreatableTopicResult> =
+        match broker.controller.create_topics(controller_request).await {
+            Ok(outcomes) => {
+                broker.sync_metadata();
+                outcomes
+                    .into_iter()
+                    .map(|outcome| match outcome.result {
+                        Ok(created) => CreatableTopicResult::default()
+                            .with_name(StrBytes::from_string(outcome.name).into())
+                            .with_topic_id(created.topic_id)
+                            .with_num_partitions(created.partitions)
+                            .with_replication_factor(created.replication_factor)
+                            .with_configs(Some(
+                                created
+                                    .configs
+                                    .into_iter()
+                                    .map(|(name, value)| {
+                                        CreatableTopicConfigs::default()
+                                            .with_name(StrBytes::from_string(name))
+                                            .with_value(Some(StrBytes::from_string(value)))
+                                            .with_config_source(1)
+                                    })
+                                    .collect(),
+                            )),
+                        Err(error) => CreatableTopicResult::default()
+                            .with_name(StrBytes::from_string(outcome.name).into())
+                            .with_error_code(controller_error_code(&error).code())
+                            .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                            .with_num_partitions(-1)
+                            .with_replication_factor(-1),
+                    })
+                    .collect()
+            }
+            Err(error) => names
                 .into_iter()
-                .map(|outcome| match outcome.result {
-                    Ok(created) => CreatableTopicResult::default()
-                        .with_name(StrBytes::from_string(outcome.name).into())
-                        .with_topic_id(created.topic_id)
-                        .with_num_partitions(created.partitions)
-                        .with_replication_factor(created.replication_factor)
-                        .with_configs(Some(
-                            created
-                                .configs
-                                .into_iter()
-                                .map(|(name, value)| {
-                                    CreatableTopicConfigs::default()
-                                        .with_name(StrBytes::from_string(name))
-                                        .with_value(Some(StrBytes::from_string(value)))
-                                        .with_config_source(1)
-                                })
-                                .collect(),
-                        )),
-                    Err(error) => CreatableTopicResult::default()
-                        .with_name(StrBytes::from_string(outcome.name).into())
-                        .with_error_code(controller_error_code(&error).code())
+                .map(|name| {
+                    CreatableTopicResult::default()
+                        .with_name(StrBytes::from_string(name).into())
+                        .with_error_code(runtime_error_code(&error).code())
                         .with_error_message(Some(StrBytes::from_string(error.to_string())))
-                        .with_num_partitions(-1)
-                        .with_replication_factor(-1),
                 })
-                .collect()
-        }
-        Err(error) => names
-            .into_iter()
-            .map(|name| {
-                CreatableTopicResult::default()
-                    .with_name(StrBytes::from_string(name).into())
-                    .with_error_code(runtime_error_code(&error).code())
-                    .with_error_message(Some(StrBytes::from_string(error.to_string())))
-            })
-            .collect(),
-    };
+                .collect(),
+        };
+    let refused = denied.into_iter().map(|topic| {
+        CreatableTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_error_code(ErrorCode::TopicAuthorizationFailed.code())
+            .with_num_partitions(-1)
+            .with_replication_factor(-1)
+    });
+    let results: Vec<_> = results.into_iter().chain(refused).collect();
     Reply::Response(Response::CreateTopics(
         CreateTopicsResponse::default().with_topics(results),
     ))

@@ -2,6 +2,7 @@
 //! assignments (an unknown group is described as Dead, as Kafka does).
 
 use strom_coordinator::GroupDescription;
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_groups_response::{
     DescribedGroup, DescribedGroupMember,
 };
@@ -12,6 +13,7 @@ use strom_protocol::messages::Response;
 use super::errors::group_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{may_on_group, operation};
 
 /// Kafka's "authorized operations not requested" marker.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
@@ -38,6 +40,11 @@ pub fn handle(
         .iter()
         .zip(described)
         .map(|(group_id, result)| match result {
+            _ if !may_on_group(broker, context, operation::DESCRIBE, group_id) => {
+                DescribedGroup::default()
+                    .with_group_id(group_id.clone())
+                    .with_error_code(ErrorCode::GroupAuthorizationFailed.code())
+            }
             Ok(description) => described_group(description).with_authorized_operations(operations),
             Err(error) => DescribedGroup::default()
                 .with_group_id(group_id.clone())

@@ -36,13 +36,28 @@ pub async fn handle(
     };
     let mut located = Vec::with_capacity(keys.len());
     for key in keys {
-        let result = locate(
-            broker,
-            &context.session.listener().name,
-            request.key_type,
-            &key,
-        )
-        .await;
+        let denied = request.key_type == KEY_TYPE_GROUP
+            && !crate::security::authorizer::may_on_group(
+                broker,
+                context,
+                crate::security::authorizer::operation::DESCRIBE,
+                &key,
+            );
+        let result = match denied {
+            true => Err((
+                ErrorCode::GroupAuthorizationFailed,
+                "DESCRIBE on the group is required",
+            )),
+            false => {
+                locate(
+                    broker,
+                    &context.session.listener().name,
+                    request.key_type,
+                    &key,
+                )
+                .await
+            }
+        };
         located.push((key, result));
     }
     let response = if context.api_version >= 4 {

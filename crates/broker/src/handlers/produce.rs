@@ -86,6 +86,9 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
         for partition in topic.partition_data {
             let outcome = match &name {
                 None => failed(partition.index, ErrorCode::UnknownTopicId, None),
+                Some(name) if !crate::security::authorizer::may_write(broker, context, name) => {
+                    failed(partition.index, ErrorCode::TopicAuthorizationFailed, None)
+                }
                 Some(name) => append_partition(
                     broker,
                     name,

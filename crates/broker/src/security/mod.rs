@@ -7,6 +7,7 @@
 //! session, and every other handler asks the authorizer about the
 //! session's principal. Credentials and ACLs live in the metadata log.
 
+pub mod authorizer;
 pub mod config;
 pub mod principal;
 pub mod sasl;
