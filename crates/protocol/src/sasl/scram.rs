@@ -460,13 +460,17 @@ fn encode_name(name: &str) -> String {
 #[derive(Debug)]
 enum ServerState {
     AwaitingClientFirst,
-    AwaitingClientFinal {
-        client_first: ClientFirst,
-        server_first: String,
-        nonce: String,
-        credential: ScramCredential,
-    },
+    AwaitingClientFinal(Box<Exchange>),
     Complete,
+}
+
+/// What the server keeps between client-first and client-final.
+#[derive(Debug)]
+struct Exchange {
+    client_first: ClientFirst,
+    server_first: String,
+    nonce: String,
+    credential: ScramCredential,
 }
 
 /// What the server sends after a client message.
@@ -516,12 +520,7 @@ impl ScramServer {
     ) -> Result<ServerStep, SaslError> {
         match std::mem::replace(&mut self.state, ServerState::Complete) {
             ServerState::AwaitingClientFirst => self.client_first(message, lookup),
-            ServerState::AwaitingClientFinal {
-                client_first,
-                server_first,
-                nonce,
-                credential,
-            } => self.client_final(message, &client_first, &server_first, &nonce, &credential),
+            ServerState::AwaitingClientFinal(exchange) => self.client_final(message, &exchange),
             ServerState::Complete => Err(SaslError::ExchangeComplete),
         }
     }
@@ -548,25 +547,24 @@ impl ScramServer {
         }
         .encode();
         let response = server_first.clone().into_bytes();
-        self.state = ServerState::AwaitingClientFinal {
+        self.state = ServerState::AwaitingClientFinal(Box::new(Exchange {
             client_first,
             server_first,
             nonce,
             credential,
-        };
+        }));
         Ok(ServerStep::Continue(response))
     }
 
-    fn client_final(
-        &self,
-        message: &[u8],
-        client_first: &ClientFirst,
-        server_first: &str,
-        nonce: &str,
-        credential: &ScramCredential,
-    ) -> Result<ServerStep, SaslError> {
+    fn client_final(&self, message: &[u8], exchange: &Exchange) -> Result<ServerStep, SaslError> {
+        let Exchange {
+            client_first,
+            server_first,
+            nonce,
+            credential,
+        } = exchange;
         let client_final = ClientFinal::parse(message)?;
-        if client_final.nonce != nonce {
+        if client_final.nonce != *nonce {
             return Err(SaslError::NonceMismatch);
         }
         if client_final.channel_binding != client_first.gs2_header.as_bytes() {
