@@ -2,7 +2,8 @@
 //! the group APIs that name one group (READ on it; OffsetCommit also READ
 //! on each topic, OffsetFetch DESCRIBE on the group) and InitProducerId
 //! (WRITE on the transactional id, or IDEMPOTENT_WRITE on the cluster or
-//! WRITE on some topic for an idempotent producer). APIs with several
+//! WRITE on some topic for an idempotent producer), OffsetDelete (DELETE on
+//! the group, READ on every topic). APIs with several
 //! resources check each one in their own handler.
 
 use strom_protocol::error_code::ErrorCode;
@@ -50,6 +51,24 @@ pub fn refusal(
             Response::OffsetFetch(OffsetFetchResponse::default().with_error_code(denied))
         }
         Request::InitProducerId(r) => return init_producer_id(broker, context, r),
+        Request::OffsetDelete(r)
+            if !may_on_group(broker, context, operation::DELETE, &r.group_id)
+                || r.topics.iter().any(|topic| {
+                    !authorize(
+                        broker,
+                        context,
+                        operation::READ,
+                        resource::TOPIC,
+                        &topic.name,
+                    )
+                }) =>
+        {
+            let code = match may_on_group(broker, context, operation::DELETE, &r.group_id) {
+                false => denied,
+                true => ErrorCode::TopicAuthorizationFailed.code(),
+            };
+            Response::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code))
+        }
         _ => return None,
     };
     Some(Reply::Response(response))
@@ -138,4 +157,22 @@ fn init_producer_id(
                 .with_producer_epoch(-1),
         ))
     })
+}
+
+/// The refusal of a config operation on a resource (topic: the topic;
+/// broker: the cluster), if the principal lacks it.
+pub fn config_refusal(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    operation: i8,
+    resource_type: i8,
+    name: &str,
+) -> Option<ErrorCode> {
+    const TOPIC: i8 = 2;
+    match resource_type {
+        TOPIC => (!authorize(broker, context, operation, resource::TOPIC, name))
+            .then_some(ErrorCode::TopicAuthorizationFailed),
+        _ => (!authorize(broker, context, operation, resource::CLUSTER, CLUSTER_NAME))
+            .then_some(ErrorCode::ClusterAuthorizationFailed),
+    }
 }

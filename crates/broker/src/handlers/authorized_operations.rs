@@ -11,6 +11,7 @@ const CLUSTER_OPERATIONS: &[u8] = &[5, 7, 8, 9, 10, 11, 12];
 /// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS.
 const TOPIC_OPERATIONS: &[u8] = &[3, 4, 5, 6, 7, 8, 10, 11];
 
+#[cfg(test)]
 fn bits(operations: &[u8]) -> i32 {
     operations
         .iter()
@@ -35,6 +36,7 @@ pub fn topic_allowed(allowed: impl Fn(i8) -> bool) -> i32 {
 }
 
 /// The operations allowed on the cluster.
+#[cfg(test)]
 pub fn cluster() -> i32 {
     bits(CLUSTER_OPERATIONS)
 }

@@ -21,7 +21,7 @@ const HIGH_WATERMARK: i64 = -1;
 /// Handles a DeleteRecords request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: DeleteRecordsRequest,
 ) -> Reply {
     let image = broker.controller.image();
@@ -31,10 +31,23 @@ pub fn handle(
         .map(|topic| {
             let name = topic.name.0.to_string();
             let topic_known = image.topic_by_name(&name).is_some();
+            let allowed = crate::security::authorizer::authorize(
+                broker,
+                context,
+                crate::security::authorizer::operation::DELETE,
+                crate::security::authorizer::resource::TOPIC,
+                &name,
+            );
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|partition| delete_partition(broker, &name, topic_known, partition))
+                .map(|partition| match allowed {
+                    true => delete_partition(broker, &name, topic_known, partition),
+                    false => DeleteRecordsPartitionResult::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_low_watermark(-1)
+                        .with_error_code(ErrorCode::TopicAuthorizationFailed.code()),
+                })
                 .collect();
             DeleteRecordsTopicResult::default()
                 .with_name(topic.name.clone())
