@@ -27,7 +27,9 @@ struct Pki {
 fn pki() -> Pki {
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, "test CA");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test CA");
     let ca_key = KeyPair::generate().expect("key");
     let ca = ca_params.self_signed(&ca_key).expect("CA");
     let mut server_params = CertificateParams::new(Vec::<String>::new()).expect("params");
@@ -40,7 +42,9 @@ fn pki() -> Pki {
         .signed_by(&server_key, &ca, &ca_key)
         .expect("server certificate");
     let mut client_params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    client_params.distinguished_name.push(DnType::CommonName, "app-1");
+    client_params
+        .distinguished_name
+        .push(DnType::CommonName, "app-1");
     let client_key = KeyPair::generate().expect("key");
     let client = client_params
         .signed_by(&client_key, &ca, &ca_key)
@@ -108,7 +112,8 @@ async fn scram_sha_512_over_tls_with_librdkafka_property_names() {
             ("sasl.password", password.to_owned()),
         ]
     };
-    let borrowed = |owned: &[(&'static str, String)]| -> Vec<(&'static str, String)> { owned.to_vec() };
+    let borrowed =
+        |owned: &[(&'static str, String)]| -> Vec<(&'static str, String)> { owned.to_vec() };
     let good = borrowed(&properties("alice-secret"));
     let good: Vec<(&str, &str)> = good.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let client = admin(&good).await.expect("authenticated");
@@ -156,7 +161,18 @@ async fn a_client_certificate_on_an_mtls_listener() {
         ("ssl.key.location", &key),
     ];
     let client = admin(&with_certificate).await.expect("connected");
-    assert_eq!(client.describe_cluster().await.expect("described").brokers.len(), 1);
+    assert_eq!(
+        client
+            .describe_cluster()
+            .await
+            .expect("described")
+            .brokers
+            .len(),
+        1
+    );
     let without = &with_certificate[..3];
-    assert!(admin(without).await.is_err(), "no certificate, no connection");
+    assert!(
+        admin(without).await.is_err(),
+        "no certificate, no connection"
+    );
 }

@@ -14,7 +14,7 @@ use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
 use strom_protocol::messages::{decode_request, Request, Response};
 use strom_storage::read::LogSlice;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Interest};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -139,7 +139,7 @@ pub(crate) enum ResponseWriter {
     /// A plaintext socket.
     Plain(OwnedWriteHalf),
     /// A TLS connection.
-    Tls(tokio::io::WriteHalf<TlsStream<TcpStream>>),
+    Tls(tokio::io::WriteHalf<TlsStream<BufReader<TcpStream>>>),
 }
 
 /// What a connection needs besides its socket.
@@ -163,7 +163,7 @@ pub(crate) async fn serve_plain(
 
 /// Serves one TLS connection (see [`serve_connection`]).
 pub(crate) async fn serve_tls(
-    stream: TlsStream<TcpStream>,
+    stream: TlsStream<BufReader<TcpStream>>,
     parts: ConnectionParts,
     shutdown: watch::Receiver<bool>,
 ) {
