@@ -24,12 +24,17 @@ pub fn handle(
     request: SaslAuthenticateRequest,
 ) -> Reply {
     let image = broker.controller.image();
-    let result = authenticate(
-        &context.session,
-        &request.auth_bytes,
-        image.as_ref(),
-        server_nonce,
-    );
+    let result = match server_nonce() {
+        Some(nonce) => authenticate(
+            &context.session,
+            &request.auth_bytes,
+            image.as_ref(),
+            || nonce,
+        ),
+        None => Err(SaslFailure::IllegalState {
+            reason: "the system random generator failed",
+        }),
+    };
     let response = match result {
         Ok(bytes) => SaslAuthenticateResponse::default()
             .with_error_code(ErrorCode::None.code())
@@ -51,17 +56,11 @@ pub fn handle(
     Reply::Response(Response::SaslAuthenticate(response))
 }
 
-/// A fresh server nonce: 24 random bytes in base64 (no commas).
-fn server_nonce() -> String {
+/// A fresh server nonce: 24 random bytes in base64 (no commas); `None`
+/// if the system's generator fails (the exchange must not go on with a
+/// predictable nonce).
+fn server_nonce() -> Option<String> {
     let mut bytes = [0u8; 24];
-    if SystemRandom::new().fill(&mut bytes).is_err() {
-        // The system's generator failing is not recoverable; an exchange
-        // with a predictable nonce must not proceed.
-        warn!("the system random generator failed; SCRAM nonce falls back to time");
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        bytes[..16].copy_from_slice(&nanos.to_le_bytes());
-    }
-    BASE64.encode(bytes)
+    SystemRandom::new().fill(&mut bytes).ok()?;
+    Some(BASE64.encode(bytes))
 }
