@@ -86,6 +86,9 @@ pub enum StartError {
     /// The producer id counter could not be loaded.
     #[error(transparent)]
     ProducerIds(#[from] crate::error::ProducerIdError),
+    /// A listener's TLS could not be set up.
+    #[error(transparent)]
+    Security(#[from] crate::security::SecurityError),
     /// Binding a listener failed.
     #[error("cannot listen on {address}")]
     Bind {
@@ -132,6 +135,7 @@ pub struct RunningBroker {
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
     create_log_dirs(&config)?;
     let cluster_id = meta_properties::ensure(&config.log_dirs, config.node_id)?;
+
     let observability = crate::http::Observability::start(&config).await?;
     let server = bind(&config).await?;
     let controller = Arc::new(start_controller(&config).await?);
@@ -210,15 +214,19 @@ async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
         idle_timeout: config.connections_max_idle,
         max_connections: config.max_connections,
     };
-    Server::bind(&addresses, network)
-        .await
-        .map_err(|source| StartError::Bind {
-            address: addresses
-                .first()
-                .copied()
-                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-            source,
-        })
+    Server::bind(
+        &addresses,
+        crate::security::listener_runtimes(config)?,
+        network,
+    )
+    .await
+    .map_err(|source| StartError::Bind {
+        address: addresses
+            .first()
+            .copied()
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
+        source,
+    })
 }
 
 /// Opens (and recovers) every partition log on the blocking pool, each
@@ -474,7 +482,7 @@ fn advertised_endpoints(config: &BrokerConfig, bound: &[SocketAddr]) -> Vec<Endp
                 name: listener.name.clone(),
                 host,
                 port,
-                security_protocol: "PLAINTEXT".to_owned(),
+                security_protocol: crate::security::protocol_name(config, &listener.name),
             }
         })
         .collect()

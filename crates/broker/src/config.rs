@@ -23,7 +23,8 @@ use strom_protocol::topic_config::{self, BrokerSynonym, TOPIC_CONFIGS};
 
 use crate::error::{ConfigError, ValueProblem};
 
-/// One listener: a name (also its security protocol for now) and an address.
+/// One listener: a name (its security protocol comes from
+/// `listener.security.protocol.map`) and an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     /// Listener name, e.g. `PLAINTEXT`.
@@ -155,6 +156,8 @@ pub struct BrokerConfig {
     pub log_page_cache_retain_bytes: Option<u64>,
     /// `max.incremental.fetch.session.cache.slots` (KIP-227).
     pub max_incremental_fetch_session_cache_slots: usize,
+    /// Listener protocols, TLS, SASL and the authorizer.
+    pub security: crate::security::SecurityConfig,
     /// Topic-level defaults under topic-level names (see the module docs).
     topic_defaults: BTreeMap<String, String>,
     /// The properties as given (file and overrides), for DescribeConfigs.
@@ -213,7 +216,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "controller.quorum.bootstrap.servers",
     "controller.listener.names",
     "inter.broker.listener.name",
-    "listener.security.protocol.map",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "log.cleaner.threads",
@@ -245,7 +247,7 @@ impl BrokerConfig {
         };
         let config = BrokerConfig {
             node_id: node_id(&lookup)?,
-            listeners,
+            listeners: listeners.clone(),
             advertised_listeners,
             log_dirs: log_dirs(&lookup)?,
             num_partitions: lookup.int32("num.partitions", 1)?,
@@ -290,6 +292,7 @@ impl BrokerConfig {
                 .bytes_or_unlimited("strom.log.page.cache.retain.bytes")?,
             max_incremental_fetch_session_cache_slots: lookup
                 .count("max.incremental.fetch.session.cache.slots", 0)?,
+            security: crate::security::SecurityConfig::from_map(map, &listeners)?,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),
         };
@@ -375,7 +378,9 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
         });
     map.keys()
         .filter(|key| {
-            !KNOWN_KEYS.iter().any(|(known, _)| known == key) && !is_topic_default_key(key)
+            !KNOWN_KEYS.iter().any(|(known, _)| known == key)
+                && !is_topic_default_key(key)
+                && !crate::security::is_security_key(key)
         })
         .map(|key| {
             if IGNORED_KEYS.contains(&key.as_str()) {
@@ -670,6 +675,10 @@ mod tests {
     fn listeners_and_advertised_listeners() {
         let (config, _) = BrokerConfig::from_map(&map(&[
             ("listeners", "PLAINTEXT://:9093, INTERNAL://127.0.0.1:9094"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+            ),
             ("advertised.listeners", "PLAINTEXT://localhost:9093"),
             ("log.dirs", "/a, /b"),
         ]))

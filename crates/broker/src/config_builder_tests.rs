@@ -50,7 +50,7 @@ fn defaults_equal_the_property_string_defaults() {
 fn broker_setters_write_their_kafka_properties() {
     let built = BrokerConfig::builder()
         .listener("127.0.0.1:0")
-        .named_listener("INTERNAL", "127.0.0.1:9094")
+        .named_listener("SASL_PLAINTEXT", "127.0.0.1:9094")
         .advertised_listener("localhost:9093")
         .log_dir("/a")
         .log_dir("/b")
@@ -75,7 +75,7 @@ fn broker_setters_write_their_kafka_properties() {
     let parsed = from_strings(&[
         (
             "listeners",
-            "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:9094",
+            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:9094",
         ),
         ("advertised.listeners", "PLAINTEXT://localhost:9093"),
         ("log.dirs", "/a,/b"),

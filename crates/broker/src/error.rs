@@ -100,6 +100,13 @@ pub enum ValueProblem {
     /// A log format other than `text` or `json`.
     #[error("expected text or json")]
     LogFormat,
+    /// A security setting's value that does not fit (TLS, SASL and
+    /// authorizer settings say why in words).
+    #[error("{reason}")]
+    Security {
+        /// Why.
+        reason: String,
+    },
     /// No listener at all.
     #[error("at least one listener is required")]
     NoListener,

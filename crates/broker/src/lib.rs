@@ -8,7 +8,9 @@
 //! the crates below it, and this crate only wires them together ([`groups`]
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
-//! own is per-client: incremental fetch sessions ([`fetch_session`]).
+
+//! own is per-client: incremental fetch sessions ([`fetch_session`]), and
+//! each connection's authentication ([`security`]: TLS, SASL, ACLs).
 //!
 //! Two rules every handler follows:
 //!
@@ -44,6 +46,7 @@ pub mod network;
 pub mod producer_ids;
 pub mod properties;
 pub mod replica_manager;
+pub mod security;
 
 pub use broker::{start, RegistrationStep, RunningBroker, StartError};
 pub use config::BrokerConfig;

@@ -81,6 +81,7 @@ impl Cluster {
             client_id: config.client_id.clone(),
             request_timeout: config.request_timeout,
             setup_timeout: config.connection_setup_timeout,
+            security: config.security.clone(),
         };
         let cluster = Cluster {
             inner: Arc::new(Inner {

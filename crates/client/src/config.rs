@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::ConfigError;
+use crate::security::ClientSecurity;
 
 /// Settings shared by every Strom client (producer, consumer, admin).
 ///
@@ -32,6 +33,8 @@ pub struct ClientConfig {
     /// allows). Off by default here (an admin client must not create what it
     /// describes); the producer turns it on, as the Java producer does.
     pub allow_auto_topic_creation: bool,
+    /// `security.protocol`, `ssl.*` and `sasl.*` (see [`ClientSecurity`]).
+    pub security: ClientSecurity,
 }
 
 impl Default for ClientConfig {
@@ -46,6 +49,7 @@ impl Default for ClientConfig {
             metadata_max_age: Duration::from_millis(300_000),
             connection_setup_timeout: Duration::from_millis(10_000),
             allow_auto_topic_creation: false,
+            security: ClientSecurity::default(),
         }
     }
 }
@@ -154,7 +158,7 @@ impl ClientConfig {
             "socket.connection.setup.timeout.ms" => {
                 self.connection_setup_timeout = parse_duration_ms(key, value)?
             }
-            _ => return Ok(false),
+            _ => return self.security.set(key, value),
         }
         Ok(true)
     }

@@ -32,13 +32,18 @@ use strom_protocol::messages::{
     decode_response, decode_response_lenient, encode_request_frame, request_header,
 };
 use strom_protocol::{ErrorCode, Request, Response};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::error::ClientError;
+use crate::security::ClientSecurity;
+
+/// A connection's byte stream: a TCP socket, or TLS over one.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+
+impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for S {}
 
 /// The ApiVersions version tried first; older brokers answer
 /// UNSUPPORTED_VERSION with their range and the client retries lower.
@@ -193,6 +198,8 @@ pub struct ConnectionOptions {
     pub request_timeout: Duration,
     /// The time allowed for the TCP connect and the ApiVersions exchange.
     pub setup_timeout: Duration,
+    /// TLS and SASL.
+    pub security: ClientSecurity,
 }
 
 impl Connection {
@@ -200,7 +207,7 @@ impl Connection {
     /// and writer tasks.
     pub async fn connect(address: &str, options: &ConnectionOptions) -> Result<Self, ClientError> {
         let setup = async {
-            let mut stream =
+            let stream =
                 TcpStream::connect(address)
                     .await
                     .map_err(|source| ClientError::Connect {
@@ -208,7 +215,24 @@ impl Connection {
                         source,
                     })?;
             let _ = stream.set_nodelay(true);
+            let mut stream: Box<dyn Stream> = match options.security.uses_tls() {
+                false => Box::new(stream),
+                true => {
+                    let connector =
+                        tokio_rustls::TlsConnector::from(options.security.tls_config()?);
+                    let name = crate::security::server_name(address)?;
+                    Box::new(connector.connect(name, stream).await.map_err(|source| {
+                        ClientError::Connect {
+                            address: address.to_owned(),
+                            source,
+                        }
+                    })?)
+                }
+            };
             let versions = negotiate_api_versions(&mut stream, address, &options.client_id).await?;
+            if options.security.uses_sasl() {
+                crate::security::authenticate(&mut stream, address, &options.security).await?;
+            }
             Ok::<_, ClientError>((stream, versions))
         };
         let (stream, versions) = tokio::time::timeout(options.setup_timeout, setup)
@@ -224,12 +248,12 @@ impl Connection {
     }
 
     fn start(
-        stream: TcpStream,
+        stream: Box<dyn Stream>,
         address: &str,
         versions: BrokerApiVersions,
         options: &ConnectionOptions,
     ) -> Self {
-        let (read_half, write_half) = stream.into_split();
+        let (read_half, write_half) = tokio::io::split(stream);
         let shared = Arc::new(Shared {
             address: address.to_owned(),
             pending: Mutex::new(PendingQueue::default()),
@@ -369,8 +393,8 @@ impl Connection {
 
 /// Exchanges ApiVersions on a fresh stream, retrying at the broker's highest
 /// ApiVersions version when it rejects ours.
-async fn negotiate_api_versions(
-    stream: &mut TcpStream,
+async fn negotiate_api_versions<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     address: &str,
     client_id: &str,
 ) -> Result<BrokerApiVersions, ClientError> {
@@ -426,7 +450,11 @@ async fn negotiate_api_versions(
     })
 }
 
-async fn read_one_frame(stream: &mut TcpStream, address: &str) -> Result<Bytes, ClientError> {
+/// Reads exactly one response frame (connection set-up).
+pub(crate) async fn read_one_frame<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    address: &str,
+) -> Result<Bytes, ClientError> {
     let decoder = FrameDecoder::default();
     let mut buffer = BytesMut::with_capacity(4096);
     loop {
@@ -450,7 +478,7 @@ async fn read_one_frame(stream: &mut TcpStream, address: &str) -> Result<Bytes, 
     }
 }
 
-fn disconnected(address: &str) -> ClientError {
+pub(crate) fn disconnected(address: &str) -> ClientError {
     ClientError::Disconnected {
         address: address.to_owned(),
     }
@@ -467,7 +495,7 @@ fn protocol(address: &str, source: strom_protocol::MessageError) -> ClientError 
 const MAX_REQUESTS_PER_WRITE: usize = 64;
 
 async fn write_loop(
-    mut writer: OwnedWriteHalf,
+    mut writer: tokio::io::WriteHalf<Box<dyn Stream>>,
     mut receiver: mpsc::UnboundedReceiver<Outgoing>,
     shared: std::sync::Weak<Shared>,
     client_id: String,
@@ -536,7 +564,10 @@ fn encode_outgoing(
     });
 }
 
-async fn read_loop(mut reader: OwnedReadHalf, shared: std::sync::Weak<Shared>) {
+async fn read_loop(
+    mut reader: tokio::io::ReadHalf<Box<dyn Stream>>,
+    shared: std::sync::Weak<Shared>,
+) {
     let decoder = FrameDecoder::default();
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {

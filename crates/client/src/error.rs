@@ -7,6 +7,30 @@ use strom_protocol::{ErrorCode, FrameError, MessageError};
 /// A request could not be completed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// TLS could not be set up.
+    #[error("TLS: {reason}")]
+    Tls {
+        /// What went wrong.
+        reason: &'static str,
+    },
+    /// A PEM file of `ssl.ca.location`, `ssl.certificate.location` or
+    /// `ssl.key.location` is missing or holds nothing usable.
+    #[error("cannot use the PEM file {path}")]
+    TlsFile {
+        /// The file.
+        path: std::path::PathBuf,
+    },
+    /// SASL authentication failed.
+    #[error("SASL {mechanism} authentication with {address} failed")]
+    Authentication {
+        /// The broker.
+        address: String,
+        /// The mechanism.
+        mechanism: String,
+        /// The client-side cause, when the client found it.
+        #[source]
+        cause: Option<strom_protocol::sasl::SaslError>,
+    },
     /// The TCP connection to a broker could not be opened.
     #[error("cannot connect to {address}")]
     Connect {

@@ -5,8 +5,8 @@
 //! negotiation and pipelined requests, the [`cluster`] handle
 //! (bootstrap, a connection pool by broker id with reconnect backoff, the
 //! [`metadata`] cache and request routing), the typed
-//! [configuration](config) with Kafka's property names, and the
-//! [admin client](admin).
+//! [configuration](config) with Kafka's property names, TLS and SASL
+//! ([`security`]), and the [admin client](admin).
 //!
 //! It does not batch records, track offsets or manage groups: those belong to
 //! `strom-producer` and `strom-consumer`, which build on this crate. It speaks
@@ -32,6 +32,7 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod metadata;
+pub mod security;
 
 pub use admin::AdminClient;
 pub use cluster::Cluster;

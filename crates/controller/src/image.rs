@@ -152,6 +152,8 @@ pub struct MetadataImage {
     configs: Arc<BTreeMap<ConfigResource, Arc<ConfigMap>>>,
     /// The first producer id no broker has been handed yet.
     next_producer_id: i64,
+    /// SCRAM credentials and ACLs.
+    security: crate::security_image::SecurityImage,
 }
 
 impl MetadataImage {
@@ -314,7 +316,13 @@ impl MetadataImage {
                 },
             )));
         }
+        records.extend(self.security.snapshot_records());
         records
+    }
+
+    /// SCRAM credentials and ACLs.
+    pub fn security(&self) -> &crate::security_image::SecurityImage {
+        &self.security
     }
 
     fn take_producer_ids(&mut self, record: &ProducerIdsRecord) -> Result<(), ApplyError> {
@@ -345,6 +353,10 @@ impl MetadataImage {
             Some(Record::Config(record)) => self.set_config(record),
             Some(Record::RemoveTopic(record)) => self.remove_topic(record),
             Some(Record::ProducerIds(record)) => self.take_producer_ids(record),
+            Some(Record::UserScramCredential(record)) => self.security.set_scram(record),
+            Some(Record::RemoveUserScramCredential(record)) => self.security.remove_scram(record),
+            Some(Record::AccessControlEntry(record)) => self.security.add_acl(record),
+            Some(Record::RemoveAccessControlEntry(record)) => self.security.remove_acl(record),
         }
     }
 

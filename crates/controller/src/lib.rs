@@ -139,6 +139,8 @@ pub mod rack_assignment;
 pub mod records;
 pub mod replica_state;
 pub mod runtime;
+pub mod security_image;
+pub mod security_records;
 pub mod topic_name;
 
 pub use controller::{Controller, ControllerConfig};

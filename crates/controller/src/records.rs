@@ -17,6 +17,10 @@ use prost::Message as _;
 use uuid::Uuid;
 
 use crate::error::RecordError;
+pub use crate::security_records::{
+    AccessControlEntryRecord, RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+};
 
 /// The record version this build writes and the highest it reads.
 pub const CURRENT_RECORD_VERSION: u32 = 1;
@@ -33,7 +37,10 @@ pub struct MetadataRecord {
     pub version: u32,
     /// The record itself; `None` only when decoding a record kind this build
     /// does not know (rejected when applied).
-    #[prost(oneof = "Record", tags = "2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(
+        oneof = "Record",
+        tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15"
+    )]
     pub record: Option<Record>,
 }
 
@@ -70,6 +77,18 @@ pub enum Record {
     /// A block of producer ids was handed to a broker.
     #[prost(message, tag = "11")]
     ProducerIds(ProducerIdsRecord),
+    /// A user's SCRAM credential was set.
+    #[prost(message, tag = "12")]
+    UserScramCredential(UserScramCredentialRecord),
+    /// A user's SCRAM credential was deleted.
+    #[prost(message, tag = "13")]
+    RemoveUserScramCredential(RemoveUserScramCredentialRecord),
+    /// An ACL binding was added.
+    #[prost(message, tag = "14")]
+    AccessControlEntry(AccessControlEntryRecord),
+    /// An ACL binding was removed.
+    #[prost(message, tag = "15")]
+    RemoveAccessControlEntry(RemoveAccessControlEntryRecord),
 }
 
 /// A listener a broker advertises to clients and to other brokers.
@@ -353,6 +372,10 @@ impl MetadataRecord {
             Some(Record::Config(_)) => "Config",
             Some(Record::RemoveTopic(_)) => "RemoveTopic",
             Some(Record::ProducerIds(_)) => "ProducerIds",
+            Some(Record::UserScramCredential(_)) => "UserScramCredential",
+            Some(Record::RemoveUserScramCredential(_)) => "RemoveUserScramCredential",
+            Some(Record::AccessControlEntry(_)) => "AccessControlEntry",
+            Some(Record::RemoveAccessControlEntry(_)) => "RemoveAccessControlEntry",
         }
     }
 }

@@ -29,13 +29,14 @@ use crate::controller::{
     BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, Controller, ControllerConfig, ControllerResult,
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, ElectLeadersRequest,
-    ElectionOutcome, IncrementalAlterConfigsRequest, ProducerIdBlock, ResourceOutcome,
+    ElectionOutcome, IncrementalAlterConfigsRequest, ProducerIdBlock, ResourceOutcome, ScramChange,
     TopicOutcome, TopicReference,
 };
 use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
 use crate::image::{BrokerId, MetadataImage};
 use crate::log::{MetadataLog, RecoveryReport};
+use crate::security_records::AccessControlEntryRecord;
 
 /// The controller as brokers see it: commands in, images out.
 #[async_trait]
@@ -105,6 +106,19 @@ pub trait ControllerClient: Send + Sync {
         &self,
         request: AllocateProducerIdsRequest,
     ) -> Result<Result<ProducerIdBlock, ControllerError>, RuntimeError>;
+
+    /// AlterUserScramCredentials: whether each change applied.
+    async fn alter_scram_credentials(
+        &self,
+        changes: Vec<ScramChange>,
+    ) -> Result<Vec<bool>, RuntimeError>;
+
+    /// CreateAcls and DeleteAcls: adds and removes ACL bindings.
+    async fn alter_acls(
+        &self,
+        additions: Vec<AccessControlEntryRecord>,
+        removals: Vec<AccessControlEntryRecord>,
+    ) -> Result<(), RuntimeError>;
 }
 
 /// Settings of the embedded controller.
@@ -437,6 +451,23 @@ impl<R: CommandRunner> ControllerClient for R {
         request: AllocateProducerIdsRequest,
     ) -> Result<Result<ProducerIdBlock, ControllerError>, RuntimeError> {
         self.run(move |controller, image, _| controller.allocate_producer_ids(image, &request))
+            .await
+    }
+
+    async fn alter_scram_credentials(
+        &self,
+        changes: Vec<ScramChange>,
+    ) -> Result<Vec<bool>, RuntimeError> {
+        self.run(move |controller, image, _| controller.alter_scram_credentials(image, &changes))
+            .await
+    }
+
+    async fn alter_acls(
+        &self,
+        additions: Vec<AccessControlEntryRecord>,
+        removals: Vec<AccessControlEntryRecord>,
+    ) -> Result<(), RuntimeError> {
+        self.run(move |controller, image, _| controller.alter_acls(image, &additions, &removals))
             .await
     }
 }

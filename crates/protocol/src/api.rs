@@ -75,6 +75,10 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     // The generated request codec stops at v5 (the response knows v6).
     api(ApiKey::InitProducerId, "InitProducerId", 0, 5),
     api(ApiKey::OffsetForLeaderEpoch, "OffsetForLeaderEpoch", 2, 4),
+    // The generated codecs start at v1 (v0 lacks the pattern type).
+    api(ApiKey::DescribeAcls, "DescribeAcls", 1, 3),
+    api(ApiKey::CreateAcls, "CreateAcls", 1, 3),
+    api(ApiKey::DeleteAcls, "DeleteAcls", 1, 3),
     api(ApiKey::DescribeConfigs, "DescribeConfigs", 1, 4),
     api(ApiKey::AlterConfigs, "AlterConfigs", 0, 2),
     api(ApiKey::SaslAuthenticate, "SaslAuthenticate", 0, 2),
@@ -87,6 +91,18 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
         1,
     ),
     api(ApiKey::OffsetDelete, "OffsetDelete", 0, 0),
+    api(
+        ApiKey::DescribeUserScramCredentials,
+        "DescribeUserScramCredentials",
+        0,
+        0,
+    ),
+    api(
+        ApiKey::AlterUserScramCredentials,
+        "AlterUserScramCredentials",
+        0,
+        0,
+    ),
     api(ApiKey::DescribeCluster, "DescribeCluster", 0, 2),
 ];
 
@@ -217,6 +233,11 @@ mod tests {
             ApiKey::OffsetDelete,
             ApiKey::SaslHandshake,
             ApiKey::SaslAuthenticate,
+            ApiKey::DescribeAcls,
+            ApiKey::CreateAcls,
+            ApiKey::DeleteAcls,
+            ApiKey::DescribeUserScramCredentials,
+            ApiKey::AlterUserScramCredentials,
         ];
         for api_key in needed {
             assert!(

@@ -4,7 +4,9 @@
 //! size-prefixed [frames](frame), request and response [headers](header), the
 //! [table of supported API versions](api) (the single source for ApiVersions),
 //! typed [`messages`], Kafka [error codes](error_code), and the record
-//! batch v2 format with its [compression codecs](records). It also holds
+
+//! batch v2 format with its [compression codecs](records), and the [SASL](sasl)
+//! PLAIN and SCRAM messages. It also holds
 //! the [table of topic-level configurations](topic_config) (names, types,
 //! ranges, defaults, broker synonyms), Kafka's public contract that the
 //! controller, storage and broker all derive from.
@@ -35,6 +37,8 @@ pub mod frame;
 pub mod header;
 pub mod messages;
 pub mod records;
+pub mod sasl;
+
 pub mod topic_config;
 
 /// The `kafka-protocol` crate, re-exported so that upper layers reach the

@@ -177,6 +177,11 @@ served_messages! {
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     OffsetDelete(OffsetDeleteRequest, OffsetDeleteResponse),
     DescribeCluster(DescribeClusterRequest, DescribeClusterResponse),
+    DescribeAcls(DescribeAclsRequest, DescribeAclsResponse),
+    CreateAcls(CreateAclsRequest, CreateAclsResponse),
+    DeleteAcls(DeleteAclsRequest, DeleteAclsResponse),
+    DescribeUserScramCredentials(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+    AlterUserScramCredentials(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
 }
 
 /// The codec error for an API key that has no variant (unreachable after

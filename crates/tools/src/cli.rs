@@ -82,6 +82,12 @@ pub enum Command {
     /// List, describe, delete consumer groups and reset their offsets.
     #[command(subcommand)]
     Groups(GroupsCommand),
+    /// Manage SCRAM users (set, delete, describe).
+    #[command(subcommand)]
+    Users(UsersCommand),
+    /// Manage ACLs (add, list, remove), like kafka-acls.sh.
+    #[command(subcommand)]
+    Acls(AclsCommand),
     /// Benchmark producing, consuming and end-to-end latency.
     #[command(subcommand)]
     Perf(PerfCommand),
@@ -356,6 +362,96 @@ pub struct ConsumeArguments {
     /// A consumer property, e.g. fetch.max.wait.ms=100 (repeatable).
     #[arg(long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
+}
+
+/// `strom users ...`.
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Set a user's SCRAM credential (the password is salted here).
+    #[command(
+        after_help = "Examples:\n  strom users set alice --password alice-secret\n  \
+        strom users set alice --password s3 --mechanism SCRAM-SHA-256 --iterations 8192"
+    )]
+    Set {
+        /// The user name.
+        user: String,
+        /// The password.
+        #[arg(long)]
+        password: String,
+        /// SCRAM-SHA-256 or SCRAM-SHA-512.
+        #[arg(long, default_value = "SCRAM-SHA-512")]
+        mechanism: String,
+        /// PBKDF2 iterations (4096 to 16384).
+        #[arg(long, default_value_t = 8192)]
+        iterations: u32,
+    },
+    /// Delete a user's SCRAM credential.
+    #[command(after_help = "Examples:\n  strom users delete alice --mechanism SCRAM-SHA-512")]
+    Delete {
+        /// The user name.
+        user: String,
+        /// SCRAM-SHA-256 or SCRAM-SHA-512.
+        #[arg(long, default_value = "SCRAM-SHA-512")]
+        mechanism: String,
+    },
+    /// Show users' mechanisms and iteration counts (all users without names).
+    #[command(after_help = "Examples:\n  strom users describe\n  strom users describe alice")]
+    Describe {
+        /// The users.
+        users: Vec<String>,
+    },
+}
+
+/// `strom acls ...`.
+#[derive(Debug, Subcommand)]
+pub enum AclsCommand {
+    /// Add ACL bindings: every principal times every operation.
+    #[command(after_help = "Examples:\n  \
+        strom acls add --allow --principal User:alice --operation Read --topic orders\n  \
+        strom acls add --allow --principal User:alice --operation Write --topic logs- --prefixed\n  \
+        strom acls add --deny --principal User:bob --operation All --group payments")]
+    Add(AclArguments),
+    /// List ACL bindings (all, or those matching the options).
+    #[command(after_help = "Examples:\n  strom acls list\n  strom acls list --topic orders")]
+    List(AclArguments),
+    /// Remove the ACL bindings of a resource that match the options.
+    #[command(after_help = "Examples:\n  strom acls remove --topic orders --principal User:alice")]
+    Remove(AclArguments),
+}
+
+/// The options of `strom acls`, as `kafka-acls.sh` names them.
+#[derive(Debug, Args)]
+pub struct AclArguments {
+    /// A topic (or topic prefix with --prefixed).
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// A group (or prefix).
+    #[arg(long)]
+    pub group: Option<String>,
+    /// A transactional id (or prefix).
+    #[arg(long)]
+    pub transactional_id: Option<String>,
+    /// The cluster.
+    #[arg(long)]
+    pub cluster: bool,
+    /// The resource name is a prefix.
+    #[arg(long)]
+    pub prefixed: bool,
+    /// Principals, e.g. User:alice (repeatable).
+    #[arg(long = "principal")]
+    pub principals: Vec<String>,
+    /// Operations, e.g. Read (repeatable).
+    #[arg(long = "operation")]
+    pub operations: Vec<String>,
+    /// The host the binding applies to.
+    #[arg(long, default_value = "*")]
+    pub host: String,
+    /// ALLOW bindings (the default for add).
+    #[arg(long, conflicts_with = "deny")]
+    pub allow: bool,
+    /// DENY bindings.
+    #[arg(long)]
+    pub deny: bool,
 }
 
 /// `strom groups ...`.

@@ -32,6 +32,7 @@
 //!
 //! The crate has no feature flags.
 
+pub mod acls;
 pub mod cli;
 pub mod configs;
 pub mod consume;
@@ -47,6 +48,7 @@ pub mod produce;
 pub mod progress;
 pub mod reset;
 pub mod topics;
+pub mod users;
 
 use std::process::ExitCode;
 
@@ -107,6 +109,8 @@ fn run_networked(
             Command::Produce(arguments) => produce::run(&context, arguments).await,
             Command::Consume(arguments) => consume::run(&context, arguments, out).await,
             Command::Groups(command) => groups::run(&context, command, out).await,
+            Command::Users(command) => users::run(&context, command, out).await,
+            Command::Acls(command) => acls::run(&context, command, out).await,
             Command::Perf(command) => perf::run(&context, command, out).await,
             Command::Broker(_) | Command::Completions(_) | Command::DumpLog(_) => Ok(()),
         }

@@ -89,7 +89,7 @@ pub(super) fn responses(
 /// Handles an AlterConfigs request.
 pub async fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: AlterConfigsRequest,
 ) -> Reply {
     let mut identities = Vec::with_capacity(request.resources.len());
@@ -97,6 +97,19 @@ pub async fn handle(
     let mut resources = Vec::new();
     for resource in &request.resources {
         identities.push((resource.resource_type, resource.resource_name.clone()));
+        if let Some(error) = super::authorize_request::config_refusal(
+            broker,
+            context,
+            crate::security::authorizer::operation::ALTER_CONFIGS,
+            resource.resource_type,
+            &resource.resource_name,
+        ) {
+            planned.push(Planned::Refused {
+                error,
+                message: "ALTER_CONFIGS on the resource is required",
+            });
+            continue;
+        }
         match topic_resource(resource.resource_type, &resource.resource_name) {
             Ok(config_resource) => {
                 planned.push(Planned::Sent(resources.len()));

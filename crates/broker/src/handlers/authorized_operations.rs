@@ -1,6 +1,6 @@
-//! KIP-430 authorized-operation bit sets. Strom has no authorizer, so every
-//! operation a resource type supports is allowed, as in Kafka without an
-//! authorizer.
+//! KIP-430 authorized-operation bit sets: the operations a resource type
+//! supports, all of them without an authorizer (as in Kafka) or those the
+//! authorizer allows.
 
 /// Kafka's `AclOperation` codes the CLUSTER resource supports: CREATE,
 /// ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS and
@@ -11,17 +11,37 @@ const CLUSTER_OPERATIONS: &[u8] = &[5, 7, 8, 9, 10, 11, 12];
 /// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS.
 const TOPIC_OPERATIONS: &[u8] = &[3, 4, 5, 6, 7, 8, 10, 11];
 
+#[cfg(test)]
 fn bits(operations: &[u8]) -> i32 {
     operations
         .iter()
         .fold(0, |bits, operation| bits | (1 << operation))
 }
 
+fn allowed_bits(operations: &[u8], allowed: impl Fn(i8) -> bool) -> i32 {
+    operations
+        .iter()
+        .filter(|operation| i8::try_from(**operation).is_ok_and(&allowed))
+        .fold(0, |bits, operation| bits | (1 << operation))
+}
+
+/// The cluster operations `allowed` allows.
+pub fn cluster_allowed(allowed: impl Fn(i8) -> bool) -> i32 {
+    allowed_bits(CLUSTER_OPERATIONS, allowed)
+}
+
+/// The topic operations `allowed` allows.
+pub fn topic_allowed(allowed: impl Fn(i8) -> bool) -> i32 {
+    allowed_bits(TOPIC_OPERATIONS, allowed)
+}
+
 /// The operations allowed on the cluster.
+#[cfg(test)]
 pub fn cluster() -> i32 {
     bits(CLUSTER_OPERATIONS)
 }
 
+#[cfg(test)]
 /// The operations allowed on a topic.
 pub fn topic() -> i32 {
     bits(TOPIC_OPERATIONS)
@@ -41,5 +61,7 @@ mod tests {
         assert_eq!(topic() & (1 << 9), 0);
         assert_eq!(cluster().count_ones(), 7);
         assert_eq!(topic().count_ones(), 8);
+        assert_eq!(topic_allowed(|_| true), topic());
+        assert_eq!(cluster_allowed(|operation| operation == 8), 1 << 8);
     }
 }

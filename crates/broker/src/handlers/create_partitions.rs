@@ -4,6 +4,7 @@
 use strom_controller::controller::{
     CreatePartitionsRequest as ControllerRequest, PartitionsIncrease,
 };
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
 use strom_protocol::kafka::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
@@ -16,12 +17,21 @@ use crate::network::{Reply, RequestContext};
 /// Handles a CreatePartitions request.
 pub async fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> Reply {
-    let topics: Vec<PartitionsIncrease> = request
-        .topics
-        .iter()
+    use crate::security::authorizer::{authorize, operation, resource};
+    let (allowed, denied): (Vec<_>, Vec<_>) = request.topics.iter().partition(|topic| {
+        authorize(
+            broker,
+            context,
+            operation::ALTER,
+            resource::TOPIC,
+            &topic.name,
+        )
+    });
+    let topics: Vec<PartitionsIncrease> = allowed
+        .into_iter()
         .map(|topic| PartitionsIncrease {
             topic: topic.name.0.to_string(),
             count: topic.count,
@@ -38,7 +48,7 @@ pub async fn handle(
         topics,
         validate_only: request.validate_only,
     };
-    let results = match broker
+    let results: Vec<CreatePartitionsTopicResult> = match broker
         .controller
         .create_partitions(controller_request)
         .await
@@ -69,6 +79,12 @@ pub async fn handle(
             })
             .collect(),
     };
+    let refused = denied.into_iter().map(|topic| {
+        CreatePartitionsTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_error_code(ErrorCode::TopicAuthorizationFailed.code())
+    });
+    let results: Vec<_> = results.into_iter().chain(refused).collect();
     Reply::Response(Response::CreatePartitions(
         CreatePartitionsResponse::default().with_results(results),
     ))

@@ -4,6 +4,8 @@ use strom_controller::assignment::RequestedAssignment;
 use strom_controller::controller::{
     ConfigEntry, CreateTopicsRequest as ControllerRequest, CreatedTopic, NewTopic, TopicOutcome,
 };
+
+use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
@@ -19,30 +21,38 @@ use crate::network::{Reply, RequestContext};
 /// Handles a CreateTopics request.
 pub async fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: CreateTopicsRequest,
 ) -> Reply {
-    let topics: Vec<NewTopic> = request.topics.iter().map(new_topic).collect();
+    let (allowed, denied): (Vec<_>, Vec<_>) = request
+        .topics
+        .iter()
+        .partition(|topic| super::metadata::may_create(broker, context, &topic.name));
+    let topics: Vec<NewTopic> = allowed.into_iter().map(new_topic).collect();
     let names: Vec<String> = topics.iter().map(|topic| topic.name.clone()).collect();
     let controller_request = ControllerRequest {
         topics,
         validate_only: request.validate_only,
     };
-    let results = match broker.controller.create_topics(controller_request).await {
-        Ok(outcomes) => {
-            broker.sync_metadata();
-            outcomes.into_iter().map(topic_result).collect()
-        }
-        Err(error) => names
-            .into_iter()
-            .map(|name| {
-                CreatableTopicResult::default()
-                    .with_name(StrBytes::from_string(name).into())
-                    .with_error_code(runtime_error_code(&error).code())
-                    .with_error_message(Some(StrBytes::from_string(error.to_string())))
-            })
-            .collect(),
-    };
+
+    let results: Vec<CreatableTopicResult> =
+        match broker.controller.create_topics(controller_request).await {
+            Ok(outcomes) => {
+                broker.sync_metadata();
+                outcomes.into_iter().map(topic_result).collect()
+            }
+            Err(error) => names
+                .into_iter()
+                .map(|name| {
+                    CreatableTopicResult::default()
+                        .with_name(StrBytes::from_string(name).into())
+                        .with_error_code(runtime_error_code(&error).code())
+                        .with_error_message(Some(StrBytes::from_string(error.to_string())))
+                })
+                .collect(),
+        };
+    let refused = denied.into_iter().map(refused_topic);
+    let results: Vec<_> = results.into_iter().chain(refused).collect();
     Reply::Response(Response::CreateTopics(
         CreateTopicsResponse::default().with_topics(results),
     ))
@@ -101,4 +111,13 @@ fn topic_result(outcome: TopicOutcome<CreatedTopic>) -> CreatableTopicResult {
             .with_num_partitions(-1)
             .with_replication_factor(-1),
     }
+}
+
+/// The answer for a topic the principal may not create.
+fn refused_topic(topic: &CreatableTopic) -> CreatableTopicResult {
+    CreatableTopicResult::default()
+        .with_name(topic.name.clone())
+        .with_error_code(ErrorCode::TopicAuthorizationFailed.code())
+        .with_num_partitions(-1)
+        .with_replication_factor(-1)
 }

@@ -21,7 +21,7 @@ const HIGH_WATERMARK: i64 = -1;
 /// Handles a DeleteRecords request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: DeleteRecordsRequest,
 ) -> Reply {
     let image = broker.controller.image();
@@ -30,12 +30,25 @@ pub fn handle(
         .iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
+            let allowed = crate::security::authorizer::authorize(
+                broker,
+                context,
+                crate::security::authorizer::operation::DELETE,
+                crate::security::authorizer::resource::TOPIC,
+                &name,
+            );
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|partition| {
-                    let exists = partitions::exists(&image, &name, partition.partition_index);
-                    delete_partition(broker, &name, exists, partition)
+                .map(|partition| match allowed {
+                    true => {
+                        let exists = partitions::exists(&image, &name, partition.partition_index);
+                        delete_partition(broker, &name, exists, partition)
+                    }
+                    false => DeleteRecordsPartitionResult::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_low_watermark(-1)
+                        .with_error_code(ErrorCode::TopicAuthorizationFailed.code()),
                 })
                 .collect();
             DeleteRecordsTopicResult::default()

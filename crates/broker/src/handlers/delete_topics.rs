@@ -19,8 +19,12 @@ pub async fn handle(
     context: &RequestContext,
     request: DeleteTopicsRequest,
 ) -> Reply {
-    let references = requested_topics(context.api_version, request);
-    let results = if !broker.config.delete_topic_enable {
+    let (references, mut denied) = allowed_topics(
+        broker,
+        context,
+        requested_topics(context.api_version, request),
+    );
+    let mut results: Vec<DeletableTopicResult> = if !broker.config.delete_topic_enable {
         references
             .iter()
             .map(|reference| failed(reference, ErrorCode::TopicDeletionDisabled, None))
@@ -43,9 +47,42 @@ pub async fn handle(
                 .collect(),
         }
     };
+    results.append(&mut denied);
     Reply::Response(Response::DeleteTopics(
         DeleteTopicsResponse::default().with_responses(results),
     ))
+}
+
+/// Splits the references into those the principal may DELETE and the
+/// refusals of the others.
+fn allowed_topics(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    references: Vec<TopicReference>,
+) -> (Vec<TopicReference>, Vec<DeletableTopicResult>) {
+    use crate::security::authorizer::{authorize, operation, resource};
+    let image = broker.controller.image();
+    let mut allowed = Vec::new();
+    let mut denied = Vec::new();
+    for reference in references {
+        let name = match &reference {
+            TopicReference::Name(name) => Some(name.clone()),
+            TopicReference::Id(id) => image.topic_by_id(*id).map(|topic| topic.name.clone()),
+        };
+        match name {
+            Some(name)
+                if !authorize(broker, context, operation::DELETE, resource::TOPIC, &name) =>
+            {
+                denied.push(failed(
+                    &reference,
+                    ErrorCode::TopicAuthorizationFailed,
+                    None,
+                ));
+            }
+            _ => allowed.push(reference),
+        }
+    }
+    (allowed, denied)
 }
 
 /// The topics a request names: `topic_names` before v6, `topics` (name or

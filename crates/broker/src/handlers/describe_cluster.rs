@@ -33,7 +33,15 @@ pub fn handle(
         .with_cluster_id(StrBytes::from_string(broker.cluster_id.clone()))
         .with_controller_id(BrokerId(broker.config.node_id))
         .with_cluster_authorized_operations(if request.include_cluster_authorized_operations {
-            authorized_operations::cluster()
+            authorized_operations::cluster_allowed(|operation| {
+                crate::security::authorizer::authorize(
+                    broker,
+                    context,
+                    operation,
+                    crate::security::authorizer::resource::CLUSTER,
+                    crate::security::authorizer::CLUSTER_NAME,
+                )
+            })
         } else {
             OPERATIONS_NOT_REQUESTED
         });
@@ -48,11 +56,7 @@ pub fn handle(
         ));
     }
     let include_fenced = context.api_version >= 2 && request.include_fenced_brokers;
-    let listener = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|listener| listener.name.as_str());
+    let listener = Some(context.session.listener().name.as_str());
     let image = broker.controller.image();
     let brokers = image
         .brokers()

@@ -46,7 +46,7 @@ struct Sourced {
 /// Handles a DescribeConfigs request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: DescribeConfigsRequest,
 ) -> Reply {
     let image = broker.controller.image();
@@ -57,7 +57,21 @@ pub fn handle(
     let results = request
         .resources
         .iter()
-        .map(|resource| describe(broker, &image, resource, include))
+        .map(|resource| {
+            match super::authorize_request::config_refusal(
+                broker,
+                context,
+                crate::security::authorizer::operation::DESCRIBE_CONFIGS,
+                resource.resource_type,
+                &resource.resource_name,
+            ) {
+                Some(code) => DescribeConfigsResult::default()
+                    .with_resource_type(resource.resource_type)
+                    .with_resource_name(resource.resource_name.clone())
+                    .with_error_code(code.code()),
+                None => describe(broker, &image, resource, include),
+            }
+        })
         .collect();
     Reply::Response(Response::DescribeConfigs(
         DescribeConfigsResponse::default().with_results(results),

@@ -14,6 +14,7 @@ use strom_protocol::messages::Response;
 use super::errors::group_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{may_on_group, operation};
 
 /// Kafka's "authorized operations not requested" marker.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
@@ -40,6 +41,11 @@ pub fn handle(
         .iter()
         .zip(described)
         .map(|(group_id, result)| match result {
+            _ if !may_on_group(broker, context, operation::DESCRIBE, group_id) => {
+                DescribedGroup::default()
+                    .with_group_id(group_id.clone())
+                    .with_error_code(ErrorCode::GroupAuthorizationFailed.code())
+            }
             Ok(description)
                 if context.api_version >= 6 && description.state == GroupState::Dead =>
             {

@@ -77,7 +77,7 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRe
         Ok(fetch) => fetch,
         Err(error) => return Reply::Response(Response::Fetch(session_error(&error))),
     };
-    let plan = Arc::new(plan(broker, context.api_version, &request, fetch));
+    let plan = Arc::new(plan(broker, context, context.api_version, &request, fetch));
     let min_bytes = request.min_bytes.max(0) as u64;
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     // Subscribed before the first read: a record appended after that read
@@ -161,6 +161,7 @@ fn session_error(error: &FetchSessionError) -> FetchResponse {
 
 fn plan(
     broker: &BrokerContext,
+    context: &RequestContext,
     api_version: i16,
     request: &FetchRequest,
     fetch: crate::fetch_session::SessionFetch,
@@ -189,6 +190,16 @@ fn plan(
         }
         let target = match resolved.as_ref().and_then(|name| name.as_ref()) {
             None => Err(ErrorCode::UnknownTopicId),
+            Some(name)
+                if !fetch_allowed(
+                    broker,
+                    context,
+                    request.replica_id.0.max(request.replica_state.replica_id.0),
+                    name,
+                ) =>
+            {
+                Err(ErrorCode::TopicAuthorizationFailed)
+            }
             Some(name) => locate(broker, name, &wanted.request),
         };
         if let Some(topic) = topics.last_mut() {
@@ -241,6 +252,26 @@ fn finish(plan: &Plan, mut response: FetchResponse) -> FetchResponse {
         .responses
         .retain(|topic| !topic.partitions.is_empty());
     response.with_session_id(session_id)
+}
+
+/// READ on the topic for a consumer; CLUSTER_ACTION for a follower.
+fn fetch_allowed(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    replica_id: i32,
+    topic: &str,
+) -> bool {
+    use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
+    match replica_id >= 0 {
+        true => authorize(
+            broker,
+            context,
+            operation::CLUSTER_ACTION,
+            resource::CLUSTER,
+            CLUSTER_NAME,
+        ),
+        false => authorize(broker, context, operation::READ, resource::TOPIC, topic),
+    }
 }
 
 fn locate(

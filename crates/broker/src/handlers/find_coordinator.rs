@@ -36,7 +36,28 @@ pub async fn handle(
     };
     let mut located = Vec::with_capacity(keys.len());
     for key in keys {
-        let result = locate(broker, request.key_type, &key).await;
+        let denied = request.key_type == KEY_TYPE_GROUP
+            && !crate::security::authorizer::may_on_group(
+                broker,
+                context,
+                crate::security::authorizer::operation::DESCRIBE,
+                &key,
+            );
+        let result = match denied {
+            true => Err((
+                ErrorCode::GroupAuthorizationFailed,
+                "DESCRIBE on the group is required",
+            )),
+            false => {
+                locate(
+                    broker,
+                    &context.session.listener().name,
+                    request.key_type,
+                    &key,
+                )
+                .await
+            }
+        };
         located.push((key, result));
     }
     let response = if context.api_version >= 4 {
@@ -56,7 +77,7 @@ pub async fn handle(
     Reply::Response(Response::FindCoordinator(response))
 }
 
-async fn locate(broker: &BrokerContext, key_type: i8, key: &str) -> Located {
+async fn locate(broker: &BrokerContext, listener: &str, key_type: i8, key: &str) -> Located {
     if key_type != KEY_TYPE_GROUP {
         return Err((
             ErrorCode::InvalidRequest,
@@ -90,11 +111,7 @@ async fn locate(broker: &BrokerContext, key_type: i8, key: &str) -> Located {
     );
     let leader = leader.ok_or(not_available)?;
     let registered = image.broker(leader).ok_or(not_available)?;
-    let listener = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|listener| listener.name.as_str());
+    let listener = Some(listener);
     let endpoint = registered
         .endpoints
         .iter()

@@ -20,7 +20,7 @@ use crate::network::{Reply, RequestContext};
 /// Handles an IncrementalAlterConfigs request.
 pub async fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: IncrementalAlterConfigsRequest,
 ) -> Reply {
     let mut identities = Vec::with_capacity(request.resources.len());
@@ -28,6 +28,19 @@ pub async fn handle(
     let mut resources = Vec::new();
     for resource in &request.resources {
         identities.push((resource.resource_type, resource.resource_name.clone()));
+        if let Some(error) = super::authorize_request::config_refusal(
+            broker,
+            context,
+            crate::security::authorizer::operation::ALTER_CONFIGS,
+            resource.resource_type,
+            &resource.resource_name,
+        ) {
+            planned.push(Planned::Refused {
+                error,
+                message: "ALTER_CONFIGS on the resource is required",
+            });
+            continue;
+        }
         let alterations = topic_resource(resource.resource_type, &resource.resource_name).and_then(
             |config_resource| {
                 let alterations = resource

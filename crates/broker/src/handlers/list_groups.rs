@@ -9,6 +9,7 @@ use strom_protocol::messages::Response;
 
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{authorize, may_on_group, operation, resource, CLUSTER_NAME};
 
 /// The group type of the classic protocol (KIP-848 names).
 const CLASSIC: &str = "classic";
@@ -54,8 +55,20 @@ pub fn handle(
     } else {
         Vec::new()
     };
+    // DESCRIBE on the cluster lists every group; otherwise the groups the
+    // principal may DESCRIBE.
+    let all = authorize(
+        broker,
+        context,
+        operation::DESCRIBE,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    );
     let groups = listings
         .into_iter()
+        .filter(|(group_id, _, _)| {
+            all || may_on_group(broker, context, operation::DESCRIBE, group_id)
+        })
         .map(|(group_id, protocol_type, state)| {
             ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(group_id)))

@@ -30,17 +30,21 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
+            let allowed = crate::security::authorizer::may_describe_topic(broker, context, &name);
             let partitions = topic
                 .partitions
                 .into_iter()
                 .map(|partition| {
-                    let found = lookup(
-                        broker,
-                        &name,
-                        partition.partition_index,
-                        partition.current_leader_epoch,
-                        partition.timestamp,
-                    );
+                    let found = match allowed {
+                        false => Err(ErrorCode::TopicAuthorizationFailed),
+                        true => lookup(
+                            broker,
+                            &name,
+                            partition.partition_index,
+                            partition.current_leader_epoch,
+                            partition.timestamp,
+                        ),
+                    };
                     partition_response(context.api_version, partition.partition_index, found)
                 })
                 .collect();

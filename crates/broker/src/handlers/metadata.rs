@@ -16,6 +16,9 @@ use uuid::Uuid;
 
 use super::{authorized_operations, BrokerContext};
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{
+    authorize, may_describe_topic, operation, resource, CLUSTER_NAME,
+};
 
 /// Which topics a request names.
 enum Wanted {
@@ -44,13 +47,24 @@ pub async fn handle(
         // Before v4 there is no flag and clients always allow creation.
         let allowed = context.api_version < 4 || request.allow_auto_topic_creation;
         if allowed && broker.config.auto_create_topics_enable {
-            image = auto_create(broker, &image, topics).await;
+            let creatable: Vec<_> = topics
+                .iter()
+                .filter(|(name, _)| {
+                    name.as_ref()
+                        .is_some_and(|name| may_create(broker, context, name))
+                })
+                .cloned()
+                .collect();
+            image = auto_create(broker, &image, &creatable).await;
         }
     }
-    let mut response = response(broker, &image, &wanted);
-    // KIP-430: no authorizer, so every supported operation is allowed.
+    let mut response = response(broker, context, &image, &wanted);
+    // KIP-430: the operations the authorizer allows (all without one).
     if request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = authorized_operations::cluster();
+        response.cluster_authorized_operations =
+            authorized_operations::cluster_allowed(|operation| {
+                authorize(broker, context, operation, resource::CLUSTER, CLUSTER_NAME)
+            });
     }
     if request.include_topic_authorized_operations {
         for topic in response
@@ -58,10 +72,28 @@ pub async fn handle(
             .iter_mut()
             .filter(|topic| topic.error_code == 0)
         {
-            topic.topic_authorized_operations = authorized_operations::topic();
+            let name = topic
+                .name
+                .as_ref()
+                .map(|name| name.0.to_string())
+                .unwrap_or_default();
+            topic.topic_authorized_operations = authorized_operations::topic_allowed(|operation| {
+                authorize(broker, context, operation, resource::TOPIC, &name)
+            });
         }
     }
     Reply::Response(Response::Metadata(response))
+}
+
+/// CREATE on the cluster or on the topic (auto-creation, CreateTopics).
+pub(crate) fn may_create(broker: &BrokerContext, context: &RequestContext, topic: &str) -> bool {
+    authorize(
+        broker,
+        context,
+        operation::CREATE,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) || authorize(broker, context, operation::CREATE, resource::TOPIC, topic)
 }
 
 async fn auto_create(
@@ -92,15 +124,26 @@ async fn auto_create(
     broker.controller.image()
 }
 
-fn response(broker: &BrokerContext, image: &MetadataImage, wanted: &Wanted) -> MetadataResponse {
+fn response(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    image: &MetadataImage,
+    wanted: &Wanted,
+) -> MetadataResponse {
     let topics = match wanted {
         Wanted::All => image
             .topics()
+            .filter(|topic| may_describe_topic(broker, context, &topic.name))
             .map(|topic| describe_topic(image, topic, topic.name.clone()))
             .collect(),
         Wanted::Named(names) => names
             .iter()
             .map(|(name, topic_id)| match name {
+                Some(name) if !may_describe_topic(broker, context, name) => missing_topic(
+                    Some(name.clone()),
+                    Uuid::nil(),
+                    ErrorCode::TopicAuthorizationFailed,
+                ),
                 Some(name) => match image.topic_by_name(name) {
                     Some(topic) => describe_topic(image, topic, name.clone()),
                     None => {
@@ -108,6 +151,9 @@ fn response(broker: &BrokerContext, image: &MetadataImage, wanted: &Wanted) -> M
                     }
                 },
                 None => match image.topic_by_id(*topic_id) {
+                    Some(topic) if !may_describe_topic(broker, context, &topic.name) => {
+                        missing_topic(None, *topic_id, ErrorCode::TopicAuthorizationFailed)
+                    }
                     Some(topic) => describe_topic(image, topic, topic.name.clone()),
                     None => missing_topic(None, *topic_id, ErrorCode::UnknownTopicId),
                 },
@@ -115,7 +161,7 @@ fn response(broker: &BrokerContext, image: &MetadataImage, wanted: &Wanted) -> M
             .collect(),
     };
     MetadataResponse::default()
-        .with_brokers(brokers(broker, image))
+        .with_brokers(brokers(broker, image, &context.session.listener().name))
         .with_cluster_id(Some(StrBytes::from_string(broker.cluster_id.clone())))
         .with_controller_id(BrokerId(broker.config.node_id))
         .with_topics(topics)
@@ -129,12 +175,12 @@ fn missing_name_error(name: &str) -> ErrorCode {
     }
 }
 
-fn brokers(broker: &BrokerContext, image: &MetadataImage) -> Vec<MetadataResponseBroker> {
-    let listener = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|listener| listener.name.as_str());
+fn brokers(
+    _broker: &BrokerContext,
+    image: &MetadataImage,
+    listener: &str,
+) -> Vec<MetadataResponseBroker> {
+    let listener = Some(listener);
     image
         .brokers()
         .filter(|registered| !registered.fenced)

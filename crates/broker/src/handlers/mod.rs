@@ -19,17 +19,23 @@ use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::ReplicaManager;
 
 mod alter_configs;
+mod alter_user_scram_credentials;
 mod api_versions;
+mod authorize_request;
 mod authorized_operations;
 mod config_docs;
+mod create_acls;
 mod create_partitions;
 mod create_topics;
+mod delete_acls;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_user_scram_credentials;
 mod errors;
 mod fetch;
 mod find_coordinator;
@@ -64,6 +70,9 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::DeleteRecords,
     ApiKey::InitProducerId,
     ApiKey::OffsetForLeaderEpoch,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
     ApiKey::DescribeConfigs,
     ApiKey::AlterConfigs,
     ApiKey::SaslAuthenticate,
@@ -81,6 +90,8 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::ListGroups,
     ApiKey::DeleteGroups,
     ApiKey::OffsetDelete,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::AlterUserScramCredentials,
 ];
 
 /// What every handler may use.
@@ -149,6 +160,9 @@ impl Dispatcher {
     /// Hands a request to its API's handler.
     async fn dispatch(&self, request_context: RequestContext, request: Request) -> Reply {
         let broker = &self.context;
+        if let Some(refusal) = authorize_request::refusal(broker, &request_context, &request) {
+            return refusal;
+        }
         match request {
             Request::ApiVersions(request) => api_versions::handle(&request_context, request),
             Request::Metadata(request) => metadata::handle(broker, &request_context, request).await,
@@ -189,7 +203,7 @@ impl Dispatcher {
             }
             Request::SaslHandshake(request) => sasl_handshake::handle(&request_context, request),
             Request::SaslAuthenticate(request) => {
-                sasl_authenticate::handle(&request_context, request)
+                sasl_authenticate::handle(broker, &request_context, request)
             }
             Request::FindCoordinator(request) => {
                 find_coordinator::handle(broker, &request_context, request).await
@@ -213,6 +227,21 @@ impl Dispatcher {
             }
             Request::OffsetDelete(request) => {
                 offset_delete::handle(broker, &request_context, request)
+            }
+            Request::CreateAcls(request) => {
+                create_acls::handle(broker, &request_context, request).await
+            }
+            Request::DescribeAcls(request) => {
+                describe_acls::handle(broker, &request_context, request)
+            }
+            Request::DeleteAcls(request) => {
+                delete_acls::handle(broker, &request_context, request).await
+            }
+            Request::AlterUserScramCredentials(request) => {
+                alter_user_scram_credentials::handle(broker, &request_context, request).await
+            }
+            Request::DescribeUserScramCredentials(request) => {
+                describe_user_scram_credentials::handle(broker, &request_context, request)
             }
         }
     }

@@ -15,6 +15,9 @@ use strom_storage::TopicPartition;
 use super::errors::{offline_error_code, partition_error_code};
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{
+    authorize, may_describe_topic, operation, resource, CLUSTER_NAME,
+};
 
 /// `current_leader_epoch` meaning "do not check".
 const NO_EPOCH: i32 = -1;
@@ -22,7 +25,7 @@ const NO_EPOCH: i32 = -1;
 /// Handles an OffsetForLeaderEpoch request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: OffsetForLeaderEpochRequest,
 ) -> Reply {
     let topics = request
@@ -30,10 +33,25 @@ pub fn handle(
         .iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
+            let allowed = may_describe_topic(broker, context, &name)
+                || authorize(
+                    broker,
+                    context,
+                    operation::CLUSTER_ACTION,
+                    resource::CLUSTER,
+                    CLUSTER_NAME,
+                );
             let partitions = topic
                 .partitions
                 .iter()
-                .map(|partition| end_offset(broker, &name, partition))
+                .map(|partition| match allowed {
+                    true => end_offset(broker, &name, partition),
+                    false => EpochEndOffset::default()
+                        .with_partition(partition.partition)
+                        .with_leader_epoch(-1)
+                        .with_end_offset(-1)
+                        .with_error_code(ErrorCode::TopicAuthorizationFailed.code()),
+                })
                 .collect();
             OffsetForLeaderTopicResult::default()
                 .with_topic(topic.topic.clone())

@@ -1,18 +1,37 @@
-//! SaslHandshake on a listener without SASL: Kafka's own answer,
-//! `ILLEGAL_SASL_STATE` with no mechanisms (Kafka's request handler gives
-//! exactly this when the request reaches it outside a SASL exchange).
+//! SaslHandshake: chooses the SASL mechanism of the connection. On a
+//! listener without SASL, or a second time, Kafka's `ILLEGAL_SASL_STATE`;
+//! a mechanism the listener does not enable gets
+//! `UNSUPPORTED_SASL_MECHANISM` with the enabled ones.
 
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
+use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
 use crate::network::{Reply, RequestContext};
+use crate::security::sasl::handshake;
 
 /// Handles a SaslHandshake request.
-pub fn handle(_context: &RequestContext, _request: SaslHandshakeRequest) -> Reply {
+pub fn handle(context: &RequestContext, request: SaslHandshakeRequest) -> Reply {
+    let session = &context.session;
+    let mechanisms = session
+        .listener()
+        .sasl
+        .as_ref()
+        .map(|sasl| {
+            sasl.enabled_mechanisms
+                .iter()
+                .map(|mechanism| StrBytes::from_string(mechanism.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let error_code = match handshake(session, &request.mechanism, context.api_version) {
+        Ok(()) => ErrorCode::None,
+        Err(failure) => failure.error_code(),
+    };
     Reply::Response(Response::SaslHandshake(
         SaslHandshakeResponse::default()
-            .with_error_code(ErrorCode::IllegalSaslState.code())
-            .with_mechanisms(Vec::new()),
+            .with_error_code(error_code.code())
+            .with_mechanisms(mechanisms),
     ))
 }

@@ -14,14 +14,16 @@ use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
 use strom_protocol::messages::{decode_request, Request, Response};
 use strom_storage::read::LogSlice;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, Interest};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio_rustls::server::TlsStream;
 use tracing::{debug, warn};
 
 use crate::metrics::network::NETWORK;
+use crate::security::Session;
 
 /// How many decoded requests may wait for their responses on one connection
 /// before the reader stops reading (back-pressure on a pipelining client).
@@ -38,8 +40,11 @@ pub struct RequestContext {
     pub client_id: Option<String>,
     /// The peer's address.
     pub peer: SocketAddr,
+
     /// When the request's frame was read (request metrics time from it).
     pub received_at: std::time::Instant,
+    /// The connection's listener and authentication state.
+    pub session: Arc<Session>,
 }
 
 /// A future that produces a deferred answer (or none).
@@ -126,42 +131,89 @@ pub(crate) struct ConnectionLimits {
     pub(crate) idle_timeout: Duration,
 }
 
-/// Serves one connection until the peer closes it, it misbehaves, it idles
-/// out, or the server shuts down. In-flight requests are answered first on
-/// shutdown.
-pub(crate) async fn serve_connection(
+/// The largest frame read before SASL authentication completes (Kafka's
+/// `sasl.server.max.receive.size` default): a huge "SASL token" closes the
+/// connection before it is buffered.
+const MAX_UNAUTHENTICATED_FRAME_BYTES: usize = 512 * 1024;
+
+/// The sending half of a connection: plaintext sockets send fetched
+/// segment ranges with `sendfile`; TLS connections copy them through the
+/// encryption.
+pub(crate) enum ResponseWriter {
+    /// A plaintext socket.
+    Plain(OwnedWriteHalf),
+    /// A TLS connection.
+    Tls(tokio::io::WriteHalf<TlsStream<BufReader<TcpStream>>>),
+}
+
+/// What a connection needs besides its socket.
+pub(crate) struct ConnectionParts {
+    pub(crate) peer: SocketAddr,
+    pub(crate) session: Arc<Session>,
+    pub(crate) handler: Arc<dyn RequestHandler>,
+    pub(crate) limits: ConnectionLimits,
+}
+
+/// Serves one plaintext connection (see [`serve_connection`]).
+pub(crate) async fn serve_plain(
     stream: TcpStream,
-    peer: SocketAddr,
-    handler: Arc<dyn RequestHandler>,
-    limits: ConnectionLimits,
-    mut shutdown: watch::Receiver<bool>,
+    parts: ConnectionParts,
+    shutdown: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
+    serve_connection(reader, ResponseWriter::Plain(writer), parts, shutdown).await;
+}
+
+/// Serves one TLS connection (see [`serve_connection`]).
+pub(crate) async fn serve_tls(
+    stream: TlsStream<BufReader<TcpStream>>,
+    parts: ConnectionParts,
+    shutdown: watch::Receiver<bool>,
+) {
+    let (reader, writer) = tokio::io::split(stream);
+    serve_connection(reader, ResponseWriter::Tls(writer), parts, shutdown).await;
+}
+
+/// Serves one connection until the peer closes it, it misbehaves, it idles
+/// out, or the server shuts down. In-flight requests are answered first on
+/// shutdown.
+async fn serve_connection<R: AsyncRead + Unpin>(
+    reader: R,
+    writer: ResponseWriter,
+    parts: ConnectionParts,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let (queue, pending) = mpsc::channel(MAX_IN_FLIGHT_PER_CONNECTION);
     let writer_task = tokio::spawn(write_responses(writer, pending));
-    let reason = read_requests(reader, peer, &handler, limits, &queue, &mut shutdown).await;
+    let peer = parts.peer;
+    let reason = read_requests(reader, &parts, &queue, &mut shutdown).await;
     debug!(%peer, reason, "connection reader finished");
     drop(queue);
     // The writer answers what is queued, then closes the socket.
     let _ = writer_task.await;
 }
 
-async fn read_requests(
-    mut reader: OwnedReadHalf,
-    peer: SocketAddr,
-    handler: &Arc<dyn RequestHandler>,
-    limits: ConnectionLimits,
+async fn read_requests<R: AsyncRead + Unpin>(
+    mut reader: R,
+    parts: &ConnectionParts,
     queue: &mpsc::Sender<Pending>,
     shutdown: &mut watch::Receiver<bool>,
 ) -> &'static str {
-    let decoder = FrameDecoder::new(limits.max_frame_bytes);
+    let peer = parts.peer;
+    let decoder = FrameDecoder::new(parts.limits.max_frame_bytes);
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
         loop {
+            if !parts.session.authenticated()
+                && announced_length(&buffer) > MAX_UNAUTHENTICATED_FRAME_BYTES
+            {
+                warn!(%peer, "closing connection: oversized frame before authentication");
+                return "oversized frame before authentication";
+            }
             match decoder.decode(&mut buffer) {
                 Ok(Some(frame)) => {
-                    if let Err(reason) = handle_frame(frame, peer, handler, queue).await {
+                    if let Err(reason) = handle_frame(frame, parts, queue).await {
                         return reason;
                     }
                 }
@@ -176,7 +228,7 @@ async fn read_requests(
             return "shutdown";
         }
         let read = tokio::select! {
-            read = tokio::time::timeout(limits.idle_timeout, reader.read_buf(&mut buffer)) => read,
+            read = tokio::time::timeout(parts.limits.idle_timeout, reader.read_buf(&mut buffer)) => read,
             _ = shutdown.changed() => return "shutdown",
         };
         match read {
@@ -188,15 +240,70 @@ async fn read_requests(
     }
 }
 
+/// The size prefix of the frame at the head of `buffer` (0 until it is
+/// there; negative sizes are the decoder's to refuse).
+fn announced_length(buffer: &[u8]) -> usize {
+    match buffer.get(..4) {
+        Some(&[a, b, c, d]) => usize::try_from(i32::from_be_bytes([a, b, c, d])).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A bare SASL token (after a v0 SaslHandshake): handled as a
+/// SaslAuthenticate and answered with a bare token; a failure closes.
+async fn handle_raw_token(
+    frame: Bytes,
+    parts: &ConnectionParts,
+    queue: &mpsc::Sender<Pending>,
+) -> Result<(), &'static str> {
+    use strom_protocol::kafka::messages::SaslAuthenticateRequest;
+    let context = RequestContext {
+        correlation_id: 0,
+        api_version: 0,
+        client_id: None,
+        peer: parts.peer,
+        received_at: std::time::Instant::now(),
+        session: Arc::clone(&parts.session),
+    };
+    let request =
+        Request::SaslAuthenticate(SaslAuthenticateRequest::default().with_auth_bytes(frame));
+    let Reply::Response(Response::SaslAuthenticate(response)) =
+        parts.handler.handle(context, request).await
+    else {
+        return Err("unexpected answer to a SASL token");
+    };
+    if response.error_code != 0 {
+        return Err("SASL authentication failed");
+    }
+    let length = u32::try_from(response.auth_bytes.len()).map_err(|_| "token too long")?;
+    let frame = vec![
+        Part::Bytes(Bytes::copy_from_slice(&length.to_be_bytes())),
+        Part::Bytes(response.auth_bytes),
+    ];
+    queue
+        .send(Pending::Ready(frame))
+        .await
+        .map_err(|_| "writer gone")
+}
+
 /// Decodes and handles one frame, queueing its answer. An error closes the
 /// connection (Kafka closes connections that send undecodable requests).
 async fn handle_frame(
     frame: Bytes,
-    peer: SocketAddr,
-    handler: &Arc<dyn RequestHandler>,
+    parts: &ConnectionParts,
     queue: &mpsc::Sender<Pending>,
 ) -> Result<(), &'static str> {
     let received_at = std::time::Instant::now();
+    let (peer, handler) = (parts.peer, &parts.handler);
+    if parts.session.expects_raw_token() {
+        return handle_raw_token(frame, parts, queue).await;
+    }
+    if let Ok(prefix) = peek_request_prefix(&frame) {
+        if !parts.session.may_serve(prefix.api_key) {
+            warn!(%peer, api_key = prefix.api_key, "closing connection: request before authentication");
+            return Err("request before authentication");
+        }
+    }
     let decoded = match decode_request(frame.clone()) {
         Ok(decoded) => decoded,
         Err(error) => {
@@ -224,7 +331,9 @@ async fn handle_frame(
         api_version: decoded.api_version(),
         client_id: decoded.header.client_id.as_ref().map(|id| id.to_string()),
         peer,
+
         received_at,
+        session: Arc::clone(&parts.session),
     };
     let correlation_id = context.correlation_id;
     let api_version = context.api_version;
@@ -243,7 +352,11 @@ async fn handle_frame(
             api_version,
         },
     };
-    queue.send(pending).await.map_err(|_| "writer gone")
+    queue.send(pending).await.map_err(|_| "writer gone")?;
+    if parts.session.failed() {
+        return Err("authentication failed");
+    }
+    Ok(())
 }
 
 /// Encodes a response frame as parts: a Fetch response's record bytes are
@@ -269,7 +382,7 @@ const MAX_IO_SLICES: usize = 64;
 
 /// Writes answers in request order. Answers that are ready together go out
 /// in one vectored write.
-async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver<Pending>) {
+async fn write_responses(mut writer: ResponseWriter, mut pending: mpsc::Receiver<Pending>) {
     let mut parts: Vec<Part> = Vec::new();
     let mut carried: Option<Pending> = None;
     loop {
@@ -295,12 +408,43 @@ async fn write_responses(mut writer: OwnedWriteHalf, mut pending: mpsc::Receiver
                 Err(_) => break,
             }
         }
-        if let Err(error) = write_all_parts(&mut writer, &mut parts).await {
+        let written = match &mut writer {
+            ResponseWriter::Plain(writer) => write_all_parts(writer, &mut parts).await,
+            ResponseWriter::Tls(writer) => write_all_parts_copied(writer, &mut parts).await,
+        };
+        if let Err(error) = written {
             debug!(%error, "closing connection: write failed");
             break;
         }
     }
-    let _ = writer.shutdown().await;
+    let _ = match &mut writer {
+        ResponseWriter::Plain(writer) => writer.shutdown().await,
+        ResponseWriter::Tls(writer) => writer.shutdown().await,
+    };
+}
+
+/// Writes every part through an encrypting stream: segment ranges are read
+/// into memory (off the async workers) and everything goes out as one
+/// buffer, so the TLS layer makes few, full records. Leaves `parts` empty.
+async fn write_all_parts_copied<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    parts: &mut Vec<Part>,
+) -> std::io::Result<()> {
+    let mut buffer = BytesMut::new();
+    for part in parts.drain(..) {
+        match part {
+            FramePart::Bytes(bytes) => buffer.extend_from_slice(&bytes),
+            FramePart::Region(slice) => {
+                let read = tokio::task::spawn_blocking(move || slice.to_bytes())
+                    .await
+                    .map_err(|_| std::io::Error::other("reading a fetched range was cancelled"))?;
+                let bytes = read.map_err(std::io::Error::other)?;
+                buffer.extend_from_slice(&bytes);
+            }
+        }
+    }
+    writer.write_all(&buffer).await?;
+    writer.flush().await
 }
 
 /// Appends the encoded answer of `next` to `parts` (waiting for a deferred

@@ -9,7 +9,17 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
-use super::connection::{serve_connection, ConnectionLimits, RequestHandler};
+use super::connection::{
+    serve_plain, serve_tls, ConnectionLimits, ConnectionParts, RequestHandler,
+};
+use crate::security::principal::certificate_subject;
+use crate::security::{ListenerRuntime, Principal, Session};
+
+/// The read buffer under a TLS connection.
+const TLS_READ_BUFFER_BYTES: usize = 256 * 1024;
+
+/// How long a TLS handshake may take before the connection is dropped.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Network settings, from the broker configuration.
 #[derive(Debug, Clone, Copy)]
@@ -24,7 +34,7 @@ pub struct NetworkConfig {
 
 /// A bound listener, ready to serve.
 pub struct Server {
-    listeners: Vec<TcpListener>,
+    listeners: Vec<(TcpListener, Arc<ListenerRuntime>)>,
     config: NetworkConfig,
 }
 
@@ -36,11 +46,21 @@ pub struct ServerHandle {
 }
 
 impl Server {
-    /// Binds every address (port 0 picks a free port).
-    pub async fn bind(addresses: &[SocketAddr], config: NetworkConfig) -> std::io::Result<Server> {
+    /// Binds every address (port 0 picks a free port), each served with
+    /// the security of its listener (`runtimes` in the same order; an
+    /// address without one is PLAINTEXT).
+    pub async fn bind(
+        addresses: &[SocketAddr],
+        runtimes: Vec<Arc<ListenerRuntime>>,
+        config: NetworkConfig,
+    ) -> std::io::Result<Server> {
         let mut listeners = Vec::with_capacity(addresses.len());
+        let mut runtimes = runtimes.into_iter();
         for address in addresses {
-            listeners.push(TcpListener::bind(address).await?);
+            let runtime = runtimes
+                .next()
+                .unwrap_or_else(|| Arc::new(ListenerRuntime::plaintext("PLAINTEXT")));
+            listeners.push((TcpListener::bind(address).await?, runtime));
         }
         Ok(Server { listeners, config })
     }
@@ -49,7 +69,7 @@ impl Server {
     pub fn local_addresses(&self) -> Vec<SocketAddr> {
         self.listeners
             .iter()
-            .filter_map(|listener| listener.local_addr().ok())
+            .filter_map(|(listener, _)| listener.local_addr().ok())
             .collect()
     }
 
@@ -63,9 +83,10 @@ impl Server {
                 config.max_connections.min(Semaphore::MAX_PERMITS),
             ));
             let mut accept_loops = JoinSet::new();
-            for listener in self.listeners {
+            for (listener, runtime) in self.listeners {
                 accept_loops.spawn(accept_loop(
                     listener,
+                    runtime,
                     Arc::clone(&handler),
                     config,
                     Arc::clone(&permits),
@@ -98,6 +119,7 @@ impl ServerHandle {
 
 async fn accept_loop(
     listener: TcpListener,
+    runtime: Arc<ListenerRuntime>,
     handler: Arc<dyn RequestHandler>,
     config: NetworkConfig,
     permits: Arc<Semaphore>,
@@ -130,9 +152,10 @@ async fn accept_loop(
         };
         let handler = Arc::clone(&handler);
         let shutdown = shutdown.clone();
+        let runtime = Arc::clone(&runtime);
         crate::metrics::network::NETWORK.connection_opened();
         connections.spawn(async move {
-            serve_connection(stream, peer, handler, limits, shutdown).await;
+            serve_accepted(stream, peer, runtime, handler, limits, shutdown).await;
             crate::metrics::network::NETWORK.connection_closed();
             drop(permit);
         });
@@ -140,4 +163,68 @@ async fn accept_loop(
     drop(listener);
     info!("listener closed; waiting for open connections to finish");
     while connections.join_next().await.is_some() {}
+}
+
+/// Runs the TLS handshake where the listener has one, finds the principal,
+/// and serves the connection.
+async fn serve_accepted(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    runtime: Arc<ListenerRuntime>,
+    handler: Arc<dyn RequestHandler>,
+    limits: ConnectionLimits,
+    shutdown: watch::Receiver<bool>,
+) {
+    let Some(acceptor) = runtime.acceptor.clone() else {
+        let session = Arc::new(Session::new(runtime, Principal::anonymous()));
+        let parts = ConnectionParts {
+            peer,
+            session,
+            handler,
+            limits,
+        };
+        serve_plain(stream, parts, shutdown).await;
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    // rustls reads at most 4 KiB of ciphertext per call: a buffer under it
+    // turns those calls into copies instead of one system call each.
+    let stream = tokio::io::BufReader::with_capacity(TLS_READ_BUFFER_BYTES, stream);
+    let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => {
+            warn!(%peer, listener = %runtime.name, %error, "closing connection: TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            warn!(%peer, listener = %runtime.name, "closing connection: TLS handshake timed out");
+            return;
+        }
+    };
+    let principal = match stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+    {
+        None => Principal::anonymous(),
+        Some(certificate) => {
+            let subject = certificate_subject(certificate).unwrap_or_default();
+            match runtime.principal_mapping.apply(&subject) {
+                Some(name) => Principal::user(name),
+                None => {
+                    warn!(%peer, subject, "closing connection: no ssl.principal.mapping.rules rule applies");
+                    return;
+                }
+            }
+        }
+    };
+    let session = Arc::new(Session::new(runtime, principal));
+    let parts = ConnectionParts {
+        peer,
+        session,
+        handler,
+        limits,
+    };
+    serve_tls(stream, parts, shutdown).await;
 }

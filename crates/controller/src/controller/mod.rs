@@ -18,6 +18,7 @@ mod brokers;
 mod configs;
 mod partitions;
 mod producer_ids;
+mod security;
 mod topics;
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ pub use configs::{
 };
 pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
 pub use producer_ids::{AllocateProducerIdsRequest, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
+pub use security::ScramChange;
 pub use topics::{
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, DeletedTopic,
     NewTopic, PartitionsIncrease, TopicOutcome, TopicReference,

@@ -1,0 +1,178 @@
+//! Authorization decided for a whole request before its handler runs:
+//! the group APIs that name one group (READ on it; OffsetCommit also READ
+//! on each topic, OffsetFetch DESCRIBE on the group) and InitProducerId
+//! (WRITE on the transactional id, or IDEMPOTENT_WRITE on the cluster or
+//! WRITE on some topic for an idempotent producer), OffsetDelete (DELETE on
+//! the group, READ on every topic). APIs with several
+//! resources check each one in their own handler.
+
+use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use strom_protocol::kafka::messages::*;
+use strom_protocol::messages::{Request, Response};
+
+use super::BrokerContext;
+use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{
+    authorize, enabled, may_on_group, may_write_some_topic, operation, resource, CLUSTER_NAME,
+};
+
+/// The refusal of `request`, if the connection may not make it.
+pub fn refusal(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &Request,
+) -> Option<Reply> {
+    if !enabled(broker) {
+        return None;
+    }
+    let group_denied = |group: &GroupId| !may_on_group(broker, context, operation::READ, group);
+    let denied = ErrorCode::GroupAuthorizationFailed.code();
+    let response = match request {
+        Request::JoinGroup(r) if group_denied(&r.group_id) => {
+            Response::JoinGroup(JoinGroupResponse::default().with_error_code(denied))
+        }
+        Request::SyncGroup(r) if group_denied(&r.group_id) => {
+            Response::SyncGroup(SyncGroupResponse::default().with_error_code(denied))
+        }
+        Request::Heartbeat(r) if group_denied(&r.group_id) => {
+            Response::Heartbeat(HeartbeatResponse::default().with_error_code(denied))
+        }
+        Request::LeaveGroup(r) if group_denied(&r.group_id) => {
+            Response::LeaveGroup(LeaveGroupResponse::default().with_error_code(denied))
+        }
+        Request::OffsetCommit(r) => return offset_commit(broker, context, r),
+        Request::OffsetFetch(r)
+            if context.api_version < 8
+                && !may_on_group(broker, context, operation::DESCRIBE, &r.group_id) =>
+        {
+            Response::OffsetFetch(OffsetFetchResponse::default().with_error_code(denied))
+        }
+        Request::InitProducerId(r) => return init_producer_id(broker, context, r),
+        Request::OffsetDelete(r)
+            if !may_on_group(broker, context, operation::DELETE, &r.group_id)
+                || r.topics.iter().any(|topic| {
+                    !authorize(
+                        broker,
+                        context,
+                        operation::READ,
+                        resource::TOPIC,
+                        &topic.name,
+                    )
+                }) =>
+        {
+            let code = match may_on_group(broker, context, operation::DELETE, &r.group_id) {
+                false => denied,
+                true => ErrorCode::TopicAuthorizationFailed.code(),
+            };
+            Response::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code))
+        }
+        _ => return None,
+    };
+    Some(Reply::Response(response))
+}
+
+/// READ on the group and on every topic, or every partition is refused.
+fn offset_commit(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &OffsetCommitRequest,
+) -> Option<Reply> {
+    let group_allowed = may_on_group(broker, context, operation::READ, &request.group_id);
+    let topic_allowed =
+        |name: &str| authorize(broker, context, operation::READ, resource::TOPIC, name);
+    if group_allowed
+        && request
+            .topics
+            .iter()
+            .all(|topic| topic_allowed(&topic.name))
+    {
+        return None;
+    }
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| {
+            let code = match (group_allowed, topic_allowed(&topic.name)) {
+                (false, _) => ErrorCode::GroupAuthorizationFailed,
+                (true, false) => ErrorCode::TopicAuthorizationFailed,
+                // Kafka commits the allowed topics; Strom refuses the request
+                // whole, so that a commit is never partial.
+                (true, true) => ErrorCode::TopicAuthorizationFailed,
+            };
+            OffsetCommitResponseTopic::default()
+                .with_name(topic.name.clone())
+                .with_partitions(
+                    topic
+                        .partitions
+                        .iter()
+                        .map(|partition| {
+                            OffsetCommitResponsePartition::default()
+                                .with_partition_index(partition.partition_index)
+                                .with_error_code(code.code())
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    Some(Reply::Response(Response::OffsetCommit(
+        OffsetCommitResponse::default().with_topics(topics),
+    )))
+}
+
+fn init_producer_id(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &InitProducerIdRequest,
+) -> Option<Reply> {
+    let (allowed, code) = match &request.transactional_id {
+        Some(id) => (
+            authorize(
+                broker,
+                context,
+                operation::WRITE,
+                resource::TRANSACTIONAL_ID,
+                id,
+            ),
+            ErrorCode::TransactionalIdAuthorizationFailed,
+        ),
+        None => (
+            authorize(
+                broker,
+                context,
+                operation::IDEMPOTENT_WRITE,
+                resource::CLUSTER,
+                CLUSTER_NAME,
+            ) || may_write_some_topic(broker, context),
+            ErrorCode::ClusterAuthorizationFailed,
+        ),
+    };
+    (!allowed).then(|| {
+        Reply::Response(Response::InitProducerId(
+            InitProducerIdResponse::default()
+                .with_error_code(code.code())
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        ))
+    })
+}
+
+/// The refusal of a config operation on a resource (topic: the topic;
+/// broker: the cluster), if the principal lacks it.
+pub fn config_refusal(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    operation: i8,
+    resource_type: i8,
+    name: &str,
+) -> Option<ErrorCode> {
+    const TOPIC: i8 = 2;
+    match resource_type {
+        TOPIC => (!authorize(broker, context, operation, resource::TOPIC, name))
+            .then_some(ErrorCode::TopicAuthorizationFailed),
+        _ => (!authorize(broker, context, operation, resource::CLUSTER, CLUSTER_NAME))
+            .then_some(ErrorCode::ClusterAuthorizationFailed),
+    }
+}

@@ -1,0 +1,129 @@
+//! Security: listeners' protocols (PLAINTEXT, SSL, SASL_PLAINTEXT,
+//! SASL_SSL), TLS, SASL authentication, principals, and authorization.
+//!
+//! The network layer knows only a connection's [`Session`] (its listener
+//! and who it is) and the TLS acceptor of its listener; the SASL exchange
+//! runs in the SaslHandshake and SaslAuthenticate handlers over the
+//! session, and every other handler asks the authorizer about the
+//! session's principal. Credentials and ACLs live in the metadata log.
+
+pub mod authorizer;
+pub mod config;
+pub mod principal;
+pub mod sasl;
+pub mod session;
+pub mod tls;
+
+use std::sync::Arc;
+
+use tokio_rustls::TlsAcceptor;
+
+pub use config::{is_security_key, SecurityConfig, SecurityProtocol};
+pub use principal::Principal;
+pub use session::Session;
+
+use crate::config::BrokerConfig;
+use config::SaslSettings;
+use principal::MappingRules;
+
+/// Why the security of a listener could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SecurityError {
+    /// A listener's TLS material or options.
+    #[error("listener {listener}: TLS cannot be set up")]
+    Tls {
+        /// The listener.
+        listener: String,
+        /// The cause.
+        #[source]
+        source: tls::TlsSetupError,
+    },
+    /// A listener of `listeners` without security settings (not parsed).
+    #[error("listener {listener} has no security settings")]
+    UnknownListener {
+        /// The listener.
+        listener: String,
+    },
+}
+
+/// What the network layer needs to serve one listener.
+pub struct ListenerRuntime {
+    /// The listener name.
+    pub name: String,
+    /// Its protocol.
+    pub protocol: SecurityProtocol,
+    /// The TLS acceptor, for SSL and SASL_SSL.
+    pub acceptor: Option<TlsAcceptor>,
+    /// SASL settings, for SASL_PLAINTEXT and SASL_SSL.
+    pub sasl: Option<SaslSettings>,
+    /// `ssl.principal.mapping.rules`.
+    pub principal_mapping: MappingRules,
+}
+
+impl std::fmt::Debug for ListenerRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerRuntime")
+            .field("name", &self.name)
+            .field("protocol", &self.protocol)
+            .field("tls", &self.acceptor.is_some())
+            .field("sasl", &self.sasl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ListenerRuntime {
+    /// A PLAINTEXT listener (for tests and embedded use).
+    pub fn plaintext(name: &str) -> ListenerRuntime {
+        ListenerRuntime {
+            name: name.to_owned(),
+            protocol: SecurityProtocol::Plaintext,
+            acceptor: None,
+            sasl: None,
+            principal_mapping: MappingRules::parse("DEFAULT")
+                .unwrap_or_else(|_| unreachable!("DEFAULT is a valid rule")),
+        }
+    }
+}
+
+/// The runtime of every listener of `config`, in the order of `listeners`.
+pub fn listener_runtimes(
+    config: &BrokerConfig,
+) -> Result<Vec<Arc<ListenerRuntime>>, SecurityError> {
+    config
+        .listeners
+        .iter()
+        .map(|listener| {
+            let security = config.security.listener(&listener.name).ok_or_else(|| {
+                SecurityError::UnknownListener {
+                    listener: listener.name.clone(),
+                }
+            })?;
+            let acceptor = match &security.tls {
+                Some(settings) => Some(TlsAcceptor::from(tls::server_config(settings).map_err(
+                    |source| SecurityError::Tls {
+                        listener: listener.name.clone(),
+                        source,
+                    },
+                )?)),
+                None => None,
+            };
+            Ok(Arc::new(ListenerRuntime {
+                name: listener.name.clone(),
+                protocol: security.protocol,
+                acceptor,
+                sasl: security.sasl.clone(),
+                principal_mapping: config.security.principal_mapping.clone(),
+            }))
+        })
+        .collect()
+}
+
+/// The security protocol name of a listener, for broker registration.
+pub fn protocol_name(config: &BrokerConfig, listener: &str) -> String {
+    config
+        .security
+        .listener(listener)
+        .map_or(SecurityProtocol::Plaintext, |security| security.protocol)
+        .name()
+        .to_owned()
+}

@@ -1,0 +1,191 @@
+//! The SASL exchange of a connection: SaslHandshake picks a mechanism,
+//! SaslAuthenticate (or bare tokens after a v0 handshake) carries the
+//! messages. PLAIN passwords are checked against the stored SCRAM
+//! credentials, so no password is stored anywhere.
+
+use strom_protocol::error_code::ErrorCode;
+use strom_protocol::sasl::plain::PlainMessage;
+use strom_protocol::sasl::scram::{ScramCredential, ScramMechanism, ScramServer, ServerStep};
+use strom_protocol::sasl::{SaslError, PLAIN};
+
+use super::principal::Principal;
+use super::session::{AuthState, Session};
+
+/// Where SCRAM credentials are looked up.
+pub trait CredentialStore {
+    /// The credential of `user` for `mechanism`, if any.
+    fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+}
+
+/// Why a SASL step failed, as the client is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SaslFailure {
+    /// The message is not legal now (no handshake, no SASL on the listener).
+    #[error("unexpected SASL request: {reason}")]
+    IllegalState {
+        /// Why.
+        reason: &'static str,
+    },
+    /// The mechanism is not enabled on the listener.
+    #[error("mechanism {mechanism} is not enabled")]
+    UnsupportedMechanism {
+        /// The mechanism asked for.
+        mechanism: String,
+    },
+    /// Authentication failed.
+    #[error("authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}")]
+    Failed {
+        /// The mechanism.
+        mechanism: String,
+        /// The cause, for the broker's log.
+        #[source]
+        cause: SaslError,
+    },
+}
+
+impl SaslFailure {
+    /// The Kafka error code.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            SaslFailure::IllegalState { .. } => ErrorCode::IllegalSaslState,
+            SaslFailure::UnsupportedMechanism { .. } => ErrorCode::UnsupportedSaslMechanism,
+            SaslFailure::Failed { .. } => ErrorCode::SaslAuthenticationFailed,
+        }
+    }
+}
+
+/// SaslHandshake: chooses `mechanism` (version 0: bare tokens follow).
+pub fn handshake(session: &Session, mechanism: &str, version: i16) -> Result<(), SaslFailure> {
+    let Some(settings) = &session.listener().sasl else {
+        return Err(SaslFailure::IllegalState {
+            reason: "SASL is not enabled on this listener",
+        });
+    };
+    let mut state = session.state();
+    if !matches!(*state, AuthState::AwaitingHandshake) {
+        return Err(SaslFailure::IllegalState {
+            reason: "a SaslHandshake was already received",
+        });
+    }
+    if !settings.enables(mechanism) {
+        return Err(SaslFailure::UnsupportedMechanism {
+            mechanism: mechanism.to_owned(),
+        });
+    }
+    *state = AuthState::Handshaken {
+        mechanism: mechanism.to_owned(),
+        raw: version == 0,
+    };
+    Ok(())
+}
+
+/// SaslAuthenticate: the next token. On success returns the bytes to send;
+/// on failure the session is [`AuthState::Failed`] and the connection must
+/// close after the answer.
+pub fn authenticate(
+    session: &Session,
+    token: &[u8],
+    store: &dyn CredentialStore,
+    server_nonce: impl FnOnce() -> String,
+) -> Result<Vec<u8>, SaslFailure> {
+    let mut state = session.state();
+    let result = match std::mem::replace(&mut *state, AuthState::Failed) {
+        AuthState::Handshaken { mechanism, .. } if mechanism == PLAIN => plain(token, store)
+            .map(|user| (Vec::new(), AuthState::Authenticated(Principal::user(user))))
+            .map_err(|cause| failed(&mechanism, cause)),
+        AuthState::Handshaken { mechanism, raw } => {
+            let Some(scram) = ScramMechanism::from_name(&mechanism) else {
+                return Err(SaslFailure::UnsupportedMechanism { mechanism });
+            };
+            let server = Box::new(ScramServer::new(scram, server_nonce()));
+            scram_step(server, raw, token, store)
+        }
+        AuthState::Scram { server, raw } => scram_step(server, raw, token, store),
+        AuthState::Authenticated(principal) => {
+            *state = AuthState::Authenticated(principal);
+            return Err(SaslFailure::IllegalState {
+                reason: "the connection is already authenticated",
+            });
+        }
+        AuthState::AwaitingHandshake | AuthState::Failed => Err(SaslFailure::IllegalState {
+            reason: "SaslAuthenticate before SaslHandshake",
+        }),
+    };
+    match result {
+        Ok((bytes, next)) => {
+            *state = next;
+            Ok(bytes)
+        }
+        Err(failure) => Err(failure),
+    }
+}
+
+fn failed(mechanism: &str, cause: SaslError) -> SaslFailure {
+    SaslFailure::Failed {
+        mechanism: mechanism.to_owned(),
+        cause,
+    }
+}
+
+fn scram_step(
+    mut server: Box<ScramServer>,
+    raw: bool,
+    token: &[u8],
+    store: &dyn CredentialStore,
+) -> Result<(Vec<u8>, AuthState), SaslFailure> {
+    let mechanism = server.mechanism();
+    let step = server
+        .step(token, |user| store.scram_credential(user, mechanism))
+        .map_err(|cause| failed(mechanism.name(), cause))?;
+    Ok(match step {
+        ServerStep::Continue(bytes) => (bytes, AuthState::Scram { server, raw }),
+        ServerStep::Authenticated { response, username } => (
+            response,
+            AuthState::Authenticated(Principal::user(username)),
+        ),
+    })
+}
+
+/// Checks a PLAIN message against the stored SCRAM credentials (either
+/// mechanism) and returns the user.
+fn plain(token: &[u8], store: &dyn CredentialStore) -> Result<String, SaslError> {
+    let message = PlainMessage::parse(token)?;
+    if !message.authorization_id.is_empty() && message.authorization_id != message.username {
+        return Err(SaslError::InvalidCredentials);
+    }
+    let matches = [ScramMechanism::Sha512, ScramMechanism::Sha256]
+        .into_iter()
+        .filter_map(|mechanism| {
+            let stored = store.scram_credential(&message.username, mechanism)?;
+            let given = ScramCredential::from_password(
+                mechanism,
+                &message.password,
+                &stored.salt,
+                stored.iterations,
+            )
+            .ok()?;
+            Some(given.stored_key == stored.stored_key)
+        })
+        .next();
+    match matches {
+        Some(true) => Ok(message.username),
+        _ => Err(SaslError::InvalidCredentials),
+    }
+}
+
+#[cfg(test)]
+#[path = "sasl_tests.rs"]
+mod tests;
+
+impl CredentialStore for strom_controller::image::MetadataImage {
+    fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
+        self.security()
+            .scram_credential(user, i32::from(mechanism.code()))
+            .map(|record| ScramCredential {
+                salt: record.salt.clone(),
+                stored_key: record.stored_key.clone(),
+                server_key: record.server_key.clone(),
+                iterations: record.iterations,
+            })
+    }
+}
