@@ -163,18 +163,10 @@ impl Controller {
     ) -> Result<ControllerResult<Heartbeat>, ApplyError> {
         let broker_id = request.broker_id;
         let mut pending = Pending::new(image);
-        let Some(broker) = image.broker(broker_id) else {
-            let error = ControllerError::BrokerNotRegistered { broker_id };
-            return Ok(pending.finish(Err(error), false));
+        let broker = match broker_at_epoch(image, broker_id, request.broker_epoch) {
+            Ok(broker) => broker,
+            Err(error) => return Ok(pending.finish(Err(error), false)),
         };
-        if broker.epoch != request.broker_epoch {
-            let error = ControllerError::StaleBrokerEpoch {
-                broker_id,
-                current_epoch: broker.epoch,
-                request_epoch: request.broker_epoch,
-            };
-            return Ok(pending.finish(Err(error), false));
-        }
         self.last_heartbeat_ms.insert(broker_id, now_ms);
         let (epoch, fenced) = (broker.epoch, broker.fenced);
         let reply = if request.want_shutdown {
@@ -473,4 +465,25 @@ fn endpoint_record(endpoint: &Endpoint) -> BrokerEndpoint {
         port: u32::from(endpoint.port),
         security_protocol: endpoint.security_protocol.clone(),
     }
+}
+
+/// The registered broker `broker_id`, if its epoch is `broker_epoch`;
+/// otherwise the error Kafka answers (BROKER_ID_NOT_REGISTERED or
+/// STALE_BROKER_EPOCH).
+pub(super) fn broker_at_epoch(
+    image: &MetadataImage,
+    broker_id: BrokerId,
+    broker_epoch: i64,
+) -> Result<&crate::image::BrokerImage, ControllerError> {
+    let broker = image
+        .broker(broker_id)
+        .ok_or(ControllerError::BrokerNotRegistered { broker_id })?;
+    if broker.epoch != broker_epoch {
+        return Err(ControllerError::StaleBrokerEpoch {
+            broker_id,
+            current_epoch: broker.epoch,
+            request_epoch: broker_epoch,
+        });
+    }
+    Ok(broker)
 }

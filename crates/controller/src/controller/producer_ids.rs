@@ -2,6 +2,7 @@
 //! the metadata log, so that two brokers never give an idempotent producer
 //! the same id (Kafka's ProducerIdControlManager).
 
+use super::brokers::broker_at_epoch;
 use super::{Controller, ControllerResult, Pending};
 use crate::error::{ApplyError, ControllerError};
 use crate::image::{BrokerId, MetadataImage};
@@ -38,16 +39,7 @@ impl Controller {
     ) -> Result<ControllerResult<Result<ProducerIdBlock, ControllerError>>, ApplyError> {
         let mut pending = Pending::new(image);
         let broker_id = request.broker_id;
-        let Some(broker) = image.broker(broker_id) else {
-            let error = ControllerError::BrokerNotRegistered { broker_id };
-            return Ok(pending.finish(Err(error), false));
-        };
-        if broker.epoch != request.broker_epoch {
-            let error = ControllerError::StaleBrokerEpoch {
-                broker_id,
-                current_epoch: broker.epoch,
-                request_epoch: request.broker_epoch,
-            };
+        if let Err(error) = broker_at_epoch(image, broker_id, request.broker_epoch) {
             return Ok(pending.finish(Err(error), false));
         }
         let first_producer_id = image.next_producer_id();
