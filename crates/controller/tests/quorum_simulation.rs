@@ -109,7 +109,9 @@ fn record_image(seen: &Arc<Mutex<Observations>>, node_id: u64, image: Arc<Metada
 
 impl Simulation {
     async fn new(seed: u64) -> Simulation {
-        let cluster = Cluster::start_with(3, 25, seed).await;
+        // Short election timeouts, so that isolations and crashes of a few
+        // hundred milliseconds replace the active controller.
+        let cluster = Cluster::start_timed(3, 25, seed, Some(200)).await;
         let observations = Arc::new(Mutex::new(Observations::default()));
         for node in cluster.nodes.values() {
             observe(node, &observations);
@@ -192,7 +194,7 @@ impl Simulation {
     async fn crash(&mut self) {
         let node = NODES[self.next(3) as usize];
         self.cluster.kill(node).await;
-        let back_at = tokio::time::Instant::now() + Duration::from_millis(200 + self.next(600));
+        let back_at = tokio::time::Instant::now() + Duration::from_millis(400 + self.next(1_000));
         self.down.insert(node, back_at);
         self.note(format!("crash {node}"));
     }

@@ -23,6 +23,8 @@ pub struct Cluster {
     directory: tempfile::TempDir,
     pub nodes: BTreeMap<u64, Arc<QuorumController>>,
     snapshot_interval_entries: u64,
+    /// The voters' election timeout (`QuorumConfig`'s default unless set).
+    election_timeout_ms: Option<u64>,
 }
 
 impl Cluster {
@@ -31,6 +33,17 @@ impl Cluster {
     }
 
     pub async fn start_with(voters: u64, snapshot_interval_entries: u64, seed: u64) -> Cluster {
+        Self::start_timed(voters, snapshot_interval_entries, seed, None).await
+    }
+
+    /// A cluster whose voters use `election_timeout_ms` (heartbeats at a
+    /// fifth of it), for runs that want many elections.
+    pub async fn start_timed(
+        voters: u64,
+        snapshot_interval_entries: u64,
+        seed: u64,
+        election_timeout_ms: Option<u64>,
+    ) -> Cluster {
         let mut cluster = Cluster {
             network: MemoryNetwork::new(seed),
             voters: (1..=voters)
@@ -39,6 +52,7 @@ impl Cluster {
             directory: tempfile::tempdir().expect("tempdir"),
             nodes: BTreeMap::new(),
             snapshot_interval_entries,
+            election_timeout_ms,
         };
         for id in 1..=voters {
             cluster.restart(id).await;
@@ -92,6 +106,10 @@ impl Cluster {
         config.request_timeout_ms = 1_500;
         config.tick_interval_ms = 100;
         config.snapshot_interval_entries = self.snapshot_interval_entries;
+        if let Some(timeout_ms) = self.election_timeout_ms {
+            config.election_timeout_ms = timeout_ms;
+            config.heartbeat_interval_ms = (timeout_ms / 5).max(1);
+        }
         config.controller.broker_session_timeout_ms = 120_000;
         config
     }
