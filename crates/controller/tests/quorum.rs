@@ -224,7 +224,7 @@ async fn three_voters_over_tcp_fail_over_and_catch_up() {
     // A node may still believe it leads an older term for a moment; the
     // successor is the one active in a later term than the killed one.
     let mut successor = None;
-    for _ in 0..200 {
+    for _ in 0..1_200 {
         successor = nodes
             .values()
             .find(|node| node.is_active() && node.status().epoch > killed_epoch)

@@ -14,8 +14,10 @@
 //!   the first removed frame and syncs it. Purging the prefix a snapshot
 //!   covers rewrites the file (temporary file, `fsync`, rename, directory
 //!   `fsync`).
-//! - `quorum.vote`: the last vote, written to a temporary file, `fsync`ed
-//!   and renamed before a vote is granted or a term adopted.
+//! - `quorum.vote`: one frame appended per vote and `fdatasync`ed before
+//!   the vote is granted or a term adopted; the last whole frame is the
+//!   vote (a torn last frame was never acknowledged, so the one before it
+//!   stands). After 1,024 votes the file is rewritten with the last one.
 //!
 //! Recovery reads the log whole (it is bounded by the snapshot interval),
 //! drops a torn last frame as [`crate::log`] does, and refuses to start on
@@ -81,6 +83,29 @@ struct LogFile {
     /// Byte position of each entry's frame.
     positions: BTreeMap<u64, u64>,
     end_position: u64,
+    /// `quorum.vote`, open for appending.
+    vote_file: File,
+    /// Frames in `quorum.vote`; past [`VOTE_FRAMES_BEFORE_REWRITE`] the file
+    /// is rewritten with the last vote only.
+    vote_frames: usize,
+}
+
+/// Votes appended to `quorum.vote` before it is rewritten.
+const VOTE_FRAMES_BEFORE_REWRITE: usize = 1_024;
+
+/// Opens the vote file for appending, creating it (and syncing the
+/// directory, so that the new file survives a crash) if it is missing.
+fn open_vote_file(directory: &Path, path: &Path) -> Result<File, LogError> {
+    let existed = path.exists();
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(io_error(path))?;
+    if !existed {
+        sync_directory(directory)?;
+    }
+    Ok(file)
 }
 
 /// The quorum's Raft log storage (openraft's `RaftLogStorage`).
@@ -128,7 +153,16 @@ impl QuorumLogStore {
             file.sync_all().map_err(io_error(&path))?;
             tracing::warn!(path = %path.display(), bytes = recovery.truncated_bytes, "truncated torn tail of the quorum log");
         }
-        let vote = read_vote(&directory.join(QUORUM_VOTE_FILE_NAME))?;
+        let vote_path = directory.join(QUORUM_VOTE_FILE_NAME);
+        let (vote, vote_frames, vote_bytes) = read_vote(&vote_path)?;
+        let vote_file = open_vote_file(directory, &vote_path)?;
+        // A torn last vote is cut off, so the next vote follows whole ones.
+        if vote_file.metadata().map_err(io_error(&vote_path))?.len() > vote_bytes {
+            vote_file
+                .set_len(vote_bytes)
+                .map_err(io_error(&vote_path))?;
+            vote_file.sync_all().map_err(io_error(&vote_path))?;
+        }
         let store = Self {
             entries: Arc::new(RwLock::new(replay.entries)),
             last_purged: Arc::new(RwLock::new(replay.last_purged)),
@@ -139,6 +173,8 @@ impl QuorumLogStore {
                 file,
                 positions: replay.positions,
                 end_position: replay.valid_bytes,
+                vote_file,
+                vote_frames,
             })),
         };
         Ok((store, recovery))
@@ -272,28 +308,28 @@ fn check_follows(path: &Path, replay: &Replay, index: u64) -> Result<(), LogErro
     }
 }
 
-fn read_vote(path: &Path) -> Result<Option<Vote<NodeId>>, LogError> {
+/// Reads the vote file: frames appended one per vote, the last whole one
+/// is the vote. A torn last frame is a vote whose `fsync` did not complete,
+/// so it was never acknowledged and the one before it stands.
+fn read_vote(path: &Path) -> Result<(Option<Vote<NodeId>>, usize, u64), LogError> {
     let bytes = read_or_empty(path)?;
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    match next_frame(path, &bytes, 0)? {
-        Frame::Complete { payload, .. } => {
-            let vote = VoteMessage::decode(payload).map_err(|source| LogError::QuorumFrame {
-                path: path.to_path_buf(),
-                position: 0,
-                source: CodecError::Decode { source },
-            })?;
-            Ok(Some(vote_from_message(vote)))
-        }
-        // The vote is replaced by rename, so a torn vote file is damage.
-        Frame::TornTail => Err(LogError::InvalidFrameLength {
+    let mut vote = None;
+    let mut frames = 0;
+    let mut position = 0;
+    while position < bytes.len() {
+        let Frame::Complete { payload, end } = next_frame(path, &bytes, position)? else {
+            break;
+        };
+        let message = VoteMessage::decode(payload).map_err(|source| LogError::QuorumFrame {
             path: path.to_path_buf(),
-            position: 0,
-            length: 0,
-            max_bytes: crate::log::MAX_FRAME_BYTES,
-        }),
+            position: position as u64,
+            source: CodecError::Decode { source },
+        })?;
+        vote = Some(vote_from_message(message));
+        frames += 1;
+        position = end;
     }
+    Ok((vote, frames, position as u64))
 }
 
 fn encode_entry_frame(entry: &Entry<QuorumTypes>) -> Result<Vec<u8>, LogError> {
@@ -356,17 +392,28 @@ impl LogFile {
         Ok(())
     }
 
-    fn save_vote(&self, vote: &Vote<NodeId>) -> Result<(), LogError> {
+    /// Appends the vote and `fdatasync`s it: one sync per vote, so that a
+    /// slow disk delays elections as little as it can. Now and then the file
+    /// is rewritten (temporary file, `fsync`, rename, directory `fsync`)
+    /// with the last vote only.
+    fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), LogError> {
         let path = self.directory.join(QUORUM_VOTE_FILE_NAME);
-        let temp = self
-            .directory
-            .join(format!("{QUORUM_VOTE_FILE_NAME}{TEMP_SUFFIX}"));
-        write_synced(
-            &temp,
-            &encode_frame(&vote_to_message(vote).encode_to_vec())?,
-        )?;
-        fs::rename(&temp, &path).map_err(io_error(&path))?;
-        sync_directory(&self.directory)
+        let frame = encode_frame(&vote_to_message(vote).encode_to_vec())?;
+        if self.vote_frames >= VOTE_FRAMES_BEFORE_REWRITE {
+            let temp = self
+                .directory
+                .join(format!("{QUORUM_VOTE_FILE_NAME}{TEMP_SUFFIX}"));
+            write_synced(&temp, &frame)?;
+            fs::rename(&temp, &path).map_err(io_error(&path))?;
+            sync_directory(&self.directory)?;
+            self.vote_file = open_vote_file(&self.directory, &path)?;
+            self.vote_frames = 1;
+            return Ok(());
+        }
+        self.vote_file.write_all(&frame).map_err(io_error(&path))?;
+        self.vote_file.sync_data().map_err(io_error(&path))?;
+        self.vote_frames += 1;
+        Ok(())
     }
 }
 

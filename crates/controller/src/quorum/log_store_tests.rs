@@ -170,3 +170,42 @@ impl
 fn the_stores_pass_openraft_s_storage_suite() {
     openraft::testing::Suite::test_all(TempStores).expect("suite");
 }
+
+#[tokio::test]
+async fn the_last_whole_vote_stands_and_a_torn_one_was_never_granted() {
+    let directory = tempfile::tempdir().expect("tempdir");
+    {
+        let (mut store, _) = QuorumLogStore::open(directory.path()).expect("open");
+        store.save_vote(&Vote::new(1, 1)).await.expect("vote");
+        store.save_vote(&Vote::new(2, 3)).await.expect("vote");
+        store
+            .save_vote(&Vote::new_committed(2, 3))
+            .await
+            .expect("vote");
+    }
+    let (mut store, _) = QuorumLogStore::open(directory.path()).expect("reopen");
+    assert_eq!(
+        store.read_vote().await.expect("vote"),
+        Some(Vote::new_committed(2, 3))
+    );
+    drop(store);
+
+    let path = directory.path().join(QUORUM_VOTE_FILE_NAME);
+    let bytes = std::fs::read(&path).expect("read");
+    std::fs::write(&path, &bytes[..bytes.len() - 3]).expect("tear the last vote");
+    let (mut store, _) = QuorumLogStore::open(directory.path()).expect("torn vote recovers");
+    assert_eq!(
+        store.read_vote().await.expect("vote"),
+        Some(Vote::new(2, 3))
+    );
+    store
+        .save_vote(&Vote::new(3, 2))
+        .await
+        .expect("a vote after the torn one");
+    drop(store);
+    let (mut store, _) = QuorumLogStore::open(directory.path()).expect("reopen");
+    assert_eq!(
+        store.read_vote().await.expect("vote"),
+        Some(Vote::new(3, 2))
+    );
+}
