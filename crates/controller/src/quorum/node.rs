@@ -152,6 +152,9 @@ pub struct QuorumController {
     request_timeout: Duration,
     recovery: LogRecovery,
     liveness_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Set to `true` by [`QuorumController::shutdown`]; connections serving
+    /// this node close when they see it.
+    stopped: watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for QuorumController {
@@ -211,6 +214,7 @@ impl QuorumController {
             request_timeout: Duration::from_millis(config.request_timeout_ms.max(1)),
             recovery,
             liveness_task: std::sync::Mutex::new(None),
+            stopped: watch::channel(false).0,
         });
         node.initialize_if_new(&config).await?;
         let interval = Duration::from_millis(config.tick_interval_ms.max(1));
@@ -248,6 +252,12 @@ impl QuorumController {
             tracing::debug!(error = %error, "quorum already initialized by another voter");
         }
         Ok(())
+    }
+
+    /// A receiver that sees `true` once [`QuorumController::shutdown`] has
+    /// begun.
+    pub fn stopped(&self) -> watch::Receiver<bool> {
+        self.stopped.subscribe()
     }
 
     /// This node's id.
@@ -320,6 +330,10 @@ impl QuorumController {
     /// Stops the Raft node and the liveness task. The node answers no
     /// more requests; its files stay as they are.
     pub async fn shutdown(&self) {
+        // Connections to this node close, so that peers reconnect (to a
+        // restarted node on the same address) instead of hearing "stopped"
+        // from this one for as long as the process lives.
+        self.stopped.send_replace(true);
         if let Some(task) = self
             .liveness_task
             .lock()

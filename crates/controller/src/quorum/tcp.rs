@@ -129,7 +129,8 @@ fn parse_request(frame: &[u8]) -> Result<(i32, &[u8]), FrameError> {
 }
 
 /// Answers Raft requests on one accepted connection until the peer closes
-/// it or sends something that is not a valid Raft request.
+/// it, sends something that is not a valid Raft request, or the node is
+/// shut down.
 pub async fn serve_connection<S>(
     mut stream: S,
     node: Arc<QuorumController>,
@@ -137,8 +138,14 @@ pub async fn serve_connection<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let mut stopped = node.stopped();
     loop {
-        let frame = match read_frame(&mut stream).await {
+        let read = tokio::select! {
+            read = read_frame(&mut stream) => read,
+            // A stopped node closes its connections (see `shutdown`).
+            _ = stopped.wait_for(|stopped| *stopped) => return Ok(()),
+        };
+        let frame = match read {
             Ok(frame) => frame,
             Err(FrameError::Io(error)) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return Ok(())

@@ -95,3 +95,18 @@ async fn a_valid_request_is_answered_with_its_correlation_id() {
     let reply = crate::quorum::codec::RaftReply::decode(&answer[8..]).expect("reply decodes");
     assert!(matches!(reply, crate::quorum::codec::RaftReply::Vote(_)));
 }
+
+#[tokio::test]
+async fn a_node_that_shuts_down_closes_its_connections() {
+    let (_directory, node) = single_voter().await;
+    let (_client, server) = duplex(1 << 16);
+    let served = tokio::spawn(serve_connection(server, Arc::clone(&node)));
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert!(!served.is_finished(), "an idle connection stays open");
+    node.shutdown().await;
+    let result = tokio::time::timeout(std::time::Duration::from_secs(2), served)
+        .await
+        .expect("the connection closes once the node is shut down")
+        .expect("join");
+    assert!(result.is_ok(), "{result:?}");
+}
