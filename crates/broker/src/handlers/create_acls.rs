@@ -12,9 +12,7 @@ use strom_protocol::messages::Response;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{
-    self, authorize, operation, pattern, permission, resource, CLUSTER_NAME,
-};
+use crate::security::authorizer::{self, operation, pattern, permission, resource, CLUSTER_NAME};
 use crate::security::Principal;
 
 /// Handles a CreateAcls request.
@@ -37,20 +35,10 @@ pub async fn handle(
             CreateAclsResponse::default().with_results(results),
         ))
     };
-    if !authorizer::enabled(broker) {
-        return refuse(ErrorCode::SecurityDisabled, "no authorizer is configured");
-    }
-    if !authorize(
-        broker,
-        context,
-        operation::ALTER,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
-        return refuse(
-            ErrorCode::ClusterAuthorizationFailed,
-            "ALTER on the cluster is required",
-        );
+    if let Some((code, message)) =
+        authorizer::acl_request_refusal(broker, context, operation::ALTER)
+    {
+        return refuse(code, message);
     }
     let checked: Vec<Result<AccessControlEntryRecord, &'static str>> =
         request.creations.iter().map(validate).collect();

@@ -13,7 +13,7 @@ use strom_protocol::messages::Response;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{self, authorize, operation, resource, AclFilter, CLUSTER_NAME};
+use crate::security::authorizer::{self, operation, AclFilter};
 
 /// Handles a DeleteAcls request.
 pub async fn handle(
@@ -35,20 +35,10 @@ pub async fn handle(
             DeleteAclsResponse::default().with_filter_results(results),
         ))
     };
-    if !authorizer::enabled(broker) {
-        return refuse(ErrorCode::SecurityDisabled, "no authorizer is configured");
-    }
-    if !authorize(
-        broker,
-        context,
-        operation::ALTER,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
-        return refuse(
-            ErrorCode::ClusterAuthorizationFailed,
-            "ALTER on the cluster is required",
-        );
+    if let Some((code, message)) =
+        authorizer::acl_request_refusal(broker, context, operation::ALTER)
+    {
+        return refuse(code, message);
     }
     let image = broker.controller.image();
     let matched: Vec<Vec<AccessControlEntryRecord>> = request

@@ -14,7 +14,7 @@ use strom_protocol::messages::Response;
 
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{self, authorize, operation, resource, AclFilter, CLUSTER_NAME};
+use crate::security::authorizer::{self, operation, AclFilter};
 
 /// Handles a DescribeAcls request.
 pub fn handle(
@@ -29,20 +29,10 @@ pub fn handle(
                 .with_error_message(Some(StrBytes::from_static_str(message))),
         ))
     };
-    if !authorizer::enabled(broker) {
-        return refused(ErrorCode::SecurityDisabled, "no authorizer is configured");
-    }
-    if !authorize(
-        broker,
-        context,
-        operation::DESCRIBE,
-        resource::CLUSTER,
-        CLUSTER_NAME,
-    ) {
-        return refused(
-            ErrorCode::ClusterAuthorizationFailed,
-            "DESCRIBE on the cluster is required",
-        );
+    if let Some((code, message)) =
+        authorizer::acl_request_refusal(broker, context, operation::DESCRIBE)
+    {
+        return refused(code, message);
     }
     let filter = AclFilter {
         resource_type: request.resource_type_filter,

@@ -6,6 +6,7 @@
 //! The codes are Kafka's.
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_protocol::error_code::ErrorCode;
 
 use super::config::AuthorizerSettings;
 use super::principal::Principal;
@@ -166,6 +167,34 @@ pub fn may_write_some_topic(broker: &BrokerContext, context: &RequestContext) ->
 /// Whether an authorizer is configured.
 pub fn enabled(broker: &BrokerContext) -> bool {
     broker.config.security.authorizer.is_some()
+}
+
+/// Why an ACL request (CreateAcls and DeleteAcls need ALTER on the
+/// cluster, DescribeAcls DESCRIBE) is refused, as Kafka answers it: no
+/// authorizer configured, or the principal lacks that operation.
+pub fn acl_request_refusal(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    cluster_operation: i8,
+) -> Option<(ErrorCode, &'static str)> {
+    if !enabled(broker) {
+        return Some((ErrorCode::SecurityDisabled, "no authorizer is configured"));
+    }
+    if authorize(
+        broker,
+        context,
+        cluster_operation,
+        resource::CLUSTER,
+        CLUSTER_NAME,
+    ) {
+        return None;
+    }
+    let message = if cluster_operation == operation::DESCRIBE {
+        "DESCRIBE on the cluster is required"
+    } else {
+        "ALTER on the cluster is required"
+    };
+    Some((ErrorCode::ClusterAuthorizationFailed, message))
 }
 
 fn resource_matches(acl: &AccessControlEntryRecord, resource_type: i8, name: &str) -> bool {
