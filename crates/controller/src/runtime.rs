@@ -17,6 +17,7 @@
 //! (every later command returns [`RuntimeError::Failed`]); restarting runs
 //! recovery, which truncates a torn tail.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -36,6 +37,7 @@ use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
 use crate::image::{BrokerId, MetadataImage};
 use crate::log::{MetadataLog, RecoveryReport};
+use crate::quorum::{NodeId, QuorumStatus};
 use crate::security_records::AccessControlEntryRecord;
 
 /// The controller as brokers see it: commands in, images out.
@@ -119,6 +121,20 @@ pub trait ControllerClient: Send + Sync {
         additions: Vec<AccessControlEntryRecord>,
         removals: Vec<AccessControlEntryRecord>,
     ) -> Result<(), RuntimeError>;
+
+    /// DescribeQuorum: the metadata quorum as the active controller sees
+    /// it. `None` for a controller that is not a quorum (the embedded
+    /// single-node one).
+    async fn describe_quorum(&self) -> Result<Option<QuorumStatus>, RuntimeError> {
+        Ok(None)
+    }
+
+    /// The controller voters (`controller.quorum.voters`): each node id with
+    /// the `host:port` of its controller listener. Empty for a controller
+    /// that is not a quorum.
+    fn quorum_voters(&self) -> BTreeMap<NodeId, String> {
+        BTreeMap::new()
+    }
 }
 
 /// Settings of the embedded controller.
