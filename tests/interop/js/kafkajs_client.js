@@ -11,6 +11,7 @@
 //   node kafkajs_client.js delete-group BOOTSTRAP GROUP
 //   node kafkajs_client.js live-group BOOTSTRAP TOPIC COUNT GROUP
 //   node kafkajs_client.js offsets-by-time BOOTSTRAP TOPIC TIMESTAMP_MS
+//   node kafkajs_client.js cluster BOOTSTRAP TOPIC PARTITIONS GROUP REPLICATION_FACTOR
 'use strict';
 
 const fs = require('fs');
@@ -366,6 +367,63 @@ async function offsetsByTime(bootstrap, topic, timestamp) {
   }
 }
 
+/** A cluster seen from one bootstrap node: the brokers KafkaJS learns,
+ * TOPIC created with PARTITIONS partitions and REPLICATION_FACTOR replicas
+ * (3 unless given; its partitions as KafkaJS reads them back), and GROUP
+ * joined by a consumer that commits offset 0 of partition 0. Prints
+ * {brokers, partitions, coordinators}: `coordinators` are the brokers
+ * ("host:port") KafkaJS sent the group's JoinGroup, SyncGroup and
+ * OffsetCommit requests to. */
+async function clusterView(bootstrap, topic, partitions, group, replicationFactor) {
+  const kafka = client(bootstrap);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const cluster = await withTimeout(admin.describeCluster(), 'describeCluster');
+    const created = await withTimeout(
+      admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic, numPartitions: partitions, replicationFactor }],
+      }),
+      'createTopics'
+    );
+    assert.strictEqual(created, true, 'created');
+    const metadata = await withTimeout(admin.fetchTopicMetadata({ topics: [topic] }), 'fetchTopicMetadata');
+    const consumer = kafka.consumer({ groupId: group, maxWaitTimeInMs: 200 });
+    const coordinators = new Set();
+    const groupApis = new Set(['JoinGroup', 'SyncGroup', 'OffsetCommit']);
+    consumer.on(consumer.events.REQUEST, ({ payload }) => {
+      if (groupApis.has(payload.apiName)) coordinators.add(payload.broker);
+    });
+    let joined;
+    const join = new Promise((resolve) => {
+      joined = resolve;
+    });
+    consumer.on(consumer.events.GROUP_JOIN, () => joined());
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await consumer.run({ autoCommit: false, eachMessage: async () => {} });
+      await withTimeout(join, `join ${group}`);
+      await withTimeout(consumer.commitOffsets([{ topic, partition: 0, offset: '0' }]), 'commitOffsets');
+    } finally {
+      await consumer.disconnect();
+    }
+    emit({
+      brokers: cluster.brokers.map(({ nodeId, host, port }) => ({ nodeId, host, port })),
+      partitions: metadata.topics[0].partitions.map(({ partitionId, leader, replicas, isr }) => ({
+        partitionId,
+        leader,
+        replicas,
+        isr,
+      })),
+      coordinators: [...coordinators],
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 const commands = {
   produce: (args) => produce(args[0], args[1], args[2], args[3], args[4]),
   consume: (args) => consume(args[0], args[1], Number(args[2]), args[3]),
@@ -375,6 +433,7 @@ const commands = {
   'delete-group': (args) => deleteGroup(args[0], args[1]),
   'live-group': (args) => liveGroup(args[0], args[1], Number(args[2]), args[3]),
   'offsets-by-time': (args) => offsetsByTime(args[0], args[1], args[2]),
+  cluster: (args) => clusterView(args[0], args[1], Number(args[2]), args[3], Number(args[4] || 3)),
 };
 
 const [command, ...args] = process.argv.slice(2);
