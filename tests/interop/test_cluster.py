@@ -452,6 +452,9 @@ CONTROLLER_GARBAGE = {
     "a frame longer than the 64 MiB cap": struct.pack(">i", 64 * 1024 * 1024 + 1) + b"\x00" * 1024,
     "a negative frame length": struct.pack(">i", -5) + b"\x00" * 16,
     "a Raft request whose body does not decode": wire.request_frame(32000, 0, 1, b"\xff" * 64),
+    "a Raft request at an unknown version": wire.request_frame(32000, 9, 1, b"\x00" * 64),
+    "a controller command whose body does not decode": wire.request_frame(32001, 0, 1, b"{not json"),
+    "a SaslHandshake request": wire.request_frame(17, 1, 1, wire.string("PLAIN")),
     "a Kafka Metadata request": wire.request_frame(cw.API_METADATA, 7, 1, cw.metadata_v7_body(None)),
     "an unknown API key": wire.request_frame(12345, 0, 1, b"\x00" * 8),
 }
