@@ -320,6 +320,25 @@ impl QuorumController {
     /// Returns once the observer has caught up. Only the active controller
     /// can do this.
     pub async fn add_observer(&self, node_id: NodeId, address: String) -> Result<(), RuntimeError> {
+        let known = {
+            let metrics = self.raft.metrics().borrow().clone();
+            let membership = metrics.membership_config.membership();
+            if membership.voter_ids().any(|voter| voter == node_id) {
+                // A voter already receives the log; it cannot become an
+                // observer too.
+                return Ok(());
+            }
+            membership.get_node(&node_id).map(|node| node.addr.clone())
+        };
+        if known.as_deref().is_some_and(|known| known != address) {
+            // The observer restarted on another port: point replication
+            // there (safe for a learner, which never votes).
+            let nodes = BTreeMap::from([(node_id, BasicNode::new(address.clone()))]);
+            self.raft
+                .change_membership(openraft::ChangeMembers::SetNodes(nodes), false)
+                .await
+                .map_err(write_error)?;
+        }
         self.raft
             .add_learner(node_id, BasicNode::new(address), true)
             .await
