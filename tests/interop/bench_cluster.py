@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import clusterwire as cw  # noqa: E402
 import rawwire as wire  # noqa: E402
-from cluster import Cluster, WaitTimeout, wait_until  # noqa: E402
+from cluster import DESCRIBE_QUORUM_VERSION, Cluster, WaitTimeout, wait_until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # Kafka's defaults for broker liveness (the cluster tests use shorter ones).
@@ -82,7 +82,7 @@ def watch_new_leader(port: int, old_leader: int, found: dict, stop: threading.Ev
     """Polls DescribeQuorum on one node until it names another leader."""
     while not stop.is_set():
         try:
-            state = cw.describe_quorum(port, timeout_s=2)
+            state = cw.describe_quorum(port, timeout_s=2, version=DESCRIBE_QUORUM_VERSION)
             if state.error_code == cw.NONE and state.leader_id not in (-1, old_leader):
                 found["at"] = time.perf_counter()
                 found["leader"] = state.leader_id

@@ -38,6 +38,9 @@ QUORUM_REQUEST_TIMEOUT_MS = 2000
 OFFSETS_PARTITIONS = 6
 
 START_TIMEOUT_S = 60.0
+# The DescribeQuorum version the harness asks with (the oldest: what any
+# tool may send).
+DESCRIBE_QUORUM_VERSION = 0
 
 _children = set()
 _children_lock = threading.Lock()
@@ -274,8 +277,11 @@ class Node:
     def metadata(self, topics=None, timeout_s: float = 5.0) -> cw.ClusterView:
         return cw.metadata(self.port, topics, timeout_s)
 
-    def quorum(self, timeout_s: float = 5.0) -> cw.QuorumState:
-        return cw.describe_quorum(self.port, timeout_s)
+    def quorum(self, timeout_s: float = 5.0, version: int = None) -> cw.QuorumState:
+        """DescribeQuorum answered by this node (at DESCRIBE_QUORUM_VERSION
+        unless another version is asked)."""
+        chosen = DESCRIBE_QUORUM_VERSION if version is None else version
+        return cw.describe_quorum(self.port, timeout_s, chosen)
 
 
 class Cluster:

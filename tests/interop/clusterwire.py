@@ -3,7 +3,7 @@
 Written from Kafka's protocol guide and message schemas: Metadata v7,
 CreateTopics v4, AlterConfigs v0, DescribeConfigs v1, FindCoordinator v1
 (non-flexible versions, request header v1, response header v0), and
-DescribeQuorum v0, which is flexible from its first version (request
+DescribeQuorum v0-v2, which is flexible from its first version (request
 header v2, response header v1, compact strings and arrays, tagged fields).
 Each decoder reads exactly the fields of its version and checks that
 nothing is left over. Every call opens its own connection unless it is
@@ -307,12 +307,13 @@ def offsets_partition(group: str, partitions: int) -> int:
     return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions
 
 
-# --- DescribeQuorum v0 -------------------------------------------------------
+# --- DescribeQuorum v0-v2 ---------------------------------------------------
 
 
 @dataclass
 class QuorumState:
-    """DescribeQuorum v0 for `__cluster_metadata` partition 0."""
+    """DescribeQuorum for `__cluster_metadata` partition 0. `nodes` (v2+):
+    {node id: {listener name: (host, port)}} of the voters."""
 
     error_code: int
     partition_error_code: int
@@ -321,24 +322,40 @@ class QuorumState:
     high_watermark: int
     voters: dict  # replica id -> log end offset
     observers: dict
+    nodes: dict = field(default_factory=dict)
 
 
-def describe_quorum_v0_body() -> bytes:
+def describe_quorum_body() -> bytes:
+    """The request, the same at every version (v0-v2)."""
     partition = struct.pack(">i", 0) + NO_TAGS
     topic = compact_string(METADATA_TOPIC) + compact_array([partition]) + NO_TAGS
     return compact_array([topic]) + NO_TAGS
 
 
-def decode_describe_quorum_v0(reader: FlexibleReader) -> QuorumState:
+def decode_describe_quorum(reader: FlexibleReader, version: int) -> QuorumState:
+    """Fields by version: v1 adds LastFetchTimestamp and
+    LastCaughtUpTimestamp to each replica; v2 adds ErrorMessage (top level
+    and per partition), ReplicaDirectoryId and the Nodes array."""
     error_code = reader.int16()
+    if version >= 2:
+        reader.compact_string()  # error message
 
     def replica(r):
-        replica_id, log_end_offset = r.int32(), r.int64()
+        replica_id = r.int32()
+        if version >= 2:
+            r.take(16)  # replica directory id
+        log_end_offset = r.int64()
+        if version >= 1:
+            r.int64()  # last fetch timestamp
+            r.int64()  # last caught-up timestamp
         r.tagged_fields()
         return replica_id, log_end_offset
 
     def partition(r):
-        index, partition_error, leader_id, leader_epoch, high_watermark = r.unpack(">ihiiq")
+        index, partition_error = r.int32(), r.int16()
+        if version >= 2:
+            r.compact_string()  # error message
+        leader_id, leader_epoch, high_watermark = r.unpack(">iiq")
         voters = r.compact_array(replica) or []
         observers = r.compact_array(replica) or []
         r.tagged_fields()
@@ -350,22 +367,34 @@ def decode_describe_quorum_v0(reader: FlexibleReader) -> QuorumState:
         r.tagged_fields()
         return name, partitions
 
+    def listener(r):
+        name, host, port = r.compact_string(), r.compact_string(), r.unpack(">H")[0]
+        r.tagged_fields()
+        return name, (host, port)
+
+    def node(r):
+        node_id = r.int32()
+        listeners = dict(r.compact_array(listener) or [])
+        r.tagged_fields()
+        return node_id, listeners
+
     topics = reader.compact_array(topic) or []
+    nodes = dict(reader.compact_array(node) or []) if version >= 2 else {}
     reader.tagged_fields()
     reader.done()
     if error_code != NONE and not topics:
-        return QuorumState(error_code, error_code, -1, -1, -1, {}, {})
+        return QuorumState(error_code, error_code, -1, -1, -1, {}, {}, nodes)
     assert len(topics) == 1 and topics[0][0] == METADATA_TOPIC, topics
     assert len(topics[0][1]) == 1, topics
     index, partition_error, leader_id, leader_epoch, high_watermark, voters, observers = topics[0][1][0]
     assert index == 0, topics
     return QuorumState(
         error_code, partition_error, leader_id, leader_epoch, high_watermark,
-        dict(voters), dict(observers),
+        dict(voters), dict(observers), nodes,
     )
 
 
-def describe_quorum(port: int, timeout_s: float = 10.0) -> QuorumState:
+def describe_quorum(port: int, timeout_s: float = 10.0, version: int = 0) -> QuorumState:
     with wire.Connection(port, timeout_s=timeout_s) as connection:
-        reader = call_flexible(connection, API_DESCRIBE_QUORUM, 0, describe_quorum_v0_body())
-        return decode_describe_quorum_v0(reader)
+        reader = call_flexible(connection, API_DESCRIBE_QUORUM, version, describe_quorum_body())
+        return decode_describe_quorum(reader, version)

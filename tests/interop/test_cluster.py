@@ -109,22 +109,30 @@ def topic_names(node: Node) -> set:
 @pytest.mark.timeout(120)
 def test_three_voters_elect_exactly_one_active_controller(whole):
     def agreed():
-        states = {node.node_id: node.quorum() for node in whole.running_brokers()}
+        states = {
+            (node.node_id, version): node.quorum(version=version)
+            for node in whole.running_brokers()
+            for version in (0, 2)
+        }
         views = {(s.error_code, s.partition_error_code, s.leader_id, s.leader_epoch) for s in states.values()}
         return states if len(views) == 1 else None
 
-    states = whole.wait_until(agreed, 10, "every node names the same active controller and epoch")
-    for node_id, state in states.items():
+    states = whole.wait_until(agreed, 10, "every node names the same active controller and epoch, at v0 and v2")
+    for (node_id, version), state in states.items():
         assert (state.error_code, state.partition_error_code) == (cw.NONE, cw.NONE), (node_id, state)
         assert set(state.voters) == whole.voter_ids, (node_id, state)
         assert state.observers == {}, (node_id, state)
         assert state.high_watermark >= 1, (node_id, state)
+        if version >= 2:
+            assert state.nodes == {
+                node.node_id: {"CONTROLLER": ("127.0.0.1", node.controller_port)} for node in whole.nodes
+            }, (node_id, state.nodes)
     (leader,) = {state.leader_id for state in states.values()}
     (epoch,) = {state.leader_epoch for state in states.values()}
     assert leader in whole.voter_ids
     assert epoch >= 1
     # The active controller knows it is one: it answers the same itself.
-    assert states[leader].leader_id == leader
+    assert states[(leader, 0)].leader_id == leader
 
 
 @pytest.mark.timeout(150)
