@@ -491,21 +491,52 @@ def test_bad_input_on_the_controller_listener_closes_the_connection(whole):
 
 @pytest.mark.timeout(120)
 def test_a_second_process_with_a_live_broker_s_node_id_is_refused(whole):
-    live = whole.others(whole.active_controller().leader_id)[0]
-    impostor = Node(whole, live.node_id, "broker", name=f"impostor-{live.node_id}")
-    impostor.spawn()
+    # Voters' ids are refused by a broker-only process's own configuration.
+    voter = whole.nodes[0]
+    misfit = Node(whole, voter.node_id, "broker", name=f"voter-id-{voter.node_id}")
+    misfit.spawn()
     try:
-        exit_code = impostor.wait_exit(30)
+        assert misfit.wait_exit(30) != 0
     finally:
-        impostor.kill()
-    errors = impostor.stderr_text()
-    assert exit_code != 0, errors
-    assert re.search(r"duplicate", errors, re.I) and re.search(r"regist", errors, re.I), errors
-    assert str(live.node_id) in errors, errors
+        misfit.kill()
+    assert f"node {voter.node_id} is a voter" in misfit.stderr_text(), misfit.stderr_text()
 
-    assert live.running
-    for node in whole.running_brokers():
-        assert node.metadata([]).brokers[live.node_id][:2] == ("127.0.0.1", live.port), node.node_id
-    topic = unique("after-impostor")
-    create_until_ok(whole, live, topic, timeout_s=10)
-    whole.wait_until(lambda: whole.topic_everywhere(topic, 1), 10, f"{topic} on every broker")
+    # A live broker-only node (an observer of the quorum), then a second
+    # process with its id: refused by the controller, not taking over.
+    live = Node(whole, 4, "broker", name="broker-4")
+    impostor = Node(whole, 4, "broker", name="impostor-4")
+    live.start()
+    try:
+        everyone = {node.node_id for node in whole.running_brokers()} | {live.node_id}
+        whole.wait_until(lambda: all(set(node.metadata([]).brokers) == everyone
+                                     for node in [*whole.running_brokers(), live]),
+                         30, "broker 4 registered and seen by every broker")
+        impostor.spawn()
+        try:
+            exit_code = impostor.wait_exit(30)
+        finally:
+            impostor.kill()
+        errors = impostor.stderr_text()
+        assert exit_code != 0, errors
+        # The process's last word: its registration refused as a duplicate
+        # of broker 4 (Kafka's DUPLICATE_BROKER_REGISTRATION).
+        refusals = [
+            line for line in errors.splitlines()
+            if line.startswith("strom-broker: ") and re.search(r"regist", line, re.I)
+            and "broker 4" in line and re.search(r"duplicate|another live", line, re.I)
+        ]
+        assert refusals, errors
+
+        assert live.running
+        for node in [*whole.running_brokers(), live]:
+            assert node.metadata([]).brokers[live.node_id][:2] == ("127.0.0.1", live.port), node.node_id
+        topic = unique("after-impostor")
+        create_until_ok(whole, live, topic, timeout_s=10)
+        whole.wait_until(lambda: whole.topic_everywhere(topic, 1, [*whole.running_brokers(), live]), 10,
+                         f"{topic} on every broker")
+        assert live.terminate(60) == 0, live.log_tail()
+        whole.wait_until(lambda: all(live.node_id not in node.metadata([]).brokers
+                                     for node in whole.running_brokers()),
+                         10, "broker 4 gone after its controlled shutdown")
+    finally:
+        live.kill()
