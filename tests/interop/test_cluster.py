@@ -322,13 +322,21 @@ def offsets_leaders(cluster: Cluster) -> dict:
 
 
 def group_led_elsewhere(prefix: str, leaders: dict, avoid: int) -> tuple:
-    """A group name whose coordinator is not `avoid`, with that coordinator."""
-    for attempt in range(1000):
-        group = f"{prefix}-{attempt}"
+    """A group name whose coordinator is not `avoid` (so that the client
+    has to go to another broker), with that coordinator; when `avoid`
+    leads every partition of `__consumer_offsets`, a group led by it. Only
+    names with a non-negative String.hashCode, on which every reading of
+    Kafka's placement agrees: the placement itself is the subject of
+    test_find_coordinator_answers_the_leader_of_the_group_s_partition."""
+    names = (f"{prefix}-{attempt}" for attempt in range(1000))
+    names = [group for group in names if cw.java_string_hash(group) >= 0]
+    if set(leaders.values()) == {avoid}:
+        return names[0], avoid
+    for group in names:
         coordinator = leaders[cw.offsets_partition(group, OFFSETS_PARTITIONS)]
         if coordinator != avoid:
             return group, coordinator
-    raise AssertionError(f"every group lands on {avoid}: {leaders}")
+    raise AssertionError(f"no group name found for {leaders}")
 
 
 def assert_spread(placement: dict, brokers: set) -> None:
@@ -428,13 +436,84 @@ def kafkajs_checks(node: Node, topic: str, group: str, ports: dict, replication_
     return seen, placement, coordinator
 
 
+def placement_groups(leaders: dict) -> list:
+    """Group names to check FindCoordinator with: two whose String.hashCode
+    is non-negative and two whose hashCode is negative. Kafka's partition
+    is abs(hashCode) % partitions (Utils.abs: MIN_VALUE gives 0), which
+    differs from (hashCode & 0x7fffffff) % partitions exactly for negative
+    hashes; the negative ones are chosen so that the two readings land on
+    partitions with different leaders, when the layout allows it."""
+    names = [f"placement-{index}" for index in range(2000)]
+    positive = [group for group in names if cw.java_string_hash(group) >= 0][:2]
+
+    def other_reading(group):
+        return (cw.java_string_hash(group) & 0x7FFFFFFF) % OFFSETS_PARTITIONS
+
+    negative = [group for group in names if cw.java_string_hash(group) < 0]
+    telling = [
+        group for group in negative
+        if leaders[cw.offsets_partition(group, OFFSETS_PARTITIONS)] != leaders[other_reading(group)]
+    ]
+    return positive + (telling or negative)[:2]
+
+
+def offsets_ends(cluster: Cluster, leaders: dict) -> dict:
+    """{partition: log end offset} of __consumer_offsets, each asked at its leader."""
+    ends = {}
+    for partition, leader in leaders.items():
+        with wire.Connection(cluster.node(leader).port) as connection:
+            (answer,) = wire.decode_list_offsets_v1(connection.call(
+                wire.API_LIST_OFFSETS, 1, wire.list_offsets_v1_body("__consumer_offsets", partition, -1)))
+        assert answer[2] == cw.NONE, answer
+        ends[partition] = answer[4]
+    return ends
+
+
+@pytest.mark.timeout(60)
+def test_find_coordinator_answers_the_leader_of_the_group_s_partition(whole):
+    leaders = offsets_leaders(whole)
+    endpoints = {node.node_id: ("127.0.0.1", node.port) for node in whole.running_brokers()}
+    groups = placement_groups(leaders)
+    for group in groups:
+        partition = cw.offsets_partition(group, OFFSETS_PARTITIONS)
+        expected = (cw.NONE, leaders[partition], endpoints[leaders[partition]])
+        for asked in whole.running_brokers():
+            code, node_id, host, port = cw.find_coordinator(asked.port, group)
+            assert (code, node_id, (host, port)) == expected, (
+                f"{group} (hashCode {cw.java_string_hash(group)}, partition {partition}; "
+                f"__consumer_offsets leaders {leaders}) asked at node {asked.node_id}"
+            )
+
+    # Where a commit is stored, whatever the leaders: a group with a
+    # negative hashCode commits into partition abs(hashCode) % partitions.
+    (group,) = [
+        name for name in (f"placement-{index}" for index in range(2000))
+        if cw.java_string_hash(name) < 0
+        and cw.offsets_partition(name, OFFSETS_PARTITIONS)
+        != (cw.java_string_hash(name) & 0x7FFFFFFF) % OFFSETS_PARTITIONS
+    ][:1]
+    topic = unique("placement")
+    create_until_ok(whole, whole.running_brokers()[0], topic)
+    whole.wait_until(lambda: whole.topic_everywhere(topic, 1), 10, f"{topic} on every broker")
+    before = offsets_ends(whole, leaders)
+    consumer = Consumer({"bootstrap.servers": whole.running_brokers()[0].bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[ConfluentPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    after = offsets_ends(whole, leaders)
+    grown = sorted(partition for partition in leaders if after[partition] > before[partition])
+    assert grown == [cw.offsets_partition(group, OFFSETS_PARTITIONS)], (group, cw.java_string_hash(group), grown)
+
+
 @pytest.mark.timeout(180)
 def test_three_clients_bootstrap_from_different_nodes(whole):
     brokers = {node.node_id for node in whole.running_brokers()}
     endpoints = {node.node_id: ("127.0.0.1", node.port) for node in whole.running_brokers()}
     ports = {node.port: node.node_id for node in whole.running_brokers()}
     leaders = offsets_leaders(whole)
-    assert set(leaders.values()) <= brokers and len(set(leaders.values())) > 1, leaders
+    assert set(leaders.values()) <= brokers, leaders
     nodes = whole.running_brokers()
     runs = [
         ("confluent-kafka", nodes[0], confluent_checks),

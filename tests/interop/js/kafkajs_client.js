@@ -445,6 +445,10 @@ commands[command](args).then(
   () => process.exit(0),
   (error) => {
     console.error('FAILED', error && error.stack ? error.stack : error);
+    // An aggregate (KafkaJS's per-topic errors) names each error's type.
+    for (const inner of (error && error.errors) || []) {
+      console.error('  caused by', inner.topic || '', inner.type || '', inner.message);
+    }
     process.exit(1);
   }
 );
