@@ -70,10 +70,19 @@ def _die_with_parent() -> None:
         pass
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count: int) -> list:
+    """`count` distinct free loopback ports (all held open while choosing,
+    so that no two are the same)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def new_cluster_id() -> str:
@@ -118,12 +127,13 @@ class Node:
     """One `strom-broker` process of a cluster: a voter and broker by
     default (`process.roles=broker,controller`)."""
 
-    def __init__(self, cluster: "Cluster", node_id: int, roles: str, name: str = None):
+    def __init__(self, cluster: "Cluster", node_id: int, roles: str, name: str = None, ports=None):
         self.cluster = cluster
         self.node_id = node_id
         self.roles = roles
-        self.port = free_port() if self.is_broker else None
-        self.controller_port = free_port() if self.is_controller else None
+        broker_port, controller_port = ports if ports is not None else free_ports(2)
+        self.port = broker_port if self.is_broker else None
+        self.controller_port = controller_port if self.is_controller else None
         self.base = cluster.base_dir / (name or f"node-{node_id}")
         self.data_dir = self.base / "data"
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -296,8 +306,9 @@ class Cluster:
         self.extra = dict(extra or {})
         self.nodes = []
         self.voters = ""
+        ports = free_ports(2 * nodes)
         for node_id in range(1, nodes + 1):
-            self.nodes.append(Node(self, node_id, roles))
+            self.nodes.append(Node(self, node_id, roles, ports=ports[2 * node_id - 2:2 * node_id]))
         self.voters = ",".join(
             f"{node.node_id}@127.0.0.1:{node.controller_port}" for node in self.nodes if node.is_controller
         )
