@@ -396,7 +396,7 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
                 .and_then(|replica| replica.log_end_offset);
             (
                 status.is_active,
-                status.leader.map_or(-1, |leader| offset(leader)),
+                status.leader.map_or(-1, offset),
                 offset(status.epoch),
                 offset(status.high_watermark),
                 own.map_or(offset(status.high_watermark), offset),
