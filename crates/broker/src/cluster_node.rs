@@ -238,18 +238,29 @@ pub async fn controlled_shutdown(
         want_fence: false,
         want_shutdown: true,
     };
+    // Without a quorum nobody can move leadership: after this many failed
+    // attempts in a row (each bounded by the request timeout), stop anyway.
+    const MAX_FAILURES: u32 = 2;
+    let mut failures = 0;
     loop {
         match controller.broker_heartbeat(request).await {
             Ok(Ok(reply)) if reply.should_shut_down => {
                 info!("controlled shutdown complete: this broker leads no partition");
                 return;
             }
-            Ok(Ok(_)) => {}
+            Ok(Ok(_)) => failures = 0,
             Ok(Err(error)) => {
                 warn!(%error, "controlled shutdown refused; stopping without it");
                 return;
             }
-            Err(error) => warn!(%error, "controlled shutdown heartbeat failed"),
+            Err(error) => {
+                failures += 1;
+                warn!(%error, "controlled shutdown heartbeat failed");
+                if failures >= MAX_FAILURES {
+                    warn!("no controller answers; stopping without controlled shutdown");
+                    return;
+                }
+            }
         }
         if Instant::now() >= deadline {
             warn!("controlled shutdown did not complete in time; stopping without it");

@@ -192,6 +192,14 @@ pub enum ApplyError {
         /// The port.
         port: u32,
     },
+    /// A planned change moves a replica through a transition the replica
+    /// state machine forbids (a controller bug; nothing is applied).
+    #[error("illegal replica state transition")]
+    IllegalReplicaTransition {
+        /// The transition.
+        #[source]
+        source: IllegalTransition<crate::replica_state::ReplicaState>,
+    },
     /// The config record's resource type is not topic or broker.
     #[error("config resource type {resource_type} is not supported")]
     InvalidConfigResourceType {

@@ -24,6 +24,7 @@
 use std::fmt;
 
 use crate::error::IllegalTransition;
+use crate::image::{BrokerId, MetadataImage, PartitionImage};
 
 /// The state of one replica (one broker's copy of one partition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,6 +82,53 @@ impl ReplicaState {
             Err(IllegalTransition { from: self, to })
         }
     }
+}
+
+impl ReplicaState {
+    /// The state of `broker_id`'s replica of `partition`, derived from the
+    /// image as KRaft does: no replica there is `NonExistent`; a replica on
+    /// a registered, unfenced broker is `Online`; any other is `Offline`.
+    pub fn of(image: &MetadataImage, partition: &PartitionImage, broker_id: BrokerId) -> Self {
+        if !partition.replicas.contains(&broker_id) {
+            return Self::NonExistent;
+        }
+        match image.broker(broker_id) {
+            Some(broker) if !broker.fenced => Self::Online,
+            _ => Self::Offline,
+        }
+    }
+
+    /// Walks `path` from `self`, each step checked against the table.
+    pub fn walk(self, path: &[Self]) -> Result<Self, IllegalTransition<Self>> {
+        path.iter()
+            .try_fold(self, |state, next| state.transition(*next))
+    }
+}
+
+/// The path of a replica of a topic being deleted: taken offline, its
+/// data deleted (by its broker, once the topic is gone from the image),
+/// then gone. Kafka's controller walks the same states.
+pub const DELETION_PATH: [ReplicaState; 4] = [
+    ReplicaState::Offline,
+    ReplicaState::DeletionStarted,
+    ReplicaState::DeletionSuccessful,
+    ReplicaState::NonExistent,
+];
+
+/// Checks the replica transitions a command makes, in every build: a
+/// planned change whose replica transition the table forbids is a
+/// controller bug, reported and refused rather than applied.
+pub fn check(
+    replicas: impl IntoIterator<Item = (BrokerId, ReplicaState)>,
+    path: &[ReplicaState],
+) -> Result<(), IllegalTransition<ReplicaState>> {
+    for (broker_id, from) in replicas {
+        if let Err(error) = from.walk(path) {
+            tracing::error!(broker_id, %error, "illegal replica state transition planned");
+            return Err(error);
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Display for ReplicaState {
@@ -190,5 +238,45 @@ mod tests {
     fn display_uses_kafka_names() {
         assert_eq!(DeletionIneligible.to_string(), "ReplicaDeletionIneligible");
         assert_eq!(NonExistent.to_string(), "NonExistentReplica");
+    }
+
+    #[test]
+    fn the_deletion_path_is_legal_from_online_and_offline_only() {
+        assert_eq!(Online.walk(&super::DELETION_PATH), Ok(NonExistent));
+        assert_eq!(Offline.walk(&super::DELETION_PATH), Ok(NonExistent));
+        let error = NonExistent.walk(&super::DELETION_PATH).unwrap_err();
+        assert_eq!((error.from, error.to), (NonExistent, Offline));
+        assert!(super::check([(1, Online), (2, Offline)], &super::DELETION_PATH).is_ok());
+        assert!(super::check([(1, Online), (2, DeletionSuccessful)], &super::DELETION_PATH).is_err());
+    }
+
+    #[test]
+    fn a_replica_s_state_follows_its_broker() {
+        use crate::image::{MetadataImage, PartitionImage};
+        let partition = PartitionImage {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2],
+            leader: Some(1),
+            leader_epoch: 0,
+            partition_epoch: 0,
+        };
+        use crate::records::{MetadataRecord, Record, RegisterBrokerRecord};
+        let mut image = MetadataImage::default();
+        for (offset, (id, fenced)) in [(1, false), (2, true)].into_iter().enumerate() {
+            let record = MetadataRecord::new(Record::RegisterBroker(RegisterBrokerRecord {
+                broker_id: id,
+                incarnation_id: vec![0; 16],
+                broker_epoch: 0,
+                endpoints: Vec::new(),
+                rack: None,
+                fenced,
+            }));
+            image = image.apply(offset as u64, &record).expect("applies");
+        }
+        assert_eq!(ReplicaState::of(&image, &partition, 1), Online);
+        assert_eq!(ReplicaState::of(&image, &partition, 2), Offline);
+        // Assigned to a broker that is not registered: offline.
+        assert_eq!(ReplicaState::of(&image, &partition, 3), Offline);
+        assert_eq!(ReplicaState::of(&image, &partition, 4), NonExistent);
     }
 }

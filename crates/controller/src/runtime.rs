@@ -129,6 +129,13 @@ pub trait ControllerClient: Send + Sync {
         Ok(None)
     }
 
+    /// The metadata quorum as this node sees it (without asking the
+    /// active controller): for metrics. `None` for a controller that is not
+    /// a quorum.
+    fn local_quorum_status(&self) -> Option<QuorumStatus> {
+        None
+    }
+
     /// The controller voters (`controller.quorum.voters`): each node id with
     /// the `host:port` of its controller listener. Empty for a controller
     /// that is not a quorum.

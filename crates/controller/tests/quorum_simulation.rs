@@ -1,14 +1,16 @@
-//! A fault simulation of the metadata quorum: three voters in one process
-//! over the in-process network while a seeded schedule drops, delays and
-//! duplicates messages, isolates nodes and crashes and restarts them, and
-//! a client keeps creating topics through whichever node is active.
+//! A fault simulation of the metadata quorum: three voters and a broker's
+//! observer in one process over the in-process network while a seeded
+//! schedule drops, delays and duplicates messages, isolates nodes and
+//! crashes and restarts voters, and a client keeps creating topics through
+//! whichever node is active.
 //!
 //! Invariants, checked on everything the nodes report:
 //! - at most one active controller per epoch (Raft term);
 //! - committed metadata is never lost: every topic whose creation was
 //!   acknowledged is in every node's image once the faults stop;
-//! - every node's image is a prefix of the committed log: two nodes that
-//!   reached the same metadata offset hold equal images there.
+//! - every node's image, the observer's (a broker's) included, is a prefix
+//!   of the committed log: two nodes that reached the same metadata offset
+//!   hold equal images there, and all converge once the faults stop.
 //!
 //! The seed decides the schedule and every network fault; openraft's
 //! timers run on tokio's clock, so a seed reproduces the same faults, not
@@ -29,6 +31,9 @@ use strom_controller::ControllerClient;
 use support::{request, Cluster};
 
 const NODES: [u64; 3] = [1, 2, 3];
+/// The observer: a broker that is not a voter, following the log.
+const OBSERVER: u64 = 100;
+const EVERYONE: [u64; 4] = [1, 2, 3, OBSERVER];
 
 /// What the observers saw.
 #[derive(Default)]
@@ -111,7 +116,21 @@ impl Simulation {
     async fn new(seed: u64) -> Simulation {
         // Short election timeouts, so that isolations and crashes of a few
         // hundred milliseconds replace the active controller.
-        let cluster = Cluster::start_timed(3, 25, seed, Some(200)).await;
+        let mut cluster = Cluster::start_timed(3, 25, seed, Some(200)).await;
+        cluster.restart(OBSERVER).await;
+        let mut joined = false;
+        for _ in 0..20 {
+            let leader = cluster.leader().await;
+            if leader
+                .add_observer(OBSERVER, format!("node-{OBSERVER}"))
+                .await
+                .is_ok()
+            {
+                joined = true;
+                break;
+            }
+        }
+        assert!(joined, "seed {seed}: the observer could not join");
         let observations = Arc::new(Mutex::new(Observations::default()));
         for node in cluster.nodes.values() {
             observe(node, &observations);
@@ -146,8 +165,8 @@ impl Simulation {
         match self.next(100) {
             0..=44 => self.create_topic(),
             45..=54 => {
-                let node = NODES[self.next(3) as usize];
-                self.cluster.network.isolate(node, &NODES);
+                let node = EVERYONE[self.next(4) as usize];
+                self.cluster.network.isolate(node, &EVERYONE);
                 self.note(format!("isolate {node}"));
             }
             55..=60 => {

@@ -379,11 +379,50 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     let image = broker.controller.image();
     let fenced = image.brokers().filter(|b| b.fenced).count();
     let active = image.brokers().filter(|b| !b.fenced).count();
-    let gauges: [(&str, &str, i64); 5] = [
+    let quorum = broker.controller.local_quorum_status();
+    let offset = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+    // A single node is its own quorum: always active, at its image's end.
+    let (is_active, leader, epoch, high_watermark, log_end) = match &quorum {
+        None => {
+            let end = offset(image.next_offset());
+            (true, i64::from(broker.config.node_id), 0, end, end)
+        }
+        Some(status) => {
+            let own = status
+                .voters
+                .iter()
+                .chain(&status.observers)
+                .find(|replica| replica.node_id == status.node_id)
+                .and_then(|replica| replica.log_end_offset);
+            (
+                status.is_active,
+                status.leader.map_or(-1, offset),
+                offset(status.epoch),
+                offset(status.high_watermark),
+                own.map_or(offset(status.high_watermark), offset),
+            )
+        }
+    };
+    let gauges: [(&str, &str, i64); 8] = [
         (
             "kafka_controller_kafkacontroller_activecontrollercount",
-            "1 on the active controller (ActiveControllerCount); the embedded controller is always active",
-            1,
+            "1 on the active controller (ActiveControllerCount); the embedded controller of a single node is always active",
+            i64::from(is_active),
+        ),
+        (
+            "kafka_server_raft_metrics_current_leader",
+            "The active controller this node knows of, -1 if none (raft-metrics current-leader)",
+            leader,
+        ),
+        (
+            "kafka_server_raft_metrics_current_epoch",
+            "The metadata quorum's epoch, the Raft term (raft-metrics current-epoch); 0 on a single node",
+            epoch,
+        ),
+        (
+            "kafka_server_raft_metrics_high_watermark",
+            "Metadata log entries this node has applied (raft-metrics high-watermark)",
+            high_watermark,
         ),
         (
             "kafka_controller_kafkacontroller_fencedbrokercount",
@@ -402,8 +441,8 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
         ),
         (
             "kafka_server_raft_metrics_log_end_offset",
-            "End offset of the metadata log this broker has applied (raft-metrics log-end-offset)",
-            i64::try_from(image.next_offset()).unwrap_or(i64::MAX),
+            "End offset of this node's metadata log (raft-metrics log-end-offset); on a single node, of the log it has applied",
+            log_end,
         ),
     ];
     for (name, help, value) in gauges {

@@ -23,6 +23,7 @@ use crate::records::{
     uuid_to_bytes, BrokerEndpoint, FenceBrokerRecord, MetadataRecord, Record, RegisterBrokerRecord,
     UnfenceBrokerRecord,
 };
+use crate::replica_state::ReplicaState;
 
 /// A BrokerRegistration request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -368,6 +369,14 @@ impl Controller {
         for topic in image.topics() {
             let unclean = self.unclean_enabled(image, topic);
             for (index, partition) in topic.partitions.iter().enumerate() {
+                // The departing broker's replica goes Offline (from Online,
+                // or stays Offline): legal by the table.
+                debug_assert!(
+                    !partition.replicas.contains(&broker_id)
+                        || ReplicaState::of(image, partition, broker_id)
+                            .transition(ReplicaState::Offline)
+                            .is_ok()
+                );
                 let leads = partition.leader == Some(broker_id);
                 if !leads && !partition.isr.contains(&broker_id) {
                     continue;
@@ -426,6 +435,13 @@ impl Controller {
         for topic in image.topics() {
             let unclean = self.unclean_enabled(image, topic);
             for (index, partition) in topic.partitions.iter().enumerate() {
+                // The returning broker's replica comes back Online.
+                debug_assert!(
+                    !partition.replicas.contains(&broker_id)
+                        || ReplicaState::of(image, partition, broker_id)
+                            .transition(ReplicaState::Online)
+                            .is_ok()
+                );
                 let leaderless = !partition.leader.is_some_and(live);
                 if !leaderless || !partition.replicas.contains(&broker_id) {
                     continue;

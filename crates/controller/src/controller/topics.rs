@@ -16,6 +16,7 @@ use crate::records::{
     uuid_to_bytes, ConfigRecord, MetadataRecord, PartitionRecord, Record, RemoveTopicRecord,
     TopicRecord,
 };
+use crate::replica_state::{self, ReplicaState};
 use crate::topic_name::{collision_key, validate_topic_name};
 
 /// One topic to create.
@@ -328,6 +329,22 @@ impl Controller {
                     topic_id: topic.id,
                 });
             if let Ok(deleted) = &found {
+                if let Some(topic) = pending.image.topic_by_id(deleted.topic_id) {
+                    let replicas: Vec<(BrokerId, ReplicaState)> = topic
+                        .partitions
+                        .iter()
+                        .flat_map(|partition| {
+                            partition.replicas.iter().map(|replica| {
+                                (
+                                    *replica,
+                                    ReplicaState::of(&pending.image, partition, *replica),
+                                )
+                            })
+                        })
+                        .collect();
+                    replica_state::check(replicas, &replica_state::DELETION_PATH)
+                        .map_err(|source| ApplyError::IllegalReplicaTransition { source })?;
+                }
                 pending.push(vec![MetadataRecord::new(Record::RemoveTopic(
                     RemoveTopicRecord {
                         topic_id: uuid_to_bytes(deleted.topic_id),
@@ -539,6 +556,20 @@ fn new_partition_records(
         debug_assert!(state
             .and_then(|new| new.transition(PartitionState::Online))
             .is_ok());
+        for replica in replicas {
+            let started = if is_live(image, *replica) {
+                ReplicaState::Online
+            } else {
+                ReplicaState::Offline
+            };
+            // NonExistent -> New -> Online (or Offline on a fenced
+            // broker): legal by the table, checked in test builds.
+            debug_assert!(replica_state::check(
+                [(*replica, ReplicaState::NonExistent)],
+                &[ReplicaState::New, started],
+            )
+            .is_ok());
+        }
         records.push(MetadataRecord::new(Record::Partition(PartitionRecord {
             topic_id: uuid_to_bytes(topic_id),
             partition_index,

@@ -399,6 +399,10 @@ impl ControllerClient for ClusterController {
         .map(Some)
     }
 
+    fn local_quorum_status(&self) -> Option<QuorumStatus> {
+        Some(self.node.status())
+    }
+
     fn quorum_voters(&self) -> BTreeMap<NodeId, String> {
         self.voters.clone()
     }
