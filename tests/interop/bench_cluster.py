@@ -34,6 +34,8 @@ import rawwire as wire  # noqa: E402
 from cluster import DESCRIBE_QUORUM_VERSION, Cluster, WaitTimeout, wait_until  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+FAILURE_NAMES = {cw.REQUEST_TIMED_OUT: "REQUEST_TIMED_OUT", cw.NOT_CONTROLLER: "NOT_CONTROLLER",
+                 "io": "connection error"}
 # Kafka's defaults for broker liveness (the cluster tests use shorter ones).
 KAFKA_LIVENESS = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "2000"}
 
@@ -60,22 +62,24 @@ def create(port: int, name: str, partitions: int = 1, replicas: int = 1) -> int:
     return cw.create_topics(port, [(name, partitions, replicas, None)], timeout_ms=10000)[name][0]
 
 
-def create_until_ok(port: int, name: str, deadline: Deadline, partitions: int = 1, replicas: int = 1):
-    """Retries at once after REQUEST_TIMED_OUT, NOT_CONTROLLER or a refused
-    connection; returns the number of attempts."""
-    attempts = 0
+def create_until_ok(port: int, name: str, deadline: Deadline, partitions: int = 1, replicas: int = 1) -> list:
+    """Retries at once after REQUEST_TIMED_OUT, NOT_CONTROLLER or a
+    connection error; returns what each failed attempt met (error codes,
+    or "io" for a connection error)."""
+    failures = []
     while True:
         deadline.check(f"CreateTopics {name}")
-        attempts += 1
         try:
             code = create(port, name, partitions, replicas)
         except OSError:
+            failures.append("io")
             time.sleep(0.01)
             continue
         if code == cw.NONE:
-            return attempts
+            return failures
         if code not in (cw.REQUEST_TIMED_OUT, cw.NOT_CONTROLLER):
             raise RuntimeError(f"CreateTopics {name}: error {code}")
+        failures.append(code)
 
 
 def watch_new_leader(port: int, old_leader: int, found: dict, stop: threading.Event) -> None:
@@ -102,7 +106,7 @@ def caught_up(cluster: Cluster, node, topic: str) -> bool:
 
 
 def failover(cluster: Cluster, trials: int, deadline: Deadline) -> dict:
-    write_ms, elect_ms, attempts = [], [], []
+    write_ms, elect_ms, failures = [], [], []
     for trial in range(trials):
         deadline.check("failover")
         old = cluster.active_controller(timeout_s=min(60, deadline.left()))
@@ -116,7 +120,7 @@ def failover(cluster: Cluster, trials: int, deadline: Deadline) -> dict:
         killed = time.perf_counter()
         topic = f"failover-{trial}"
         try:
-            attempts.append(create_until_ok(via.port, topic, deadline))
+            failures.append(create_until_ok(via.port, topic, deadline))
             write_ms.append((time.perf_counter() - killed) * 1000)
         finally:
             watcher.join(timeout=max(0.1, min(30, deadline.left())))
@@ -129,8 +133,8 @@ def failover(cluster: Cluster, trials: int, deadline: Deadline) -> dict:
         wait_until(lambda: caught_up(cluster, victim, topic), min(60, max(1, deadline.left())),
                    f"node {victim.node_id} caught up", interval_s=0.1)
         print(f"  trial {trial + 1}/{trials}: node {victim.node_id} killed, write after "
-              f"{write_ms[-1]:.0f} ms ({attempts[-1]} attempts)", flush=True)
-    return {"write_ms": write_ms, "elect_ms": elect_ms, "attempts": attempts}
+              f"{write_ms[-1]:.0f} ms (failed attempts before: {failures[-1]})", flush=True)
+    return {"write_ms": write_ms, "elect_ms": elect_ms, "failures": failures}
 
 
 def shows(connection: wire.Connection, topic: str, partitions: int) -> bool:
@@ -233,8 +237,12 @@ def report(results: dict) -> None:
         if f["elect_ms"]:
             rows.append((f"failover: kill -9 to a survivor naming the new leader (n={len(f['elect_ms'])})",
                          f"p50 {statistics.median(f['elect_ms']):,.0f} ms, max {max(f['elect_ms']):,.0f} ms"))
-        rows.append(("failover: CreateTopics attempts until success",
-                     f"p50 {statistics.median(f['attempts']):.0f}, max {max(f['attempts'])}"))
+        met = {}
+        for trial in f["failures"]:
+            for failure in trial:
+                met[failure] = met.get(failure, 0) + 1
+        rows.append(("failover: failed CreateTopics attempts before the success, all trials",
+                     ", ".join(f"{met[k]} x {FAILURE_NAMES.get(k, k)}" for k in sorted(met, key=str)) or "none"))
     if "propagation" in results:
         p = results["propagation"]
         n = len(p["all_ms"])
