@@ -4,7 +4,9 @@ directory. The quorum elects one active controller and survives the loss
 of it; without a majority, metadata writes fail in time and nothing is
 half-applied; a broker killed with kill -9 is fenced after the session
 timeout and rejoins; SIGTERM moves leadership away before the process
-exits; confluent-kafka, kafka-python and KafkaJS each bootstrap from a
+exits; FindCoordinator names the leader of the group's `__consumer_offsets`
+partition, abs(String.hashCode) % partitions as in Kafka, and commits land
+there; confluent-kafka, kafka-python and KafkaJS each bootstrap from a
 different node; bad input on the controller listener is refused; a second
 process with a live broker's node.id is refused.
 
@@ -168,7 +170,8 @@ def test_kill_9_of_the_active_controller_fails_over_and_the_node_catches_up(whol
     errors_first = create_until_ok(whole, survivor, after, partitions=2, timeout_s=20)
     failover_s = time.monotonic() - killed_at
     whole.wait_until(lambda: whole.topic_everywhere(after, 2), 10, f"{after} on every surviving broker")
-    # Kafka's clients get ~2 s worth of retries by default; the target is a p50 under 2 s.
+    # A loose bound for a loaded machine; scripts/cluster-bench measures the
+    # failover time itself (the target: p50 under 2 s).
     assert failover_s < 15, (failover_s, errors_first)
 
     victim.start()
