@@ -91,6 +91,9 @@ pub enum Command {
     /// Benchmark producing, consuming and end-to-end latency.
     #[command(subcommand)]
     Perf(PerfCommand),
+    /// Describe the metadata quorum, like kafka-metadata-quorum.sh.
+    #[command(subcommand, name = "metadata-quorum")]
+    MetadataQuorum(MetadataQuorumCommand),
     /// Print and verify a log segment (.log), offset index (.index) or
     /// time index (.timeindex), as Kafka's DumpLogSegments.
     #[command(after_help = "Examples:\n  \
@@ -620,6 +623,38 @@ pub struct PerfLatencyArguments {
     /// One JSON line instead of the human summary.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `strom metadata-quorum ...`.
+#[derive(Debug, Subcommand)]
+pub enum MetadataQuorumCommand {
+    /// Show the quorum's leader, epoch, high watermark and lag (--status),
+    /// or each voter's and observer's replication progress (--replication).
+    #[command(after_help = "Examples:\n  \
+        strom metadata-quorum describe --status\n  \
+        strom metadata-quorum describe --replication\n  \
+        strom metadata-quorum describe --replication --human-readable\n\n\
+        The output has the fields and layout of Kafka's kafka-metadata-quorum.sh.")]
+    Describe(QuorumDescribeArguments),
+}
+
+/// `strom metadata-quorum describe`: exactly one of `--status` and
+/// `--replication`.
+#[derive(Debug, Clone, Args)]
+pub struct QuorumDescribeArguments {
+    /// A short summary of the quorum.
+    #[arg(
+        long,
+        conflicts_with = "replication",
+        required_unless_present = "replication"
+    )]
+    pub status: bool,
+    /// Each voter's and observer's log end offset, lag and fetch times.
+    #[arg(long)]
+    pub replication: bool,
+    /// Timestamps as "N ms ago" (with --replication only).
+    #[arg(long, conflicts_with = "status")]
+    pub human_readable: bool,
 }
 
 /// `strom dump-log`.

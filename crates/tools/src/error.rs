@@ -220,6 +220,15 @@ pub enum ToolError {
         /// How many problems were reported.
         problems: usize,
     },
+    /// The metadata quorum reports no leader among its voters.
+    #[error(
+        "the metadata quorum has no leader among its voters (leader id {leader_id}); \
+         retry once the controllers have elected one"
+    )]
+    NoQuorumLeader {
+        /// The leader id reported (-1: none).
+        leader_id: i32,
+    },
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime {

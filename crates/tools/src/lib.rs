@@ -5,8 +5,9 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`perf`], [`dump`]), output formatting ([`format`](mod@format),
-//! [`output`]), progress bars ([`progress`]) and exit codes ([`error`]).
+//! [`reset`], [`metadata_quorum`], [`perf`], [`dump`]), output formatting
+//! ([`format`](mod@format), [`output`]), progress bars ([`progress`]) and
+//! exit codes ([`error`]).
 //! It does not speak the protocol itself beyond assembling requests the
 //! admin client lacks (DescribeGroups, an all-topics Metadata, an
 //! all-partitions OffsetFetch); connections, version negotiation, batching
@@ -42,6 +43,7 @@ pub mod dump;
 pub mod error;
 pub mod format;
 pub mod groups;
+pub mod metadata_quorum;
 pub mod output;
 pub mod perf;
 pub mod produce;
@@ -111,6 +113,7 @@ fn run_networked(
             Command::Groups(command) => groups::run(&context, command, out).await,
             Command::Users(command) => users::run(&context, command, out).await,
             Command::Acls(command) => acls::run(&context, command, out).await,
+            Command::MetadataQuorum(command) => metadata_quorum::run(&context, command, out).await,
             Command::Perf(command) => perf::run(&context, command, out).await,
             Command::Broker(_) | Command::Completions(_) | Command::DumpLog(_) => Ok(()),
         }
