@@ -5,7 +5,7 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`metadata_quorum`], [`perf`], [`dump`]), output formatting
+//! [`reset`], [`metadata_quorum`], [`cluster`], [`perf`], [`dump`]), output formatting
 //! ([`format`](mod@format), [`output`]), progress bars ([`progress`]) and
 //! exit codes ([`error`]).
 //! It does not speak the protocol itself beyond assembling requests the
@@ -35,6 +35,7 @@
 
 pub mod acls;
 pub mod cli;
+pub mod cluster;
 pub mod configs;
 pub mod consume;
 pub mod context;
@@ -74,6 +75,7 @@ pub fn run(arguments: Arguments) -> ExitCode {
         }
         Command::Completions(completions) => completions_script(completions.shell, &mut out),
         Command::DumpLog(dump) => dump::run(&dump, &mut out),
+        Command::Cluster(command) => cluster::run(command, &mut out),
         command => run_networked(&arguments.global, command, &mut out),
     };
     let result = result.and_then(|()| out.flush());
@@ -115,7 +117,10 @@ fn run_networked(
             Command::Acls(command) => acls::run(&context, command, out).await,
             Command::MetadataQuorum(command) => metadata_quorum::run(&context, command, out).await,
             Command::Perf(command) => perf::run(&context, command, out).await,
-            Command::Broker(_) | Command::Completions(_) | Command::DumpLog(_) => Ok(()),
+            Command::Broker(_)
+            | Command::Cluster(_)
+            | Command::Completions(_)
+            | Command::DumpLog(_) => Ok(()),
         }
     })
 }
