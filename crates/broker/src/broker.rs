@@ -11,6 +11,7 @@ use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerConfig,
 };
 use strom_controller::environment::{SeededRandom, SystemClock as ControllerClock};
+use strom_controller::error::ControllerError;
 use strom_controller::image::Endpoint;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
 use strom_storage::clock::{Clock, SystemClock};
@@ -20,6 +21,7 @@ use strom_storage::{LogConfig, LogManager, LogManagerConfig};
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
+use crate::cluster_node::QuorumMember;
 use crate::config::BrokerConfig;
 use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
@@ -34,7 +36,12 @@ use crate::replica_manager::{topic_log_config, ReplicaManager};
 /// never mistakes it for a partition.
 pub const METADATA_DIR: &str = "strom-metadata";
 
-/// How often the broker heartbeats to the controller.
+/// The directory (inside the first log directory) of a cluster node's
+/// metadata quorum: its Raft log, vote and snapshot.
+pub const METADATA_QUORUM_DIR: &str = "strom-metadata-quorum";
+
+/// How often a single-node broker heartbeats to its embedded controller
+/// (in a cluster: `broker.heartbeat.interval.ms`).
 const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Why a broker could not start.
@@ -55,6 +62,18 @@ pub enum StartError {
     /// The metadata log could not be opened.
     #[error("cannot open the metadata log")]
     Metadata(#[source] strom_controller::error::LogError),
+    /// The node's member of the metadata quorum did not start.
+    #[error("cannot start the metadata quorum member")]
+    Quorum {
+        /// Why.
+        #[source]
+        source: Box<strom_controller::quorum::QuorumStartError>,
+    },
+    /// `process.roles` has no broker role: such a node is started with
+    /// [`crate::cluster_node::RunningController::start`] (the launcher
+    /// does so).
+    #[error("process.roles has no broker role")]
+    NotABroker,
     /// The controller refused a step of the broker's registration.
     #[error("the controller refused the broker's {step}")]
     ControllerRefused {
@@ -105,6 +124,9 @@ pub enum StartError {
 pub enum RegistrationStep {
     /// The BrokerRegistration request.
     Registration,
+    /// Catching up with the metadata log (joining the quorum as an
+    /// observer, then applying the log up to the registration).
+    CatchUp,
     /// The first heartbeat, which unfences the broker.
     FirstHeartbeat,
 }
@@ -113,6 +135,7 @@ impl std::fmt::Display for RegistrationStep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             RegistrationStep::Registration => "registration",
+            RegistrationStep::CatchUp => "catch-up with the metadata log",
             RegistrationStep::FirstHeartbeat => "first heartbeat",
         })
     }
@@ -122,24 +145,50 @@ impl std::fmt::Display for RegistrationStep {
 pub struct RunningBroker {
     server: ServerHandle,
     context: Arc<BrokerContext>,
-    controller: Arc<LocalController>,
+    controller: Arc<dyn ControllerClient>,
+    /// In a cluster: this node's member of the metadata quorum.
+    quorum: Option<QuorumMember>,
     logs: Arc<LogManager>,
     scheduler: Scheduler,
+    heartbeats: Option<JoinHandle<()>>,
     tasks: Vec<JoinHandle<()>>,
     broker_epoch: i64,
     observability: crate::http::Observability,
 }
 
-/// Starts a broker: opens storage and the embedded controller, registers,
-/// and begins serving. Must run inside a multi-threaded tokio runtime.
+/// The controller a broker uses: the embedded one, or its member of the
+/// cluster's metadata quorum.
+struct Controllers {
+    client: Arc<dyn ControllerClient>,
+    quorum: Option<QuorumMember>,
+}
+
+/// Starts a broker: opens storage and the embedded controller (or, in a
+/// cluster, this node's member of the metadata quorum), registers, and
+/// begins serving. Must run inside a multi-threaded tokio runtime.
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
+    if config
+        .cluster
+        .as_ref()
+        .is_some_and(|cluster| !cluster.roles.broker)
+    {
+        return Err(StartError::NotABroker);
+    }
     create_log_dirs(&config)?;
-    let cluster_id = meta_properties::ensure(&config.log_dirs, config.node_id)?;
+    let cluster_id = meta_properties::ensure_cluster(
+        &config.log_dirs,
+        config.node_id,
+        config
+            .cluster
+            .as_ref()
+            .map(|cluster| cluster.cluster_id.as_str()),
+    )?;
 
     let observability = crate::http::Observability::start(&config).await?;
     let server = bind(&config).await?;
-    let controller = Arc::new(start_controller(&config).await?);
-    let broker_epoch = register(&config, &controller, &server.local_addresses()).await?;
+    let controllers = start_controller(&config).await?;
+    let controller = Arc::clone(&controllers.client);
+    let broker_epoch = register(&config, &controllers, &server.local_addresses()).await?;
     // Heartbeats start as soon as the broker is registered: opening the logs
     // and creating `__consumer_offsets` can outlast the session timeout, and
     // a broker fenced meanwhile could not lead the offsets topic it waits for.
@@ -147,28 +196,35 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         Arc::clone(&controller),
         config.node_id,
         broker_epoch,
+        heartbeat_interval(&config),
     ))));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let logs = Arc::new(open_logs(&config, &controller, clock.now_ms()).await?);
+    let logs = Arc::new(open_logs(&config, controller.as_ref(), clock.now_ms()).await?);
     observability.logs_loaded();
     let scheduler = Scheduler::start(
         Arc::clone(&logs),
         Arc::clone(&clock),
         Duration::from_millis(200),
     );
+    let producer_ids = if config.cluster.is_some() {
+        ProducerIdManager::from_quorum(Arc::clone(&controller), config.node_id, broker_epoch)
+    } else {
+        ProducerIdManager::open(&config.log_dirs[0])?
+    };
     let context = Arc::new(
         broker_context(
             &config,
             cluster_id,
             &controller,
+            producer_ids,
             &logs,
             clock,
             &observability,
         )
         .await?,
     );
-    let mut tasks = spawn_background_tasks(&context);
-    tasks.extend(heartbeats.keep());
+    let tasks = spawn_background_tasks(&context);
+    let heartbeats = heartbeats.keep();
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
     observability.serving(&context);
     info!(
@@ -184,15 +240,24 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         server,
         context,
         controller,
+        quorum: controllers.quorum,
         logs,
         scheduler,
+        heartbeats,
         tasks,
         broker_epoch,
         observability,
     })
 }
 
-fn create_log_dirs(config: &BrokerConfig) -> Result<(), StartError> {
+fn heartbeat_interval(config: &BrokerConfig) -> Duration {
+    config
+        .cluster
+        .as_ref()
+        .map_or(HEARTBEAT_INTERVAL, |cluster| cluster.heartbeat_interval)
+}
+
+pub(crate) fn create_log_dirs(config: &BrokerConfig) -> Result<(), StartError> {
     for dir in &config.log_dirs {
         std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDirectory {
             path: dir.clone(),
@@ -233,7 +298,7 @@ async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
 /// topic with its configuration from the metadata image.
 async fn open_logs(
     config: &BrokerConfig,
-    controller: &LocalController,
+    controller: &dyn ControllerClient,
     now_ms: i64,
 ) -> Result<LogManager, StartError> {
     let image = controller.image();
@@ -259,7 +324,8 @@ async fn open_logs(
 async fn broker_context(
     config: &BrokerConfig,
     cluster_id: String,
-    controller: &Arc<LocalController>,
+    controller: &Arc<dyn ControllerClient>,
+    producer_ids: ProducerIdManager,
     logs: &Arc<LogManager>,
     clock: Arc<dyn Clock>,
     observability: &crate::http::Observability,
@@ -274,9 +340,7 @@ async fn broker_context(
         .topic_metrics()
         .set_recording(observability.recording());
     replicas.apply_image(&controller.image());
-    let controller_client: Arc<dyn ControllerClient> =
-        Arc::clone(controller) as Arc<dyn ControllerClient>;
-    let producer_ids = ProducerIdManager::open(&config.log_dirs[0])?;
+    let controller_client = Arc::clone(controller);
     let groups = Arc::new(GroupService::new(config, Arc::clone(&replicas)));
     if ensure_offsets_topic(controller_client.as_ref(), config).await {
         let image = controller_client.image();
@@ -354,12 +418,31 @@ impl RunningBroker {
             server,
             context,
             controller,
+            quorum,
             logs,
             scheduler,
-            tasks,
+            heartbeats,
+            mut tasks,
             broker_epoch,
             observability,
         } = self;
+        let node_id = context.config.node_id;
+        if let Some(heartbeats) = heartbeats {
+            heartbeats.abort();
+            let _ = heartbeats.await;
+        }
+        if quorum.is_some() {
+            // In a cluster, leadership moves to other brokers while this one
+            // still answers, so clients see NOT_LEADER and a new leader in
+            // Metadata, not a broker that went away.
+            crate::cluster_node::controlled_shutdown(
+                controller.as_ref(),
+                node_id,
+                broker_epoch,
+                heartbeat_interval(&context.config),
+            )
+            .await;
+        }
         observability.shutdown().await;
         server.shutdown().await;
         for task in &tasks {
@@ -367,18 +450,19 @@ impl RunningBroker {
         }
         // Wait until the aborted tasks are dropped, so that their handles on
         // the log manager are gone before it is closed.
-        for task in tasks {
+        for task in tasks.drain(..) {
             let _ = task.await;
         }
-        let node_id = context.config.node_id;
-        let request = BrokerHeartbeatRequest {
-            broker_id: node_id,
-            broker_epoch,
-            want_fence: false,
-            want_shutdown: true,
-        };
-        if let Err(error) = controller.broker_heartbeat(request).await {
-            warn!(%error, "controlled shutdown heartbeat failed");
+        if quorum.is_none() {
+            let request = BrokerHeartbeatRequest {
+                broker_id: node_id,
+                broker_epoch,
+                want_fence: false,
+                want_shutdown: true,
+            };
+            if let Err(error) = controller.broker_heartbeat(request).await {
+                warn!(%error, "controlled shutdown heartbeat failed");
+            }
         }
         drop(context);
         drop(controller);
@@ -399,6 +483,9 @@ impl RunningBroker {
             }
         })
         .await;
+        if let Some(quorum) = quorum {
+            quorum.shutdown().await;
+        }
         match result {
             Ok(Ok(())) => info!("Strom broker stopped cleanly"),
             Ok(Err(error)) => warn!(%error, "error while closing logs"),
@@ -407,7 +494,23 @@ impl RunningBroker {
     }
 }
 
-async fn start_controller(config: &BrokerConfig) -> Result<LocalController, StartError> {
+async fn start_controller(config: &BrokerConfig) -> Result<Controllers, StartError> {
+    if let Some(cluster) = &config.cluster {
+        let member = QuorumMember::start(config, cluster).await?;
+        return Ok(Controllers {
+            client: member.client(),
+            quorum: Some(member),
+        });
+    }
+    let local = start_local_controller(config).await?;
+    let client: Arc<dyn ControllerClient> = Arc::new(local);
+    Ok(Controllers {
+        client,
+        quorum: None,
+    })
+}
+
+async fn start_local_controller(config: &BrokerConfig) -> Result<LocalController, StartError> {
     let metadata_dir = config.log_dirs[0].join(METADATA_DIR);
     let mut controller_config = LocalControllerConfig::new(metadata_dir);
     controller_config.controller = ControllerConfig {
@@ -426,21 +529,51 @@ async fn start_controller(config: &BrokerConfig) -> Result<LocalController, Star
 
 async fn register(
     config: &BrokerConfig,
-    controller: &LocalController,
+    controllers: &Controllers,
     bound: &[SocketAddr],
 ) -> Result<i64, StartError> {
+    let controller = controllers.client.as_ref();
     let request = BrokerRegistrationRequest {
         broker_id: config.node_id,
         incarnation_id: uuid::Uuid::new_v4(),
         endpoints: advertised_endpoints(config, bound),
-        rack: None,
+        rack: config.rack.clone(),
     };
     let step = RegistrationStep::Registration;
-    let registration = controller
-        .register_broker(request)
-        .await
-        .map_err(|source| StartError::ControllerFailed { step, source })?
-        .map_err(|source| StartError::ControllerRefused { step, source })?;
+    // A broker restarted right after a crash finds its previous incarnation
+    // still registered until that one's session expires; like Kafka's, it
+    // tries again until then. A live broker with the same id keeps its
+    // session, so the refusal stands and the process stops.
+    let patience = config.cluster.as_ref().map_or(Duration::ZERO, |cluster| {
+        cluster.session_timeout + 2 * cluster.heartbeat_interval
+    });
+    let deadline = std::time::Instant::now() + patience;
+    let registration = loop {
+        let answer = controller
+            .register_broker(request.clone())
+            .await
+            .map_err(|source| StartError::ControllerFailed { step, source })?;
+        match answer {
+            Err(ControllerError::DuplicateBrokerRegistration { .. })
+                if std::time::Instant::now() < deadline =>
+            {
+                info!("another incarnation of this broker is still registered; waiting for its session to expire");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            answer => {
+                break answer.map_err(|source| StartError::ControllerRefused { step, source })?
+            }
+        }
+    };
+    info!(
+        broker_epoch = registration.broker_epoch,
+        "registered with the controller"
+    );
+    if let (Some(member), Some(cluster)) = (&controllers.quorum, &config.cluster) {
+        member
+            .catch_up(config, cluster, registration.broker_epoch)
+            .await?;
+    }
     let heartbeat = BrokerHeartbeatRequest {
         broker_id: config.node_id,
         broker_epoch: registration.broker_epoch,
@@ -507,8 +640,13 @@ async fn follow_metadata(context: Arc<BrokerContext>) {
     }
 }
 
-async fn heartbeat_loop(controller: Arc<LocalController>, broker_id: i32, broker_epoch: i64) {
-    let mut interval = tokio::time::interval(HEARTBEAT_INTERVAL);
+async fn heartbeat_loop(
+    controller: Arc<dyn ControllerClient>,
+    broker_id: i32,
+    broker_epoch: i64,
+    every: Duration,
+) {
+    let mut interval = tokio::time::interval(every);
     loop {
         interval.tick().await;
         let request = BrokerHeartbeatRequest {

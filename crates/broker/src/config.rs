@@ -94,6 +94,11 @@ impl std::fmt::Display for ConfigWarning {
 pub struct BrokerConfig {
     /// `node.id` (alias `broker.id`).
     pub node_id: i32,
+    /// The cluster-mode settings; `None` for a single-node broker (no
+    /// `controller.quorum.voters`).
+    pub cluster: Option<crate::cluster_config::ClusterConfig>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
     /// `listeners`.
     pub listeners: Vec<Listener>,
     /// `advertised.listeners` (defaults to `listeners`).
@@ -212,10 +217,7 @@ pub const IGNORED_KEYS: &[&str] = &[
     "num.io.threads",
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
-    "controller.quorum.voters",
     "controller.quorum.bootstrap.servers",
-    "controller.listener.names",
-    "inter.broker.listener.name",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "log.cleaner.threads",
@@ -240,13 +242,21 @@ impl BrokerConfig {
         map: &BTreeMap<String, String>,
     ) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
         let lookup = Lookup { map };
-        let listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
+        let mut listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
+        let node_id = node_id(&lookup)?;
+        let cluster = crate::cluster_config::parse(map, node_id, &mut listeners)?;
         let advertised_listeners = match map.get("advertised.listeners") {
-            Some(text) if !text.trim().is_empty() => parse_listeners("advertised.listeners", text)?,
+            Some(text) if !text.trim().is_empty() => parse_listeners("advertised.listeners", text)?
+                .into_iter()
+                .filter(|advertised| listeners.iter().any(|l| l.name == advertised.name))
+                .collect(),
             _ => listeners.clone(),
         };
+        let rack = Some(lookup.string("broker.rack").trim().to_owned()).filter(|r| !r.is_empty());
         let config = BrokerConfig {
-            node_id: node_id(&lookup)?,
+            node_id,
+            cluster,
+            rack,
             listeners: listeners.clone(),
             advertised_listeners,
             log_dirs: log_dirs(&lookup)?,
@@ -379,6 +389,9 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
     map.keys()
         .filter(|key| {
             !KNOWN_KEYS.iter().any(|(known, _)| known == key)
+                && !crate::cluster_config::CLUSTER_KEYS
+                    .iter()
+                    .any(|(known, _)| known == key)
                 && !is_topic_default_key(key)
                 && !crate::security::is_security_key(key)
         })

@@ -107,6 +107,13 @@ pub enum ValueProblem {
         /// Why.
         reason: String,
     },
+    /// A cluster-mode setting that does not fit the others (roles, voters,
+    /// controller listener), said in words.
+    #[error("{reason}")]
+    Cluster {
+        /// Why.
+        reason: String,
+    },
     /// No listener at all.
     #[error("at least one listener is required")]
     NoListener,
@@ -144,6 +151,21 @@ pub enum ProducerIdError {
     /// Every producer id has been handed out.
     #[error("producer ids are exhausted")]
     Exhausted,
+    /// The controller quorum could not be asked for a block of ids.
+    #[error("no block of producer ids from the controller")]
+    Controller {
+        /// Why.
+        #[source]
+        source: strom_controller::error::RuntimeError,
+    },
+    /// The controller refused this broker a block of ids (for example
+    /// after the broker was fenced and re-registered).
+    #[error("the controller refused a block of producer ids")]
+    Refused {
+        /// Why.
+        #[source]
+        source: strom_controller::error::ControllerError,
+    },
 }
 
 /// A Fetch request that does not fit the fetch session it names (KIP-227).

@@ -12,6 +12,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use strom_controller::error::ControllerError;
 
 use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
@@ -330,8 +331,10 @@ pub async fn ensure_offsets_topic(
     match controller.create_topics(request).await {
         Ok(outcomes) => {
             for outcome in outcomes {
-                if let Err(error) = outcome.result {
-                    warn!(%error, "cannot create __consumer_offsets");
+                match outcome.result {
+                    // Another broker of the cluster created it first.
+                    Ok(_) | Err(ControllerError::TopicAlreadyExists { .. }) => {}
+                    Err(error) => warn!(%error, "cannot create __consumer_offsets"),
                 }
             }
         }

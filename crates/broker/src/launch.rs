@@ -48,7 +48,7 @@ pub enum Command {
 
 /// The usage text of `strom-broker`.
 pub const USAGE: &str = "\
-A Kafka-compatible broker (single node)
+A Kafka-compatible broker (a single node, or a node of a cluster with controller.quorum.voters)
 
 Usage: strom-broker [--config FILE] [--set KEY=VALUE]...
 
@@ -121,6 +121,13 @@ pub fn run(options: LaunchOptions) -> std::process::ExitCode {
         }
     };
     runtime.block_on(async move {
+        if let Some(cluster) = config
+            .cluster
+            .clone()
+            .filter(|cluster| !cluster.roles.broker)
+        {
+            return run_controller(&config, &cluster).await;
+        }
         let broker = match crate::broker::start(config).await {
             Ok(broker) => broker,
             Err(error) => {
@@ -133,6 +140,24 @@ pub fn run(options: LaunchOptions) -> std::process::ExitCode {
         broker.shutdown().await;
         std::process::ExitCode::SUCCESS
     })
+}
+
+/// Runs a controller-only node until SIGTERM or SIGINT.
+async fn run_controller(
+    config: &BrokerConfig,
+    cluster: &crate::cluster_config::ClusterConfig,
+) -> std::process::ExitCode {
+    let controller = match crate::cluster_node::RunningController::start(config, cluster).await {
+        Ok(controller) => controller,
+        Err(error) => {
+            eprintln!("strom-broker: {}", error_chain(&error));
+            return std::process::ExitCode::from(1);
+        }
+    };
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    controller.shutdown().await;
+    std::process::ExitCode::SUCCESS
 }
 
 /// An error and its sources on one line.
@@ -208,7 +233,8 @@ pub fn log_format(
 
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // openraft reports every vote and replication step at info.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)

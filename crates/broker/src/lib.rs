@@ -32,6 +32,8 @@
 
 pub mod blocking;
 pub mod broker;
+pub mod cluster_config;
+pub mod cluster_node;
 pub mod config;
 pub mod config_builder;
 pub mod error;

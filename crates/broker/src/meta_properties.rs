@@ -64,7 +64,18 @@ pub enum MetaPropertiesError {
 /// cluster id. A new cluster id is a random UUID in Kafka's URL-safe
 /// base64 form (22 characters).
 pub fn ensure(log_dirs: &[PathBuf], node_id: i32) -> Result<String, MetaPropertiesError> {
-    let mut cluster_id: Option<String> = None;
+    ensure_cluster(log_dirs, node_id, None)
+}
+
+/// As [`ensure`], for a node of a cluster whose id is `given` (the
+/// `strom.cluster.id` every node shares): a directory written for another
+/// cluster is refused, so a node never joins a cluster with another's data.
+pub fn ensure_cluster(
+    log_dirs: &[PathBuf],
+    node_id: i32,
+    given: Option<&str>,
+) -> Result<String, MetaPropertiesError> {
+    let mut cluster_id: Option<String> = given.map(str::to_owned);
     for dir in log_dirs {
         let path = dir.join(META_PROPERTIES);
         if let Some((found_cluster, found_node)) = read(&path)? {

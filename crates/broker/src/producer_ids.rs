@@ -8,13 +8,18 @@
 //! The write happens under the counter's lock, through
 //! [`crate::blocking::blocking`] so that the requesting worker's other tasks
 //! move elsewhere during the `fsync` (one per thousand ids).
-//! A single node needs no more: a replicated controller would record the
-//! blocks in its metadata log instead (Kafka's `ProducerIdsRecord`).
+//! A single node needs no more. In a cluster the blocks come from the
+//! controller quorum instead (AllocateProducerIds, recorded in the metadata
+//! log as Kafka's `ProducerIdsRecord`), so two brokers never hand out the
+//! same id: see [`ProducerIdManager::from_quorum`].
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use strom_controller::controller::AllocateProducerIdsRequest;
+use strom_controller::ControllerClient;
 
 use crate::error::ProducerIdError;
 
@@ -32,10 +37,56 @@ struct Block {
 }
 
 /// Allocates producer ids; see the module docs.
-#[derive(Debug)]
 pub struct ProducerIdManager {
     path: PathBuf,
     block: Mutex<Block>,
+    quorum: Option<QuorumIds>,
+}
+
+impl std::fmt::Debug for ProducerIdManager {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ProducerIdManager")
+            .field("path", &self.path)
+            .field("quorum", &self.quorum.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Blocks of ids from the controller quorum.
+struct QuorumIds {
+    controller: Arc<dyn ControllerClient>,
+    broker_id: i32,
+    broker_epoch: i64,
+    block: tokio::sync::Mutex<Block>,
+}
+
+impl QuorumIds {
+    async fn allocate(&self) -> Result<i64, ProducerIdError> {
+        let mut block = self.block.lock().await;
+        if block.next >= block.end {
+            let request = AllocateProducerIdsRequest {
+                broker_id: self.broker_id,
+                broker_epoch: self.broker_epoch,
+            };
+            let granted = self
+                .controller
+                .allocate_producer_ids(request)
+                .await
+                .map_err(|source| ProducerIdError::Controller { source })?
+                .map_err(|source| ProducerIdError::Refused { source })?;
+            block.next = granted.first_producer_id;
+            block.end = granted
+                .first_producer_id
+                .saturating_add(i64::from(granted.size.max(0)));
+            if block.next >= block.end {
+                return Err(ProducerIdError::Exhausted);
+            }
+        }
+        let id = block.next;
+        block.next += 1;
+        Ok(id)
+    }
 }
 
 impl ProducerIdManager {
@@ -62,12 +113,37 @@ impl ProducerIdManager {
                 next: start,
                 end: start,
             }),
+            quorum: None,
         })
     }
 
-    /// A fresh producer id. Writes the counter file once per block.
-    pub fn allocate(&self) -> Result<i64, ProducerIdError> {
-        crate::blocking::blocking(|| self.allocate_here())
+    /// Ids in blocks from the controller quorum, for broker `broker_id`
+    /// registered at `broker_epoch` (the controller refuses another
+    /// epoch's request).
+    pub fn from_quorum(
+        controller: Arc<dyn ControllerClient>,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> ProducerIdManager {
+        ProducerIdManager {
+            path: PathBuf::new(),
+            block: Mutex::new(Block { next: 0, end: 0 }),
+            quorum: Some(QuorumIds {
+                controller,
+                broker_id,
+                broker_epoch,
+                block: tokio::sync::Mutex::new(Block { next: 0, end: 0 }),
+            }),
+        }
+    }
+
+    /// A fresh producer id: from the counter file (written once per
+    /// block), or from a block the controller quorum granted.
+    pub async fn allocate(&self) -> Result<i64, ProducerIdError> {
+        match &self.quorum {
+            Some(quorum) => quorum.allocate().await,
+            None => crate::blocking::blocking(|| self.allocate_here()),
+        }
     }
 
     fn allocate_here(&self) -> Result<i64, ProducerIdError> {
@@ -91,8 +167,11 @@ impl ProducerIdManager {
     }
 
     /// Whether `producer_id` may have been issued by this counter (it is
-    /// below the next id to hand out).
+    /// below the next id to hand out; in a cluster, below the quorum's).
     pub fn was_issued(&self, producer_id: i64) -> bool {
+        if let Some(quorum) = &self.quorum {
+            return (0..quorum.controller.image().next_producer_id()).contains(&producer_id);
+        }
         // Plain counters (see `allocate_here`): safe to reuse after a panic.
         let block = self
             .block
@@ -137,13 +216,13 @@ mod tests {
     fn ids_are_unique_across_restarts() {
         let dir = temp_dir("restart");
         let manager = ProducerIdManager::open(&dir).unwrap();
-        let first: Vec<i64> = (0..3).map(|_| manager.allocate().unwrap()).collect();
+        let first: Vec<i64> = (0..3).map(|_| manager.allocate_here().unwrap()).collect();
         assert_eq!(first, vec![0, 1, 2]);
         assert!(manager.was_issued(2));
         assert!(!manager.was_issued(3));
         drop(manager);
         let reopened = ProducerIdManager::open(&dir).unwrap();
-        let next = reopened.allocate().unwrap();
+        let next = reopened.allocate_here().unwrap();
         assert_eq!(next, BLOCK_SIZE, "resumes after the reserved block");
         assert!(reopened.was_issued(2));
         fs::remove_dir_all(&dir).unwrap();
@@ -154,7 +233,7 @@ mod tests {
         let dir = temp_dir("blocks");
         let manager = ProducerIdManager::open(&dir).unwrap();
         for expected in 0..=BLOCK_SIZE {
-            assert_eq!(manager.allocate().unwrap(), expected);
+            assert_eq!(manager.allocate_here().unwrap(), expected);
         }
         let recorded = fs::read_to_string(dir.join(FILE_NAME)).unwrap();
         assert_eq!(recorded.trim(), (2 * BLOCK_SIZE).to_string());

@@ -19,7 +19,7 @@ use crate::error::AssignmentError;
 use crate::image::BrokerId;
 
 /// Replicas for one partition, as requested by a client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestedAssignment {
     /// The partition index.
     pub partition_index: i32,

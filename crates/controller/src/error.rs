@@ -44,7 +44,7 @@ pub enum RecordError {
 }
 
 /// Why a partition's state is inconsistent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum PartitionProblem {
     /// The replica list is empty.
     #[error("no replicas")]
@@ -217,7 +217,7 @@ pub struct IllegalTransition<S: fmt::Display + fmt::Debug> {
 }
 
 /// A replica assignment cannot be made or is invalid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum AssignmentError {
     /// The replication factor is zero or negative.
     #[error("replication factor {replication_factor} must be at least 1")]
@@ -433,6 +433,14 @@ pub enum CodecError {
         /// The value.
         kind: u32,
     },
+    /// A forwarded controller command or its reply is not valid JSON of
+    /// the expected shape.
+    #[error("undecodable controller command")]
+    Json {
+        /// The decoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The metadata records inside an entry are not valid.
     #[error("invalid metadata records")]
     Records {
@@ -463,7 +471,7 @@ pub enum SnapshotProblem {
 }
 
 /// Why a topic name is invalid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum TopicNameProblem {
     /// The name is empty.
     #[error("the name is empty")]
@@ -494,7 +502,7 @@ pub enum TopicNameProblem {
 }
 
 /// Why a configuration value is invalid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ConfigProblem {
     /// The key is not a known configuration.
     #[error("unknown configuration key")]
@@ -516,7 +524,7 @@ pub enum ConfigProblem {
 
 /// The per-item error of a controller command. Each variant maps to one
 /// Kafka error code at the broker edge (named in the variant's docs).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ControllerError {
     /// `INVALID_TOPIC_EXCEPTION`.
     #[error("invalid topic name '{}'", name.escape_default())]
@@ -798,9 +806,7 @@ mod tests {
 
     #[test]
     fn config_problem_lists_allowed_values() {
-        let problem = ConfigProblem::Value(ConfigValueError::NotAllowed {
-            allowed: &["delete", "compact"],
-        });
+        let problem = ConfigProblem::Value(ConfigValueError::not_allowed(&["delete", "compact"]));
         assert_eq!(problem.to_string(), "not one of: delete, compact");
     }
 }

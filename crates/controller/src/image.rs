@@ -34,7 +34,7 @@ use crate::records::{
 pub type BrokerId = i32;
 
 /// An advertised listener of a registered broker.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Endpoint {
     /// Listener name.
     pub name: String,
@@ -99,7 +99,9 @@ impl TopicImage {
 }
 
 /// The resource a configuration belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ConfigResource {
     /// A topic, by name.
     Topic(String),

@@ -3,7 +3,7 @@
 //! credentials are recorded, never a password.
 
 /// A user's SCRAM credential for one mechanism was set.
-#[derive(Clone, PartialEq, Eq, ::prost::Message)]
+#[derive(Clone, PartialEq, Eq, ::prost::Message, serde::Serialize, serde::Deserialize)]
 pub struct UserScramCredentialRecord {
     /// The user name.
     #[prost(string, tag = "1")]
@@ -39,7 +39,17 @@ pub struct RemoveUserScramCredentialRecord {
 /// One access control entry on a resource pattern (a Kafka ACL binding).
 /// The numbers are Kafka's `ResourceType`, `PatternType`, `AclOperation`
 /// and `AclPermissionType` codes.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Message)]
+#[derive(
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    ::prost::Message,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct AccessControlEntryRecord {
     /// Resource type (2 topic, 3 group, 4 cluster, 5 transactional id).
     #[prost(int32, tag = "1")]

@@ -120,7 +120,7 @@ pub struct ConfigDefinition {
 }
 
 /// Why a configuration value is invalid for its key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ConfigValueError {
     /// The value must be an integer (of the key's width).
     #[error("not an integer")]
@@ -147,8 +147,17 @@ pub enum ConfigValueError {
     #[error("not one of: {}", allowed.join(", "))]
     NotAllowed {
         /// The allowed values.
-        allowed: &'static [&'static str],
+        allowed: Vec<String>,
     },
+}
+
+impl ConfigValueError {
+    /// [`ConfigValueError::NotAllowed`] with these words.
+    pub fn not_allowed(allowed: &[&str]) -> Self {
+        ConfigValueError::NotAllowed {
+            allowed: allowed.iter().map(|word| (*word).to_owned()).collect(),
+        }
+    }
 }
 
 /// Kafka's `Long.MAX_VALUE`, the "no limit" default of several keys.
@@ -544,7 +553,7 @@ impl ConfigDefinition {
                 if allowed.contains(&trimmed) {
                     Ok(())
                 } else {
-                    Err(ConfigValueError::NotAllowed { allowed })
+                    Err(ConfigValueError::not_allowed(allowed))
                 }
             }
             ConfigKind::ListOf(allowed) => validate_word_list(trimmed, allowed),
@@ -593,7 +602,7 @@ fn validate_word_list(
 ) -> Result<(), ConfigValueError> {
     let entries = split_list(value);
     if entries.is_empty() || entries.iter().any(|entry| !allowed.contains(entry)) {
-        return Err(ConfigValueError::NotAllowed { allowed });
+        return Err(ConfigValueError::not_allowed(allowed));
     }
     Ok(())
 }
@@ -610,9 +619,10 @@ fn validate_throttled_replicas(value: &str) -> Result<(), ConfigValueError> {
     if valid {
         Ok(())
     } else {
-        Err(ConfigValueError::NotAllowed {
-            allowed: &["*", "<partition>:<broker>,..."],
-        })
+        Err(ConfigValueError::not_allowed(&[
+            "*",
+            "<partition>:<broker>,...",
+        ]))
     }
 }
 
@@ -711,10 +721,7 @@ mod tests {
         assert!(check("cleanup.policy", "").is_err());
         assert!(check("leader.replication.throttled.replicas", "0-1").is_err());
         assert_eq!(
-            ConfigValueError::NotAllowed {
-                allowed: CLEANUP_POLICIES
-            }
-            .to_string(),
+            ConfigValueError::not_allowed(CLEANUP_POLICIES).to_string(),
             "not one of: delete, compact"
         );
     }

@@ -168,7 +168,15 @@ pub fn producer_id_error_code(error: &ProducerIdError) -> ErrorCode {
         ProducerIdError::Io { .. } | ProducerIdError::Corrupt { .. } => {
             ErrorCode::KafkaStorageError
         }
-        ProducerIdError::Exhausted => ErrorCode::UnknownServerError,
+        ProducerIdError::Exhausted
+        | ProducerIdError::Refused {
+            source: ControllerError::ProducerIdsExhausted { .. },
+        } => ErrorCode::UnknownServerError,
+        // No block from the controller yet (an election, a partition, a
+        // broker epoch being renewed): Kafka answers so, and clients retry.
+        ProducerIdError::Controller { .. } | ProducerIdError::Refused { .. } => {
+            ErrorCode::CoordinatorLoadInProgress
+        }
     }
 }
 

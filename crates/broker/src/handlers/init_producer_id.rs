@@ -24,7 +24,7 @@ const NO_PRODUCER_ID: i64 = -1;
 const NO_PRODUCER_EPOCH: i16 = -1;
 
 /// Handles an InitProducerId request.
-pub fn handle(
+pub async fn handle(
     broker: &BrokerContext,
     _context: &RequestContext,
     request: InitProducerIdRequest,
@@ -38,7 +38,7 @@ pub fn handle(
     let response = if request.transactional_id.is_some() {
         failed(ErrorCode::CoordinatorNotAvailable)
     } else {
-        match decide(broker, request.producer_id.0, request.producer_epoch) {
+        match decide(broker, request.producer_id.0, request.producer_epoch).await {
             Ok((producer_id, producer_epoch)) => InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(producer_epoch),
@@ -49,20 +49,25 @@ pub fn handle(
 }
 
 /// The id and epoch to hand out.
-fn decide(broker: &BrokerContext, producer_id: i64, epoch: i16) -> Result<(i64, i16), ErrorCode> {
-    let fresh = || {
+async fn decide(
+    broker: &BrokerContext,
+    producer_id: i64,
+    epoch: i16,
+) -> Result<(i64, i16), ErrorCode> {
+    let fresh = || async {
         broker
             .producer_ids
             .allocate()
+            .await
             .map(|id| (id, 0))
             .map_err(|error| producer_id_error_code(&error))
     };
     match (producer_id, epoch) {
-        (NO_PRODUCER_ID, NO_PRODUCER_EPOCH) => fresh(),
+        (NO_PRODUCER_ID, NO_PRODUCER_EPOCH) => fresh().await,
         (NO_PRODUCER_ID, _) | (_, NO_PRODUCER_EPOCH) => Err(ErrorCode::InvalidRequest),
         (id, _) if !broker.producer_ids.was_issued(id) => Err(ErrorCode::InvalidProducerIdMapping),
         (_, epoch) if epoch < 0 => Err(ErrorCode::InvalidProducerEpoch),
-        (_, epoch) if epoch >= i16::MAX - 1 => fresh(),
+        (_, epoch) if epoch >= i16::MAX - 1 => fresh().await,
         (id, epoch) => Ok((id, epoch + 1)),
     }
 }

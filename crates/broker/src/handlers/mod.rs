@@ -204,7 +204,7 @@ impl Dispatcher {
                 offset_for_leader_epoch::handle(broker, &request_context, request)
             }
             Request::InitProducerId(request) => {
-                init_producer_id::handle(broker, &request_context, request)
+                init_producer_id::handle(broker, &request_context, request).await
             }
             Request::SaslHandshake(request) => sasl_handshake::handle(&request_context, request),
             Request::SaslAuthenticate(request) => {

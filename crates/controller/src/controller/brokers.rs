@@ -25,7 +25,7 @@ use crate::records::{
 };
 
 /// A BrokerRegistration request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BrokerRegistrationRequest {
     /// The broker's `node.id`.
     pub broker_id: BrokerId,
@@ -38,14 +38,14 @@ pub struct BrokerRegistrationRequest {
 }
 
 /// The reply to a registration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BrokerRegistrationReply {
     /// The broker epoch to quote in heartbeats.
     pub broker_epoch: i64,
 }
 
 /// A BrokerHeartbeat request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BrokerHeartbeatRequest {
     /// The broker's `node.id`.
     pub broker_id: BrokerId,
@@ -58,7 +58,7 @@ pub struct BrokerHeartbeatRequest {
 }
 
 /// The reply to a heartbeat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BrokerHeartbeatReply {
     /// Whether the broker is fenced after this heartbeat.
     pub is_fenced: bool,
@@ -67,7 +67,7 @@ pub struct BrokerHeartbeatReply {
 }
 
 /// Which leader election an ElectLeaders request asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ElectionType {
     /// Move leadership to the preferred (first) replica.
     Preferred,
@@ -77,7 +77,7 @@ pub enum ElectionType {
 }
 
 /// An ElectLeaders request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ElectLeadersRequest {
     /// The election type.
     pub election_type: ElectionType,
@@ -88,7 +88,7 @@ pub struct ElectLeadersRequest {
 }
 
 /// The result of an election for one partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ElectionOutcome {
     /// The topic name.
     pub topic: String,

@@ -9,7 +9,7 @@ use crate::image::{ConfigResource, MetadataImage};
 use crate::records::{ConfigRecord, MetadataRecord, Record};
 
 /// A resource and the complete set of configs it should have.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ResourceConfigs {
     /// The resource.
     pub resource: ConfigResource,
@@ -18,7 +18,7 @@ pub struct ResourceConfigs {
 }
 
 /// An AlterConfigs request: replace each resource's configs.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct AlterConfigsRequest {
     /// Resources and their new configs.
     pub resources: Vec<ResourceConfigs>,
@@ -27,7 +27,7 @@ pub struct AlterConfigsRequest {
 }
 
 /// An IncrementalAlterConfigs operation (Kafka's `AlterConfigOp.OpType`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AlterConfigOperation {
     /// Set the value.
     Set(String),
@@ -40,7 +40,7 @@ pub enum AlterConfigOperation {
 }
 
 /// One key's operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConfigAlteration {
     /// The key.
     pub key: String,
@@ -49,7 +49,7 @@ pub struct ConfigAlteration {
 }
 
 /// An IncrementalAlterConfigs request.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct IncrementalAlterConfigsRequest {
     /// Resources and their operations.
     pub resources: Vec<(ConfigResource, Vec<ConfigAlteration>)>,
@@ -58,7 +58,7 @@ pub struct IncrementalAlterConfigsRequest {
 }
 
 /// The result for one resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ResourceOutcome {
     /// The resource.
     pub resource: ConfigResource,

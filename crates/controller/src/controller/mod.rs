@@ -76,7 +76,7 @@ impl Default for ControllerConfig {
 
 /// A configuration key and value as given in a request (`None` is a null
 /// value).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ConfigEntry {
     /// The key.
     pub key: String,

@@ -13,7 +13,7 @@ use crate::error::{ApplyError, ControllerError, PartitionProblem};
 use crate::image::{BrokerId, MetadataImage, PartitionImage};
 
 /// An AlterPartition request for one partition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlterPartitionRequest {
     /// The requesting broker (the leader).
     pub broker_id: BrokerId,
@@ -32,7 +32,7 @@ pub struct AlterPartitionRequest {
 }
 
 /// The partition's state after the change.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlterPartitionReply {
     /// The leader.
     pub leader: Option<BrokerId>,

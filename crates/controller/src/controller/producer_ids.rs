@@ -12,7 +12,7 @@ use crate::records::{MetadataRecord, ProducerIdsRecord, Record};
 pub const PRODUCER_ID_BLOCK_SIZE: i32 = 1_000;
 
 /// AllocateProducerIds: a registered broker asks for a block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AllocateProducerIdsRequest {
     /// The broker.
     pub broker_id: BrokerId,
@@ -21,7 +21,7 @@ pub struct AllocateProducerIdsRequest {
 }
 
 /// A block of producer ids: `first_producer_id` and the `size - 1` after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProducerIdBlock {
     /// The first id of the block.
     pub first_producer_id: i64,

@@ -11,7 +11,7 @@ use crate::security_records::{
 };
 
 /// One change of AlterUserScramCredentials.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ScramChange {
     /// Set a credential (already salted and derived).
     Upsert(UserScramCredentialRecord),

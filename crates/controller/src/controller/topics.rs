@@ -19,7 +19,7 @@ use crate::records::{
 use crate::topic_name::{collision_key, validate_topic_name};
 
 /// One topic to create.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct NewTopic {
     /// The name.
     pub name: String,
@@ -36,7 +36,7 @@ pub struct NewTopic {
 }
 
 /// A CreateTopics request.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CreateTopicsRequest {
     /// Topics to create.
     pub topics: Vec<NewTopic>,
@@ -45,7 +45,7 @@ pub struct CreateTopicsRequest {
 }
 
 /// What was (or, with `validate_only`, would be) created.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreatedTopic {
     /// The new topic id.
     pub topic_id: Uuid,
@@ -58,7 +58,7 @@ pub struct CreatedTopic {
 }
 
 /// The result for one topic of a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopicOutcome<T> {
     /// The topic name as given in the request.
     pub name: String,
@@ -67,7 +67,7 @@ pub struct TopicOutcome<T> {
 }
 
 /// A topic named in a DeleteTopics request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TopicReference {
     /// By name.
     Name(String),
@@ -76,7 +76,7 @@ pub enum TopicReference {
 }
 
 /// A deleted topic.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeletedTopic {
     /// Its name.
     pub name: String,
@@ -85,7 +85,7 @@ pub struct DeletedTopic {
 }
 
 /// The result for one topic of a DeleteTopics request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeleteOutcome {
     /// The topic as named in the request.
     pub topic: TopicReference,
@@ -94,7 +94,7 @@ pub struct DeleteOutcome {
 }
 
 /// One topic's partition increase.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PartitionsIncrease {
     /// The topic.
     pub topic: String,
@@ -105,7 +105,7 @@ pub struct PartitionsIncrease {
 }
 
 /// A CreatePartitions request.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CreatePartitionsRequest {
     /// Topics to grow.
     pub topics: Vec<PartitionsIncrease>,

@@ -36,11 +36,13 @@
 //! [`state_machine`]), so a deposed controller's late proposal never
 //! applies to an image it was not checked against.
 
+pub mod cluster;
 pub mod codec;
 pub mod log_store;
 pub mod memory;
 pub mod network;
 pub mod node;
+pub mod remote;
 pub mod state_machine;
 pub mod status;
 pub mod tcp;

@@ -6,7 +6,7 @@ use openraft::{BasicNode, RaftMetrics, ServerState};
 use crate::quorum::types::NodeId;
 
 /// One replica of the metadata log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReplicaStatus {
     /// The node.
     pub node_id: NodeId,
@@ -17,7 +17,7 @@ pub struct ReplicaStatus {
 }
 
 /// The quorum as one node sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QuorumStatus {
     /// The node that answered.
     pub node_id: NodeId,

@@ -8,6 +8,9 @@
 //! Using Kafka's framing lets the controller listener carry these RPCs
 //! beside Kafka's own controller APIs.
 //!
+//! Forwarded controller commands ([`remote`](crate::quorum::remote)) use
+//! the same framing with [`COMMAND_API_KEY`].
+//!
 //! [`TcpTransport`] is the client side (one connection per peer, reopened
 //! after any error); [`serve_connection`] answers one accepted connection.
 //! A frame larger than the cap, a header that does not parse, another API
@@ -24,6 +27,7 @@ use tokio::net::TcpStream;
 
 use crate::quorum::network::{QuorumTransport, TransportError};
 use crate::quorum::node::QuorumController;
+use crate::quorum::remote::{self, RemoteCommand, COMMAND_API_KEY, COMMAND_API_VERSION};
 use crate::quorum::types::NodeId;
 
 /// The Strom-private API key of a Raft RPC (outside Kafka's key range).
@@ -49,8 +53,9 @@ pub enum FrameError {
         /// The cap.
         max_bytes: usize,
     },
-    /// The request header is cut short or has another API key.
-    #[error("not a Raft request (API key {api_key:?})")]
+    /// The request header is cut short or has another API key (or
+    /// version).
+    #[error("not a Raft request or controller command (API key {api_key:?})")]
     NotRaft {
         /// The API key, if the header had one.
         api_key: Option<i16>,
@@ -94,38 +99,77 @@ async fn write_frame<W: AsyncWrite + Unpin>(
 }
 
 /// The request header: API key, version, correlation id, client id.
-fn request_header(correlation_id: i32) -> Vec<u8> {
+fn request_header(api_key: i16, correlation_id: i32) -> Vec<u8> {
+    let version = if api_key == COMMAND_API_KEY {
+        COMMAND_API_VERSION
+    } else {
+        RAFT_API_VERSION
+    };
     let mut header = Vec::with_capacity(10 + CLIENT_ID.len());
-    header.extend_from_slice(&RAFT_API_KEY.to_be_bytes());
-    header.extend_from_slice(&RAFT_API_VERSION.to_be_bytes());
+    header.extend_from_slice(&api_key.to_be_bytes());
+    header.extend_from_slice(&version.to_be_bytes());
     header.extend_from_slice(&correlation_id.to_be_bytes());
     header.extend_from_slice(&(CLIENT_ID.len() as i16).to_be_bytes());
     header.extend_from_slice(CLIENT_ID.as_bytes());
     header
 }
 
-/// Splits a request frame into its correlation id and body, checking that
-/// it is a Raft request.
-fn parse_request(frame: &[u8]) -> Result<(i32, &[u8]), FrameError> {
+/// Splits a request frame into its API key, correlation id and body,
+/// checking that it is a Raft request or a controller command.
+pub fn parse_request(frame: &[u8]) -> Result<(i16, i32, &[u8]), FrameError> {
     let read_i16 = |at: usize| {
         frame
             .get(at..at + 2)
             .map(|bytes| i16::from_be_bytes([bytes[0], bytes[1]]))
     };
     let api_key = read_i16(0);
-    if api_key != Some(RAFT_API_KEY) || read_i16(2) != Some(RAFT_API_VERSION) {
+    let known = match api_key {
+        Some(RAFT_API_KEY) => read_i16(2) == Some(RAFT_API_VERSION),
+        Some(COMMAND_API_KEY) => read_i16(2) == Some(COMMAND_API_VERSION),
+        _ => false,
+    };
+    let Some(api_key) = api_key.filter(|_| known) else {
         return Err(FrameError::NotRaft { api_key });
-    }
+    };
+    let api_key_field = Some(api_key);
     let correlation_id = frame
         .get(4..8)
         .map(|bytes| i32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
-        .ok_or(FrameError::NotRaft { api_key })?;
-    let client_id_length = read_i16(8).ok_or(FrameError::NotRaft { api_key })?;
+        .ok_or(FrameError::NotRaft {
+            api_key: api_key_field,
+        })?;
+    let client_id_length = read_i16(8).ok_or(FrameError::NotRaft {
+        api_key: api_key_field,
+    })?;
     let body_start = 10 + usize::try_from(client_id_length.max(0)).unwrap_or(0);
-    let body = frame
-        .get(body_start..)
-        .ok_or(FrameError::NotRaft { api_key })?;
-    Ok((correlation_id, body))
+    let body = frame.get(body_start..).ok_or(FrameError::NotRaft {
+        api_key: api_key_field,
+    })?;
+    Ok((api_key, correlation_id, body))
+}
+
+/// Answers one request frame of the controller listener (a Raft request
+/// or a controller command) with the reply body; `Err` means the frame
+/// was not a valid request and the connection must be closed.
+pub async fn answer(node: &QuorumController, frame: &[u8]) -> Result<(i32, Vec<u8>), FrameError> {
+    let (api_key, correlation_id, body) = parse_request(frame)?;
+    let reply = if api_key == COMMAND_API_KEY {
+        let command = RemoteCommand::decode(body).map_err(|source| {
+            tracing::warn!(error = %source, "undecodable controller command; closing the connection");
+            FrameError::NotRaft {
+                api_key: Some(api_key),
+            }
+        })?;
+        remote::execute(node, command).await.encode()
+    } else {
+        node.handle_raft_request(body).await.map_err(|source| {
+            tracing::warn!(error = %source, "undecodable Raft request; closing the connection");
+            FrameError::NotRaft {
+                api_key: Some(api_key),
+            }
+        })?
+    };
+    Ok((correlation_id, reply))
 }
 
 /// Answers Raft requests on one accepted connection until the peer closes
@@ -152,13 +196,7 @@ where
             }
             Err(error) => return Err(error),
         };
-        let (correlation_id, body) = parse_request(&frame)?;
-        let reply = node.handle_raft_request(body).await.map_err(|source| {
-            tracing::warn!(error = %source, "undecodable Raft request; closing the connection");
-            FrameError::NotRaft {
-                api_key: Some(RAFT_API_KEY),
-            }
-        })?;
+        let (correlation_id, reply) = answer(&node, &frame).await?;
         write_frame(&mut stream, &[&correlation_id.to_be_bytes(), &reply]).await?;
     }
 }
@@ -185,8 +223,8 @@ struct Connection {
 }
 
 /// The client side: one connection per peer, reopened after any error.
-#[derive(Default)]
 pub struct TcpTransport {
+    api_key: i16,
     connections: std::sync::Mutex<BTreeMap<NodeId, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
 }
 
@@ -198,10 +236,28 @@ impl std::fmt::Debug for TcpTransport {
     }
 }
 
+impl Default for TcpTransport {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TcpTransport {
-    /// A transport with no connections yet.
+    /// A transport of Raft requests, with no connections yet.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            api_key: RAFT_API_KEY,
+            connections: std::sync::Mutex::default(),
+        }
+    }
+
+    /// A transport of forwarded controller commands
+    /// ([`RemoteCommand`]), with no connections yet.
+    pub fn for_commands() -> Self {
+        Self {
+            api_key: COMMAND_API_KEY,
+            connections: std::sync::Mutex::default(),
+        }
     }
 
     fn slot(&self, target: NodeId) -> Arc<tokio::sync::Mutex<Option<Connection>>> {
@@ -214,6 +270,7 @@ impl TcpTransport {
 }
 
 async fn exchange(
+    api_key: i16,
     slot: &mut Option<Connection>,
     target: NodeId,
     address: &str,
@@ -239,7 +296,7 @@ async fn exchange(
     };
     let correlation_id = connection.next_correlation_id;
     connection.next_correlation_id = correlation_id.wrapping_add(1);
-    let header = request_header(correlation_id);
+    let header = request_header(api_key, correlation_id);
     write_frame(&mut connection.stream, &[&header, request])
         .await
         .map_err(|error| io(std::io::Error::other(error)))?;
@@ -268,7 +325,7 @@ impl QuorumTransport for TcpTransport {
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let attempt = async {
             let mut connection = slot.lock().await;
-            let result = exchange(&mut connection, target, address, &request).await;
+            let result = exchange(self.api_key, &mut connection, target, address, &request).await;
             if result.is_err() {
                 *connection = None;
             }

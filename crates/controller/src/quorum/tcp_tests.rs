@@ -46,7 +46,7 @@ fn frame(parts: &[&[u8]]) -> Vec<u8> {
 #[tokio::test]
 async fn another_api_key_closes_the_connection_unanswered() {
     let (_directory, node) = single_voter().await;
-    let mut header = request_header(7);
+    let mut header = request_header(RAFT_API_KEY, 7);
     header[..2].copy_from_slice(&3i16.to_be_bytes());
     let (result, answer) = send_raw(node, frame(&[&header, b"anything"])).await;
     assert!(matches!(
@@ -73,8 +73,11 @@ async fn an_oversized_or_negative_frame_closes_the_connection() {
 async fn a_garbage_body_closes_the_connection_and_changes_nothing() {
     let (_directory, node) = single_voter().await;
     let before = node.status();
-    let (result, answer) =
-        send_raw(Arc::clone(&node), frame(&[&request_header(1), &[0xFF; 40]])).await;
+    let (result, answer) = send_raw(
+        Arc::clone(&node),
+        frame(&[&request_header(RAFT_API_KEY, 1), &[0xFF; 40]]),
+    )
+    .await;
     assert!(result.is_err());
     assert!(answer.is_empty());
     let after = node.status();
@@ -89,7 +92,11 @@ async fn a_valid_request_is_answered_with_its_correlation_id() {
         vote: openraft::Vote::new(0, 9),
         last_log_id: None,
     });
-    let (result, answer) = send_raw(node, frame(&[&request_header(42), &vote.encode()])).await;
+    let (result, answer) = send_raw(
+        node,
+        frame(&[&request_header(RAFT_API_KEY, 42), &vote.encode()]),
+    )
+    .await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(&answer[4..8], &42i32.to_be_bytes());
     let reply = crate::quorum::codec::RaftReply::decode(&answer[8..]).expect("reply decodes");

@@ -1,0 +1,369 @@
+//! The settings of a node of a cluster (Kafka's KRaft-mode keys).
+//!
+//! A node is in cluster mode when `controller.quorum.voters` is set:
+//! `process.roles` says whether it is a controller voter, a broker, or
+//! both; the voters list every controller's `id@host:port` on its
+//! controller listener. Without the voters the broker is the single-node
+//! broker with an embedded controller, as before (`process.roles` may then
+//! only be `broker,controller`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::config::Listener;
+use crate::error::{ConfigError, ValueProblem};
+
+/// Cluster-mode keys Strom acts on, with their defaults.
+pub const CLUSTER_KEYS: &[(&str, &str)] = &[
+    ("controller.quorum.voters", ""),
+    ("controller.listener.names", ""),
+    ("inter.broker.listener.name", ""),
+    ("broker.rack", ""),
+    ("broker.session.timeout.ms", "9000"),
+    ("broker.heartbeat.interval.ms", "2000"),
+    ("controller.quorum.election.timeout.ms", "500"),
+    ("controller.quorum.request.timeout.ms", "2000"),
+    ("strom.cluster.id", ""),
+    ("strom.metadata.snapshot.interval.entries", "1000"),
+];
+
+/// What `process.roles` asks this node to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessRoles {
+    /// Serves clients: hosts partitions and groups.
+    pub broker: bool,
+    /// A voter of the metadata quorum.
+    pub controller: bool,
+}
+
+/// A node of a cluster. See the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// `process.roles`.
+    pub roles: ProcessRoles,
+    /// `controller.quorum.voters`: node id to `host:port`.
+    pub voters: BTreeMap<u64, String>,
+    /// The controller listener this node binds (on controller nodes).
+    pub controller_listener: Option<Listener>,
+    /// `inter.broker.listener.name`: the listener other nodes reach this
+    /// broker on (the quorum's observers are fed through it).
+    pub inter_broker_listener_name: String,
+    /// `strom.cluster.id`: the cluster id every node shares (Kafka's nodes
+    /// get it from `kafka-storage format`).
+    pub cluster_id: String,
+    /// `broker.session.timeout.ms`.
+    pub session_timeout: Duration,
+    /// `broker.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// `controller.quorum.election.timeout.ms`.
+    pub election_timeout: Duration,
+    /// `controller.quorum.request.timeout.ms`.
+    pub request_timeout: Duration,
+    /// `strom.metadata.snapshot.interval.entries`: snapshot the metadata
+    /// image and truncate the quorum log after this many entries (Kafka
+    /// counts bytes: `metadata.log.max.record.bytes.between.snapshots`).
+    pub snapshot_interval_entries: u64,
+}
+
+fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        problem: ValueProblem::Cluster {
+            reason: reason.into(),
+        },
+    }
+}
+
+fn get<'a>(map: &'a BTreeMap<String, String>, key: &str) -> &'a str {
+    map.get(key).map_or("", |value| value.trim())
+}
+
+fn millis(
+    map: &BTreeMap<String, String>,
+    key: &str,
+    default: u64,
+) -> Result<Duration, ConfigError> {
+    let text = get(map, key);
+    if text.is_empty() {
+        return Ok(Duration::from_millis(default));
+    }
+    match text.parse::<u64>() {
+        Ok(value) if value >= 1 => Ok(Duration::from_millis(value)),
+        _ => Err(ConfigError::Invalid {
+            key: key.to_owned(),
+            value: text.to_owned(),
+            problem: ValueProblem::OutOfRange {
+                min: 1,
+                max: i64::MAX,
+            },
+        }),
+    }
+}
+
+fn parse_roles(text: &str) -> Result<ProcessRoles, ConfigError> {
+    let mut roles = ProcessRoles {
+        broker: false,
+        controller: false,
+    };
+    for role in text
+        .split(',')
+        .map(str::trim)
+        .filter(|role| !role.is_empty())
+    {
+        match role {
+            "broker" if !roles.broker => roles.broker = true,
+            "controller" if !roles.controller => roles.controller = true,
+            _ => {
+                return Err(invalid(
+                    "process.roles",
+                    text,
+                    "expected broker, controller, or broker,controller",
+                ))
+            }
+        }
+    }
+    if !roles.broker && !roles.controller {
+        return Err(invalid(
+            "process.roles",
+            text,
+            "at least one role is required",
+        ));
+    }
+    Ok(roles)
+}
+
+/// Parses `id@host:port,...`.
+pub fn parse_voters(text: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
+    const KEY: &str = "controller.quorum.voters";
+    let mut voters = BTreeMap::new();
+    for item in text
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
+        let (id, address) = item
+            .split_once('@')
+            .ok_or_else(|| invalid(KEY, text, "expected id@host:port,..."))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .map_err(|_| invalid(KEY, text, format!("`{id}` is not a node id")))?;
+        let (host, port) = address
+            .rsplit_once(':')
+            .ok_or_else(|| invalid(KEY, text, "expected id@host:port,..."))?;
+        if host.is_empty() || port.parse::<u16>().map_or(true, |port| port == 0) {
+            return Err(invalid(KEY, text, format!("`{address}` is not host:port")));
+        }
+        if voters.insert(id, address.to_owned()).is_some() {
+            return Err(invalid(KEY, text, format!("node {id} is listed twice")));
+        }
+    }
+    if !matches!(voters.len(), 1 | 3 | 5) {
+        return Err(invalid(KEY, text, "a quorum has 1, 3 or 5 voters"));
+    }
+    Ok(voters)
+}
+
+/// Reads the cluster keys. `listeners` are all the configured listeners;
+/// the controller listener is taken out of them (it is served by the
+/// quorum, not by the Kafka request handlers). Returns `None` for a
+/// single-node broker.
+pub fn parse(
+    map: &BTreeMap<String, String>,
+    node_id: i32,
+    listeners: &mut Vec<Listener>,
+) -> Result<Option<ClusterConfig>, ConfigError> {
+    let roles_text = get(map, "process.roles");
+    let voters_text = get(map, "controller.quorum.voters");
+    if voters_text.is_empty() {
+        if !get(map, "controller.quorum.bootstrap.servers").is_empty() {
+            return Err(invalid(
+                "controller.quorum.bootstrap.servers",
+                get(map, "controller.quorum.bootstrap.servers"),
+                "Strom's quorum has a static voter set: use controller.quorum.voters",
+            ));
+        }
+        let roles = parse_roles(if roles_text.is_empty() {
+            "broker,controller"
+        } else {
+            roles_text
+        })?;
+        if !(roles.broker && roles.controller) {
+            return Err(invalid(
+                "process.roles",
+                roles_text,
+                "a node that is not both broker and controller needs controller.quorum.voters",
+            ));
+        }
+        return Ok(None);
+    }
+    let roles = parse_roles(if roles_text.is_empty() {
+        "broker,controller"
+    } else {
+        roles_text
+    })?;
+    let voters = parse_voters(voters_text)?;
+    let id = u64::try_from(node_id)
+        .map_err(|_| invalid("node.id", &node_id.to_string(), "a node id is not negative"))?;
+    if roles.controller != voters.contains_key(&id) {
+        let reason = if roles.controller {
+            format!("node {id} has the controller role but is not one of the voters")
+        } else {
+            format!("node {id} is a voter but does not have the controller role")
+        };
+        return Err(invalid("controller.quorum.voters", voters_text, reason));
+    }
+    let controller_listener = take_controller_listener(map, roles, listeners)?;
+    if let Some(listener) = &controller_listener {
+        // The voters reach this node at its entry in the voters; binding
+        // another port would leave them talking to nobody (or to another
+        // process).
+        let expected = voters.get(&id).map(String::as_str).unwrap_or_default();
+        let port_matches = expected
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port == listener.port.to_string());
+        if !port_matches {
+            return Err(invalid(
+                "listeners",
+                get(map, "listeners"),
+                format!(
+                    "the controller listener's port {} is not node {id}'s port in controller.quorum.voters ({expected})",
+                    listener.port
+                ),
+            ));
+        }
+    }
+    if roles.broker && listeners.is_empty() {
+        return Err(invalid(
+            "listeners",
+            get(map, "listeners"),
+            "a broker needs a listener besides the controller listener",
+        ));
+    }
+    if !roles.broker {
+        listeners.clear();
+    }
+    let inter_broker_listener_name = match get(map, "inter.broker.listener.name") {
+        "" => listeners
+            .first()
+            .map(|l| l.name.clone())
+            .unwrap_or_default(),
+        name => {
+            if roles.broker && !listeners.iter().any(|l| l.name == name) {
+                return Err(invalid(
+                    "inter.broker.listener.name",
+                    name,
+                    "not one of this broker's listeners",
+                ));
+            }
+            name.to_owned()
+        }
+    };
+    let cluster_id = get(map, "strom.cluster.id").to_owned();
+    if cluster_id.is_empty() {
+        return Err(invalid(
+            "strom.cluster.id",
+            "",
+            "every node of a cluster needs the same cluster id",
+        ));
+    }
+    let snapshot_interval_entries = match get(map, "strom.metadata.snapshot.interval.entries") {
+        "" => 1_000,
+        text => text
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| {
+                invalid(
+                    "strom.metadata.snapshot.interval.entries",
+                    text,
+                    "expected a positive integer",
+                )
+            })?,
+    };
+    Ok(Some(ClusterConfig {
+        roles,
+        voters,
+        controller_listener,
+        inter_broker_listener_name,
+        cluster_id,
+        session_timeout: millis(map, "broker.session.timeout.ms", 9_000)?,
+        heartbeat_interval: millis(map, "broker.heartbeat.interval.ms", 2_000)?,
+        election_timeout: millis(map, "controller.quorum.election.timeout.ms", 500)?,
+        request_timeout: millis(map, "controller.quorum.request.timeout.ms", 2_000)?,
+        snapshot_interval_entries,
+    }))
+}
+
+/// Finds the controller listener (`controller.listener.names`, first
+/// name) among `listeners` and removes it from them. A controller must
+/// have it; a broker-only node must not.
+fn take_controller_listener(
+    map: &BTreeMap<String, String>,
+    roles: ProcessRoles,
+    listeners: &mut Vec<Listener>,
+) -> Result<Option<Listener>, ConfigError> {
+    const KEY: &str = "controller.listener.names";
+    let names: Vec<&str> = get(map, KEY)
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Err(invalid(
+            KEY,
+            "",
+            "cluster mode needs the controller listener's name",
+        ));
+    }
+    let position = listeners
+        .iter()
+        .position(|l| names.contains(&l.name.as_str()));
+    match (roles.controller, position) {
+        (true, Some(index)) => {
+            let listener = listeners.remove(index);
+            check_plaintext(map, &listener.name)?;
+            if listeners.iter().any(|l| names.contains(&l.name.as_str())) {
+                return Err(invalid(KEY, get(map, KEY), "bind one controller listener"));
+            }
+            Ok(Some(listener))
+        }
+        (true, None) => Err(invalid(
+            "listeners",
+            get(map, "listeners"),
+            format!(
+                "a controller needs its controller listener ({}) in listeners",
+                names.join(",")
+            ),
+        )),
+        (false, Some(_)) => Err(invalid(
+            "listeners",
+            get(map, "listeners"),
+            "a node without the controller role must not bind the controller listener",
+        )),
+        (false, None) => Ok(None),
+    }
+}
+
+/// The controller listener speaks PLAINTEXT only (TLS and SASL there are
+/// not built yet); a map that says otherwise is refused, not ignored.
+fn check_plaintext(map: &BTreeMap<String, String>, name: &str) -> Result<(), ConfigError> {
+    let text = get(map, "listener.security.protocol.map");
+    let mapped = text.split(',').find_map(|pair| {
+        let (listener, protocol) = pair.split_once(':')?;
+        (listener.trim() == name).then(|| protocol.trim())
+    });
+    match mapped {
+        None | Some("PLAINTEXT") => Ok(()),
+        Some(protocol) => Err(invalid(
+            "listener.security.protocol.map",
+            text,
+            format!("the controller listener {name} supports only PLAINTEXT, not {protocol}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "cluster_config_tests.rs"]
+mod tests;
