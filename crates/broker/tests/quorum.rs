@@ -1,5 +1,5 @@
-//! DescribeQuorum and DescribeCluster's controller endpoints on a single
-//! node, over a real socket.
+//! DescribeQuorum and DescribeCluster's controller endpoints over a real
+//! socket: on a single node, and on a one-voter cluster in this process.
 
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
@@ -183,5 +183,73 @@ async fn a_single_node_has_no_controller_endpoints() {
         unknown.error_code,
         ErrorCode::UnsupportedEndpointType.code()
     );
+    broker.shutdown().await;
+}
+
+/// A loopback port nobody listens on (bound, then released).
+fn unused_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+/// A one-voter cluster in this process: cluster mode, with the quorum's
+/// view in DescribeQuorum and the voter in DescribeCluster's controllers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_voter_cluster_reports_its_quorum_and_controller_listener() {
+    let dir = tempfile::tempdir().unwrap();
+    let controller_port = unused_port();
+    let voters = format!("1@127.0.0.1:{controller_port}");
+    let listeners = format!("PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{controller_port}");
+    let broker = strom_broker::start(config(
+        dir.path(),
+        &[
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", &voters),
+            ("listeners", &listeners),
+            ("controller.listener.names", "CONTROLLER"),
+            ("inter.broker.listener.name", "PLAINTEXT"),
+            ("strom.cluster.id", "MkU3OEVBNTcwNTJENDM2Qg"),
+        ],
+    ))
+    .await
+    .unwrap();
+    let mut client = Client::connect(&broker, "quorum-test").await;
+
+    let response = describe_quorum(&mut client, 2).await;
+    assert_eq!(response.error_code, 0);
+    let partition = &response.topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0, "{:?}", partition.error_message);
+    assert_eq!(partition.leader_id, BrokerId(1));
+    assert!(
+        partition.leader_epoch >= 1,
+        "elected: {}",
+        partition.leader_epoch
+    );
+    assert!(partition.high_watermark > 0);
+    assert_eq!(partition.current_voters.len(), 1);
+    assert_eq!(partition.current_voters[0].replica_id, BrokerId(1));
+    assert!(partition.current_voters[0].log_end_offset >= partition.high_watermark);
+    assert_eq!(response.nodes.len(), 1);
+    let listener = &response.nodes[0].listeners[0];
+    assert_eq!(
+        (
+            listener.name.as_str(),
+            listener.host.as_str(),
+            listener.port
+        ),
+        ("CONTROLLER", "127.0.0.1", controller_port)
+    );
+
+    let controllers = describe_cluster(&mut client, 2).await;
+    assert_eq!(controllers.error_code, 0, "{:?}", controllers.error_message);
+    assert_eq!(controllers.endpoint_type, 2);
+    assert_eq!(controllers.controller_id, BrokerId(1));
+    let voters: Vec<(i32, &str, i32)> = controllers
+        .brokers
+        .iter()
+        .map(|voter| (voter.broker_id.0, voter.host.as_str(), voter.port))
+        .collect();
+    assert_eq!(voters, vec![(1, "127.0.0.1", i32::from(controller_port))]);
     broker.shutdown().await;
 }
