@@ -241,6 +241,16 @@ async fn a_one_voter_cluster_reports_its_quorum_and_controller_listener() {
         ("CONTROLLER", "127.0.0.1", controller_port)
     );
 
+    for version in [0, 1] {
+        let older = describe_quorum(&mut client, version).await;
+        assert_eq!(
+            older.topics[0].partitions[0].leader_id,
+            BrokerId(1),
+            "v{version}"
+        );
+        assert!(older.nodes.is_empty(), "v{version} has no nodes");
+    }
+
     let controllers = describe_cluster(&mut client, 2).await;
     assert_eq!(controllers.error_code, 0, "{:?}", controllers.error_message);
     assert_eq!(controllers.endpoint_type, 2);

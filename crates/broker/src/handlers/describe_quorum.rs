@@ -88,10 +88,15 @@ pub async fn handle(
         Ok(None) => single_node_partition(broker, now_ms),
         Err(error) => partition_error(&error),
     };
-    let nodes = voter_endpoints(broker)
-        .into_iter()
-        .map(|voter| node_of(voter, controller_listener_name(broker)))
-        .collect();
+    // `nodes` exists from v2 on; the codec refuses it below.
+    let nodes = if context.api_version >= 2 {
+        voter_endpoints(broker)
+            .into_iter()
+            .map(|voter| node_of(voter, controller_listener_name(broker)))
+            .collect()
+    } else {
+        Vec::new()
+    };
     respond(
         DescribeQuorumResponse::default()
             .with_topics(vec![TopicData::default()
