@@ -5,14 +5,16 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`metadata_quorum`], [`cluster`], [`perf`], [`dump`]), output formatting
-//! ([`format`](mod@format), [`output`]), progress bars ([`progress`]) and
-//! exit codes ([`error`]).
+//! [`reset`], [`metadata_quorum`], [`cluster`], [`perf`], [`dump`]), output
+//! formatting ([`format`](mod@format), [`output`]), progress bars
+//! ([`progress`]) and exit codes ([`error`]).
 //! It does not speak the protocol itself beyond assembling requests the
 //! admin client lacks (DescribeGroups, an all-topics Metadata, an
 //! all-partitions OffsetFetch); connections, version negotiation, batching
 //! and group membership come from `strom-client`, `strom-producer` and
-//! `strom-consumer`, and `strom broker` is `strom-broker`'s launcher.
+//! `strom-consumer`, `strom broker` is `strom-broker`'s launcher, and
+//! `strom cluster up` runs several `strom broker` processes as children
+//! ([`cluster`]).
 //!
 //! Design decisions a newcomer must know:
 //!
