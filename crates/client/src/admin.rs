@@ -1,5 +1,6 @@
 //! The admin client: topics, cluster and offsets here; partitions, records,
-//! configs and groups in [`admin_groups`](crate::admin_groups).
+//! configs and groups in [`admin_groups`](crate::admin_groups); the metadata
+//! quorum in [`admin_quorum`](crate::admin_quorum).
 //!
 //! Requests go to the controller (topic creation and deletion) or to the
 //! partition leaders (offset lookups), as the Java `Admin` does. Results are

@@ -6,7 +6,8 @@
 //! (bootstrap, a connection pool by broker id with reconnect backoff, the
 //! [`metadata`] cache and request routing), the typed
 //! [configuration](config) with Kafka's property names, TLS and SASL
-//! ([`security`]), and the [admin client](admin).
+//! ([`security`]), and the [admin client](admin) (with the metadata
+//! quorum in [`admin_quorum`]).
 //!
 //! It does not batch records, track offsets or manage groups: those belong to
 //! `strom-producer` and `strom-consumer`, which build on this crate. It speaks
@@ -27,6 +28,7 @@
 
 pub mod admin;
 pub mod admin_groups;
+pub mod admin_quorum;
 pub mod cluster;
 pub mod config;
 pub mod connection;
@@ -35,6 +37,7 @@ pub mod metadata;
 pub mod security;
 
 pub use admin::AdminClient;
+pub use admin_quorum::{QuorumEndpoint, QuorumInfo, QuorumReplica};
 pub use cluster::Cluster;
 pub use config::ClientConfig;
 pub use connection::Connection;

@@ -103,6 +103,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
         0,
         0,
     ),
+    // Kafka 3.3 to 3.8 clients send v1 (KIP-836 timestamps), 3.9 and later
+    // v2 (KIP-853 directory ids and controller endpoints).
+    api(ApiKey::DescribeQuorum, "DescribeQuorum", 0, 2),
     api(ApiKey::DescribeCluster, "DescribeCluster", 0, 2),
 ];
 
@@ -238,6 +241,7 @@ mod tests {
             ApiKey::DeleteAcls,
             ApiKey::DescribeUserScramCredentials,
             ApiKey::AlterUserScramCredentials,
+            ApiKey::DescribeQuorum,
         ];
         for api_key in needed {
             assert!(

@@ -177,6 +177,7 @@ served_messages! {
     IncrementalAlterConfigs(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     OffsetDelete(OffsetDeleteRequest, OffsetDeleteResponse),
     DescribeCluster(DescribeClusterRequest, DescribeClusterResponse),
+    DescribeQuorum(DescribeQuorumRequest, DescribeQuorumResponse),
     DescribeAcls(DescribeAclsRequest, DescribeAclsResponse),
     CreateAcls(CreateAclsRequest, CreateAclsResponse),
     DeleteAcls(DeleteAclsRequest, DeleteAclsResponse),

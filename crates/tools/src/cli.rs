@@ -91,6 +91,12 @@ pub enum Command {
     /// Benchmark producing, consuming and end-to-end latency.
     #[command(subcommand)]
     Perf(PerfCommand),
+    /// Write the files of a local cluster on 127.0.0.1, or start it.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// Describe the metadata quorum, like kafka-metadata-quorum.sh.
+    #[command(subcommand, name = "metadata-quorum")]
+    MetadataQuorum(MetadataQuorumCommand),
     /// Print and verify a log segment (.log), offset index (.index) or
     /// time index (.timeindex), as Kafka's DumpLogSegments.
     #[command(after_help = "Examples:\n  \
@@ -620,6 +626,82 @@ pub struct PerfLatencyArguments {
     /// One JSON line instead of the human summary.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `strom cluster ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Write DIR/node-I/server.properties for every node (files already
+    /// there are kept).
+    #[command(after_help = "Examples:\n  \
+        strom cluster config --nodes 3 --dir /tmp/strom-cluster\n  \
+        strom cluster config --nodes 5 --controllers 3 --base-port 19092 --dir cluster\n\n\
+        Node I listens for clients on 127.0.0.1:BASE+I-1 and, if it is one of the\n\
+        first --controllers nodes (the controller voters), for the quorum on\n\
+        127.0.0.1:BASE+100+I-1. Its data goes to DIR/node-I/data.")]
+    Config(ClusterArguments),
+    /// Start every node of a local cluster (writing its files first if
+    /// needed); Ctrl-C or SIGTERM stops them all.
+    #[command(after_help = "Examples:\n  \
+        strom cluster up --nodes 3 --dir /tmp/strom-cluster\n  \
+        strom --bootstrap-server 127.0.0.1:9093 topics create events --replication-factor 3\n\n\
+        Each node runs as `strom broker --config DIR/node-I/server.properties`, its\n\
+        output appended to DIR/node-I/broker.log. A directory that already holds a\n\
+        cluster's files is reused as it is, so running this again restarts that\n\
+        cluster. On Ctrl-C or SIGTERM the nodes that are brokers only stop first,\n\
+        the controllers last. A node that exits by itself is reported and the\n\
+        others keep running.")]
+    Up(ClusterArguments),
+}
+
+/// The shape and place of a local cluster.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArguments {
+    /// Nodes, 1 to 9.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: u8,
+    /// The cluster directory: one node-I directory per node.
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Node I's client port is BASE+I-1, its controller port BASE+100+I-1.
+    #[arg(long, default_value_t = 9092, value_name = "BASE")]
+    pub base_port: u16,
+    /// Controller voters, the first nodes: 1, 3 or 5 [default: 3, or 1 for
+    /// fewer than 3 nodes].
+    #[arg(long, value_name = "K")]
+    pub controllers: Option<u8>,
+}
+
+/// `strom metadata-quorum ...`.
+#[derive(Debug, Subcommand)]
+pub enum MetadataQuorumCommand {
+    /// Show the quorum's leader, epoch, high watermark and lag (--status),
+    /// or each voter's and observer's replication progress (--replication).
+    #[command(after_help = "Examples:\n  \
+        strom metadata-quorum describe --status\n  \
+        strom metadata-quorum describe --replication\n  \
+        strom metadata-quorum describe --replication --human-readable\n\n\
+        The output has the fields and layout of Kafka's kafka-metadata-quorum.sh.")]
+    Describe(QuorumDescribeArguments),
+}
+
+/// `strom metadata-quorum describe`: exactly one of `--status` and
+/// `--replication`.
+#[derive(Debug, Clone, Args)]
+pub struct QuorumDescribeArguments {
+    /// A short summary of the quorum.
+    #[arg(
+        long,
+        conflicts_with = "replication",
+        required_unless_present = "replication"
+    )]
+    pub status: bool,
+    /// Each voter's and observer's log end offset, lag and fetch times.
+    #[arg(long)]
+    pub replication: bool,
+    /// Timestamps as "N ms ago" (with --replication only).
+    #[arg(long, conflicts_with = "status")]
+    pub human_readable: bool,
 }
 
 /// `strom dump-log`.

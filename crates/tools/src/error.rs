@@ -220,6 +220,70 @@ pub enum ToolError {
         /// How many problems were reported.
         problems: usize,
     },
+    /// The metadata quorum reports no leader among its voters.
+    #[error(
+        "the metadata quorum has no leader among its voters (leader id {leader_id}); \
+         retry once the controllers have elected one"
+    )]
+    NoQuorumLeader {
+        /// The leader id reported (-1: none).
+        leader_id: i32,
+    },
+    /// A file or directory of a local cluster could not be written.
+    #[error("cannot write {path}")]
+    WriteFile {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The cluster directory holds another cluster's files.
+    #[error(
+        "{dir} holds the files of {found} node(s), not of the {nodes} asked for; \
+         pass --nodes {found} to use that cluster, or another --dir"
+    )]
+    ClusterDirectory {
+        /// The cluster directory.
+        dir: PathBuf,
+        /// How many nodes' files it holds.
+        found: usize,
+        /// How many nodes were asked for.
+        nodes: u8,
+    },
+    /// A node's `server.properties` lacks a setting `strom cluster` needs.
+    #[error("{path} has no usable `{key}`; remove the cluster directory to write new files")]
+    ClusterFile {
+        /// The file.
+        path: PathBuf,
+        /// The setting.
+        key: &'static str,
+    },
+    /// The system random generator failed.
+    #[error("cannot make a cluster id: the system random generator failed")]
+    NoRandomness,
+    /// The path of this program is unknown.
+    #[error("cannot find this program's path to start the nodes")]
+    CurrentExe {
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A node could not be started.
+    #[error("cannot start node {node_id}")]
+    StartNode {
+        /// The node.
+        node_id: u8,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Every node of a local cluster exited by itself.
+    #[error("every node of the cluster exited; see the broker.log of each node in {dir}")]
+    ClusterStopped {
+        /// The cluster directory.
+        dir: PathBuf,
+    },
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime {
@@ -238,7 +302,9 @@ impl ToolError {
             | ToolError::PropertiesFile { .. }
             | ToolError::ReadFile { .. }
             | ToolError::BadInputLine { .. }
-            | ToolError::InvalidArgument { .. } => ExitStatus::Usage,
+            | ToolError::InvalidArgument { .. }
+            | ToolError::ClusterDirectory { .. }
+            | ToolError::ClusterFile { .. } => ExitStatus::Usage,
             ToolError::Client { source, .. } if is_unreachable(source) => ExitStatus::Unreachable,
             _ => ExitStatus::Failed,
         }

@@ -5,13 +5,16 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`perf`], [`dump`]), output formatting ([`format`](mod@format),
-//! [`output`]), progress bars ([`progress`]) and exit codes ([`error`]).
+//! [`reset`], [`metadata_quorum`], [`cluster`], [`perf`], [`dump`]), output
+//! formatting ([`format`](mod@format), [`output`]), progress bars
+//! ([`progress`]) and exit codes ([`error`]).
 //! It does not speak the protocol itself beyond assembling requests the
 //! admin client lacks (DescribeGroups, an all-topics Metadata, an
 //! all-partitions OffsetFetch); connections, version negotiation, batching
 //! and group membership come from `strom-client`, `strom-producer` and
-//! `strom-consumer`, and `strom broker` is `strom-broker`'s launcher.
+//! `strom-consumer`, `strom broker` is `strom-broker`'s launcher, and
+//! `strom cluster up` runs several `strom broker` processes as children
+//! ([`cluster`]).
 //!
 //! Design decisions a newcomer must know:
 //!
@@ -34,6 +37,7 @@
 
 pub mod acls;
 pub mod cli;
+pub mod cluster;
 pub mod configs;
 pub mod consume;
 pub mod context;
@@ -42,6 +46,7 @@ pub mod dump;
 pub mod error;
 pub mod format;
 pub mod groups;
+pub mod metadata_quorum;
 pub mod output;
 pub mod perf;
 pub mod produce;
@@ -72,6 +77,7 @@ pub fn run(arguments: Arguments) -> ExitCode {
         }
         Command::Completions(completions) => completions_script(completions.shell, &mut out),
         Command::DumpLog(dump) => dump::run(&dump, &mut out),
+        Command::Cluster(command) => cluster::run(command, &mut out),
         command => run_networked(&arguments.global, command, &mut out),
     };
     let result = result.and_then(|()| out.flush());
@@ -111,8 +117,12 @@ fn run_networked(
             Command::Groups(command) => groups::run(&context, command, out).await,
             Command::Users(command) => users::run(&context, command, out).await,
             Command::Acls(command) => acls::run(&context, command, out).await,
+            Command::MetadataQuorum(command) => metadata_quorum::run(&context, command, out).await,
             Command::Perf(command) => perf::run(&context, command, out).await,
-            Command::Broker(_) | Command::Completions(_) | Command::DumpLog(_) => Ok(()),
+            Command::Broker(_)
+            | Command::Cluster(_)
+            | Command::Completions(_)
+            | Command::DumpLog(_) => Ok(()),
         }
     })
 }

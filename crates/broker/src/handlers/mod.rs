@@ -35,6 +35,7 @@ mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_quorum;
 mod describe_user_scram_credentials;
 mod errors;
 mod fetch;
@@ -92,6 +93,7 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::OffsetDelete,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
+    ApiKey::DescribeQuorum,
 ];
 
 /// What every handler may use.
@@ -190,7 +192,10 @@ impl Dispatcher {
                 incremental_alter_configs::handle(broker, &request_context, request).await
             }
             Request::DescribeCluster(request) => {
-                describe_cluster::handle(broker, &request_context, request)
+                describe_cluster::handle(broker, &request_context, request).await
+            }
+            Request::DescribeQuorum(request) => {
+                describe_quorum::handle(broker, &request_context, request).await
             }
             Request::DeleteRecords(request) => {
                 delete_records::handle(broker, &request_context, request)

@@ -57,6 +57,13 @@ pub fn response_error_codes(response: &Response, count: &mut impl FnMut(i16)) {
             .iter()
             .flat_map(|t| &t.partitions)
             .for_each(|p| count(p.error_code)),
+        Response::DescribeQuorum(r) => {
+            count(r.error_code);
+            r.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .for_each(|p| count(p.error_code));
+        }
         Response::OffsetDelete(r) => {
             count(r.error_code);
             r.topics
