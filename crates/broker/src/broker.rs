@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strom_controller::controller::{
-    BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerConfig,
+    BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest, ControllerConfig,
 };
 use strom_controller::environment::{SeededRandom, SystemClock as ControllerClock};
-use strom_controller::error::ControllerError;
+use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
 use strom_storage::clock::{Clock, SystemClock};
@@ -539,32 +539,7 @@ async fn register(
         endpoints: advertised_endpoints(config, bound),
         rack: config.rack.clone(),
     };
-    let step = RegistrationStep::Registration;
-    // A broker restarted right after a crash finds its previous incarnation
-    // still registered until that one's session expires; like Kafka's, it
-    // tries again until then. A live broker with the same id keeps its
-    // session, so the refusal stands and the process stops.
-    let patience = config.cluster.as_ref().map_or(Duration::ZERO, |cluster| {
-        cluster.session_timeout + 2 * cluster.heartbeat_interval
-    });
-    let deadline = std::time::Instant::now() + patience;
-    let registration = loop {
-        let answer = controller
-            .register_broker(request.clone())
-            .await
-            .map_err(|source| StartError::ControllerFailed { step, source })?;
-        match answer {
-            Err(ControllerError::DuplicateBrokerRegistration { .. })
-                if std::time::Instant::now() < deadline =>
-            {
-                info!("another incarnation of this broker is still registered; waiting for its session to expire");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            answer => {
-                break answer.map_err(|source| StartError::ControllerRefused { step, source })?
-            }
-        }
-    };
+    let registration = register_until_answered(config, controller, request).await?;
     info!(
         broker_epoch = registration.broker_epoch,
         "registered with the controller"
@@ -587,6 +562,67 @@ async fn register(
         .map_err(|source| StartError::ControllerFailed { step, source })?
         .map_err(|source| StartError::ControllerRefused { step, source })?;
     Ok(registration.broker_epoch)
+}
+
+/// How long a broker waits between registration attempts.
+const REGISTRATION_RETRY: Duration = Duration::from_millis(500);
+
+/// Sends the registration until the controller answers it for good.
+///
+/// In a cluster, a quorum that cannot take the registration yet (a node
+/// started before a majority of the voters, or during an election: Kafka's
+/// REQUEST_TIMED_OUT and NOT_CONTROLLER) is waited for, as Kafka's brokers
+/// do, instead of stopping the process. A broker restarted right after a
+/// crash finds its previous incarnation still registered until that one's
+/// session expires; it tries again for a session timeout and two heartbeat
+/// intervals from that first refusal. A live broker with the same id keeps
+/// its session, so the refusal stands and the process stops.
+async fn register_until_answered(
+    config: &BrokerConfig,
+    controller: &dyn ControllerClient,
+    request: BrokerRegistrationRequest,
+) -> Result<BrokerRegistrationReply, StartError> {
+    let step = RegistrationStep::Registration;
+    let patience = config.cluster.as_ref().map_or(Duration::ZERO, |cluster| {
+        cluster.session_timeout + 2 * cluster.heartbeat_interval
+    });
+    let mut first_refusal: Option<std::time::Instant> = None;
+    loop {
+        let answer = match controller.register_broker(request.clone()).await {
+            Ok(answer) => answer,
+            Err(source) if config.cluster.is_some() && quorum_not_ready(&source) => {
+                info!(error = %source, "the metadata quorum cannot take the registration yet; trying again");
+                tokio::time::sleep(REGISTRATION_RETRY).await;
+                continue;
+            }
+            Err(source) => return Err(StartError::ControllerFailed { step, source }),
+        };
+        match answer {
+            Err(ControllerError::DuplicateBrokerRegistration { .. })
+                if first_refusal
+                    .get_or_insert_with(std::time::Instant::now)
+                    .elapsed()
+                    < patience =>
+            {
+                info!("another incarnation of this broker is still registered; waiting for its session to expire");
+                tokio::time::sleep(REGISTRATION_RETRY).await;
+            }
+            answer => {
+                return answer.map_err(|source| StartError::ControllerRefused { step, source })
+            }
+        }
+    }
+}
+
+/// Failures that mean "the quorum cannot commit right now", not "no".
+fn quorum_not_ready(error: &RuntimeError) -> bool {
+    matches!(
+        error,
+        RuntimeError::QuorumTimeout { .. }
+            | RuntimeError::NoMajority
+            | RuntimeError::NotController { .. }
+            | RuntimeError::Stale
+    )
 }
 
 /// The advertised listeners as registration endpoints: an advertised port
