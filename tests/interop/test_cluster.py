@@ -627,3 +627,23 @@ def test_a_second_process_with_a_live_broker_s_node_id_is_refused(whole):
                          10, "broker 4 gone after its controlled shutdown")
     finally:
         live.kill()
+
+
+# ---------------------------------------------------------------- start-up
+
+
+@pytest.mark.timeout(120)
+def test_a_node_started_before_a_majority_of_voters_waits_for_them(whole):
+    for node in whole.nodes:
+        node.kill()
+    first = whole.nodes[0]
+    first.start()
+    # Longer than a registration may wait for the quorum: a broker that
+    # gave up (as a Kafka broker does not) would have exited by now.
+    time.sleep(QUORUM_REQUEST_TIMEOUT_MS / 1000 + SLACK_S)
+    assert first.running, f"node {first.node_id} exited while waiting for the other voters:\n{first.log_tail()}"
+    whole.start_nodes(whole.nodes[1:])
+    assert first.running
+    topic = unique("after-staggered-start")
+    create_until_ok(whole, first, topic)
+    whole.wait_until(lambda: whole.topic_everywhere(topic, 1), 10, f"{topic} on every broker")
