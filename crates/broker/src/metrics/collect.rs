@@ -212,7 +212,7 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
         errors,
     )?;
     type Stage = fn(&super::requests::ApiMetrics) -> &super::histogram::AtomicHistogram;
-    let stages: [(&str, &str, Stage); 4] = [
+    let stages: [(&str, &str, Stage); 5] = [
         (
             "kafka_network_requestmetrics_requestqueuetime_seconds",
             "Time from the request being read to its handler starting (RequestQueueTimeMs)",
@@ -232,6 +232,11 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
             "kafka_network_requestmetrics_totaltime_seconds",
             "Time from the request being read to its answer being ready (TotalTimeMs without the send)",
             |api| &api.total,
+        ),
+        (
+            "kafka_network_requestmetrics_responsesendtime_seconds",
+            "Time writing the answer to the socket (ResponseSendTimeMs); answers written in one vectored write each count the whole write",
+            |api| &api.send,
         ),
     ];
     for (name, help, stage) in stages {
