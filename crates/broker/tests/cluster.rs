@@ -111,13 +111,20 @@ async fn start_all(configs: Vec<BrokerConfig>) -> Vec<RunningBroker> {
 
 /// The broker's Prometheus exposition.
 async fn scrape(broker: &RunningBroker) -> String {
+    http_get(broker, "/metrics").await
+}
+
+/// The answer (headers and body) to `GET path` on the metrics listener.
+async fn http_get(broker: &RunningBroker, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let address = broker.metrics_address().expect("a metrics listener");
     let mut stream = tokio::net::TcpStream::connect(address)
         .await
         .expect("connect");
     stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: strom\r\nConnection: close\r\n\r\n")
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: strom\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .await
         .expect("write");
     let mut answer = Vec::new();
@@ -241,6 +248,12 @@ async fn brokers_of_one_cluster_share_metadata_commands_and_producer_ids() {
         lags_reported,
         "the active controller reports each voter's lag"
     );
+    // The console's cluster view shows the quorum.
+    let answer = http_get(&brokers[0], "/api/cluster").await;
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let cluster: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    let voters = &cluster["controller"]["quorum"]["voters"];
+    assert_eq!(voters.as_array().map(Vec::len), Some(3), "{cluster}");
 
     // Producer ids come from the quorum: no two brokers hand out the same.
     let mut ids = BTreeSet::new();
