@@ -24,7 +24,7 @@ use crate::config::BrokerConfig;
 /// How long a stopping broker waits for the controller to move its
 /// partitions' leadership away (Kafka retries controlled shutdown for as
 /// long as it takes; a bound keeps a lost quorum from holding the process).
-const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+pub const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// This node's member of the metadata quorum and the listener it answers
 /// Raft requests and forwarded commands on.

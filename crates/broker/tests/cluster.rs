@@ -61,6 +61,7 @@ fn node_config(dir: &std::path::Path, id: u32, ports: &Ports, roles: &str) -> Br
         ("offsets.topic.num.partitions".into(), "3".into()),
         ("broker.heartbeat.interval.ms".into(), "500".into()),
         ("broker.session.timeout.ms".into(), "6000".into()),
+        ("strom.metrics.listener".into(), "http://127.0.0.1:0".into()),
     ];
     let map: BTreeMap<String, String> = pairs.into_iter().collect();
     BrokerConfig::from_map(&map).expect("valid config").0
@@ -106,6 +107,40 @@ async fn start_all(configs: Vec<BrokerConfig>) -> Vec<RunningBroker> {
         brokers.push(handle.await.expect("join").expect("started"));
     }
     brokers
+}
+
+/// The broker's Prometheus exposition.
+async fn scrape(broker: &RunningBroker) -> String {
+    http_get(broker, "/metrics").await
+}
+
+/// The answer (headers and body) to `GET path` on the metrics listener.
+async fn http_get(broker: &RunningBroker, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = broker.metrics_address().expect("a metrics listener");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: strom\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(common::TIMEOUT, stream.read_to_end(&mut answer))
+        .await
+        .expect("in time")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The value of the sample `series` (`name{labels}` exactly as exposed).
+fn sample(exposition: &str, series: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.split(' ').next()?.parse().ok()
+    })
 }
 
 async fn init_producer_id(broker: &RunningBroker) -> i64 {
@@ -176,6 +211,49 @@ async fn brokers_of_one_cluster_share_metadata_commands_and_producer_ids() {
         }
         assert_eq!(leaders.len(), 3, "leaders spread: {leaders:?}");
     }
+
+    // One active controller among the three; it reports every voter's
+    // copy of the metadata log. (Scraped again if an election on a busy
+    // machine moved it between two scrapes.)
+    let mut active = Vec::new();
+    let mut lags_reported = false;
+    for _ in 0..20 {
+        active.clear();
+        lags_reported = true;
+        for (index, broker) in brokers.iter().enumerate() {
+            let text = scrape(broker).await;
+            assert!(sample(&text, "kafka_server_raft_metrics_current_epoch")
+                .is_some_and(|epoch| epoch >= 1.0));
+            if sample(
+                &text,
+                "kafka_controller_kafkacontroller_activecontrollercount",
+            ) == Some(1.0)
+            {
+                active.push(index);
+                lags_reported &= (1..=3).all(|node| {
+                    let series = format!(
+                        "kafka_server_raft_metrics_replica_lag{{node=\"{node}\",role=\"voter\"}}"
+                    );
+                    sample(&text, &series).is_some()
+                });
+            }
+        }
+        if active.len() == 1 && lags_reported {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(active.len(), 1, "exactly one active controller: {active:?}");
+    assert!(
+        lags_reported,
+        "the active controller reports each voter's lag"
+    );
+    // The console's cluster view shows the quorum.
+    let answer = http_get(&brokers[0], "/api/cluster").await;
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let cluster: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    let voters = &cluster["controller"]["quorum"]["voters"];
+    assert_eq!(voters.as_array().map(Vec::len), Some(3), "{cluster}");
 
     // Producer ids come from the quorum: no two brokers hand out the same.
     let mut ids = BTreeSet::new();

@@ -203,6 +203,14 @@ async fn the_exposition_counts_what_was_produced_and_fetched() {
         ),
         Some(4.0)
     );
+    // Each answer's write to the socket was timed (before the client read it).
+    assert_eq!(
+        sample(
+            &text,
+            &produce_series("kafka_network_requestmetrics_responsesendtime_seconds_count")
+        ),
+        Some(4.0)
+    );
     // 2 partitions of the topic and 3 of __consumer_offsets, all led here.
     assert_eq!(
         sample(&text, "kafka_server_replicamanager_leadercount"),

@@ -247,7 +247,11 @@ mod tests {
         let error = NonExistent.walk(&super::DELETION_PATH).unwrap_err();
         assert_eq!((error.from, error.to), (NonExistent, Offline));
         assert!(super::check([(1, Online), (2, Offline)], &super::DELETION_PATH).is_ok());
-        assert!(super::check([(1, Online), (2, DeletionSuccessful)], &super::DELETION_PATH).is_err());
+        assert!(super::check(
+            [(1, Online), (2, DeletionSuccessful)],
+            &super::DELETION_PATH
+        )
+        .is_err());
     }
 
     #[test]

@@ -151,6 +151,15 @@ impl RequestHandler for Dispatcher {
             .observe(api_key, received_at, started, reply)
     }
 
+    fn record_send(&self, api_key: i16, elapsed: std::time::Duration) {
+        if let Some(api) = strom_protocol::kafka::messages::ApiKey::try_from(api_key)
+            .ok()
+            .and_then(|key| self.context.metrics.requests.api(key))
+        {
+            api.send.observe(elapsed);
+        }
+    }
+
     fn unsupported_api_versions(&self) -> strom_protocol::messages::Response {
         strom_protocol::messages::Response::ApiVersions(api_versions::response(
             strom_protocol::error_code::ErrorCode::UnsupportedVersion,

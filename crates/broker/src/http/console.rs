@@ -3,7 +3,8 @@
 //! Every path is listed in docs/operations.md.
 //!
 //! - `GET /console`: the page;
-//! - `GET /api/cluster`: cluster id, brokers, the controller;
+//! - `GET /api/cluster`: cluster id, brokers, the controller (and the
+//!   metadata quorum in a cluster);
 //! - `GET /api/topics`: topics with partition counts, sizes and counters;
 //! - `GET /api/topics/NAME`: partitions (leader, replicas, ISR, offsets,
 //!   size, segments) and the topic's configs;
@@ -74,6 +75,36 @@ pub(crate) fn api(
     }
 }
 
+/// The controller as this node sees it: the embedded one, or the metadata
+/// quorum (each replica's log end is known on the active controller only).
+fn controller(broker: &BrokerContext, image: &strom_controller::MetadataImage) -> Value {
+    let Some(status) = broker.controller.local_quorum_status() else {
+        return json!({
+            "mode": "embedded single-node controller",
+            "active_controller": broker.config.node_id,
+            "metadata_log_end_offset": image.next_offset(),
+        });
+    };
+    let replicas = |replicas: &[strom_controller::quorum::ReplicaStatus]| {
+        replicas
+            .iter()
+            .map(|replica| json!({ "node_id": replica.node_id, "log_end_offset": replica.log_end_offset }))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "mode": format!("metadata quorum of {} voters", status.voters.len()),
+        "active_controller": status.leader,
+        "metadata_log_end_offset": image.next_offset(),
+        "quorum": {
+            "epoch": status.epoch,
+            "high_watermark": status.high_watermark,
+            "answered_by_active_controller": status.is_active,
+            "voters": replicas(&status.voters),
+            "observers": replicas(&status.observers),
+        },
+    })
+}
+
 fn cluster(broker: &BrokerContext) -> Value {
     let image = broker.controller.image();
     let brokers: Vec<Value> = image
@@ -92,11 +123,7 @@ fn cluster(broker: &BrokerContext) -> Value {
         "cluster_id": broker.cluster_id,
         "node_id": broker.config.node_id,
         "brokers": brokers,
-        "controller": {
-            "mode": "embedded single-node controller",
-            "active_controller": broker.config.node_id,
-            "metadata_log_end_offset": image.next_offset(),
-        },
+        "controller": controller(broker, &image),
         "topics": image.topic_count(),
         "partitions": image.topics().map(|t| t.partitions.len()).sum::<usize>(),
     })

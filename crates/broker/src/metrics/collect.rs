@@ -212,7 +212,7 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
         errors,
     )?;
     type Stage = fn(&super::requests::ApiMetrics) -> &super::histogram::AtomicHistogram;
-    let stages: [(&str, &str, Stage); 4] = [
+    let stages: [(&str, &str, Stage); 5] = [
         (
             "kafka_network_requestmetrics_requestqueuetime_seconds",
             "Time from the request being read to its handler starting (RequestQueueTimeMs)",
@@ -232,6 +232,11 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
             "kafka_network_requestmetrics_totaltime_seconds",
             "Time from the request being read to its answer being ready (TotalTimeMs without the send)",
             |api| &api.total,
+        ),
+        (
+            "kafka_network_requestmetrics_responsesendtime_seconds",
+            "Time writing the answer to the socket (ResponseSendTimeMs); answers written in one vectored write each count the whole write",
+            |api| &api.send,
         ),
     ];
     for (name, help, stage) in stages {
@@ -448,7 +453,48 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     for (name, help, value) in gauges {
         gauge(encoder, name, help, vec![(Vec::new(), value)])?;
     }
-    Ok(())
+    encode_quorum_replicas(encoder, quorum.as_ref(), log_end)
+}
+
+/// On the active controller: each voter's and observer's copy of the
+/// metadata log, as far as the last replication round told (Kafka's
+/// DescribeQuorum shows the same).
+fn encode_quorum_replicas(
+    encoder: &mut DescriptorEncoder<'_>,
+    quorum: Option<&strom_controller::quorum::QuorumStatus>,
+    leader_end: i64,
+) -> fmt::Result {
+    let mut ends = Vec::new();
+    let mut lags = Vec::new();
+    if let Some(status) = quorum.filter(|status| status.is_active) {
+        let roles = [("voter", &status.voters), ("observer", &status.observers)];
+        for (role, replicas) in roles {
+            for replica in replicas.iter() {
+                let Some(end) = replica.log_end_offset else {
+                    continue;
+                };
+                let end = i64::try_from(end).unwrap_or(i64::MAX);
+                let labels: Labels = vec![
+                    ("node", replica.node_id.to_string()),
+                    ("role", role.to_owned()),
+                ];
+                lags.push((labels.clone(), leader_end.saturating_sub(end).max(0)));
+                ends.push((labels, end));
+            }
+        }
+    }
+    gauge(
+        encoder,
+        "kafka_server_raft_metrics_replica_log_end_offset",
+        "On the active controller: each voter's and observer's metadata log end offset as last replicated (DescribeQuorum's LogEndOffset)",
+        ends,
+    )?;
+    gauge(
+        encoder,
+        "kafka_server_raft_metrics_replica_lag",
+        "On the active controller: entries each voter and observer is behind its log end (DescribeQuorum's Lag)",
+        lags,
+    )
 }
 
 fn partition_labels(topic: &str, partition: i32) -> Labels {

@@ -5,9 +5,10 @@
 //! handler starting), *local* (the handler's own work), *remote* (waiting
 //! for something else: the high watermark for `acks=all`, `fetch.min.bytes`
 //! for a long-polled fetch, a flush, a rebalance), and *total* (from the
-//! frame being read to the answer being ready for the connection's writer).
-//! Kafka's `ResponseSendTimeMs` has no counterpart yet (see
-//! docs/operations.md).
+//! frame being read to the answer being ready for the connection's writer),
+//! and *response send* (the write of the answer to the socket, Kafka's
+//! `ResponseSendTimeMs`; Kafka's total includes it, Strom's total ends
+//! before it).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -35,6 +36,8 @@ pub struct ApiMetrics {
     pub remote: AtomicHistogram,
     /// Time from the frame being read to the answer being ready.
     pub total: AtomicHistogram,
+    /// Time writing the answer to the socket.
+    pub send: AtomicHistogram,
 }
 
 impl ApiMetrics {
@@ -47,6 +50,7 @@ impl ApiMetrics {
             local: AtomicHistogram::new(),
             remote: AtomicHistogram::new(),
             total: AtomicHistogram::new(),
+            send: AtomicHistogram::new(),
         }
     }
 

@@ -98,6 +98,13 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// know: `UNSUPPORTED_VERSION` and the served versions, so the client can
     /// retry with one it shares (sent with header v0, body v0).
     fn unsupported_api_versions(&self) -> Response;
+
+    /// Records how long writing the answer to a request of `api_key` took
+    /// (Kafka's ResponseSendTimeMs). Answers written together in one
+    /// vectored write each count the whole write.
+    fn record_send(&self, api_key: i16, elapsed: std::time::Duration) {
+        let _ = (api_key, elapsed);
+    }
 }
 
 /// One part of an encoded frame: bytes, or a segment range to `sendfile`.
@@ -105,12 +112,14 @@ type Part = FramePart<LogSlice>;
 
 /// A queued answer, in request order.
 enum Pending {
-    /// An encoded frame as parts (see [`encode_response_frame_parts`]).
-    Ready(Vec<Part>),
+    /// An encoded frame as parts (see [`encode_response_frame_parts`]),
+    /// and the API it answers (`None` for SASL tokens).
+    Ready(Vec<Part>, Option<i16>),
     Deferred {
         task: AbortOnDrop<Option<Answer>>,
         correlation_id: i32,
         api_version: i16,
+        api_key: i16,
     },
 }
 
@@ -185,7 +194,7 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let (queue, pending) = mpsc::channel(MAX_IN_FLIGHT_PER_CONNECTION);
-    let writer_task = tokio::spawn(write_responses(writer, pending));
+    let writer_task = tokio::spawn(write_responses(writer, pending, Arc::clone(&parts.handler)));
     let peer = parts.peer;
     let reason = read_requests(reader, &parts, &queue, &mut shutdown).await;
     debug!(%peer, reason, "connection reader finished");
@@ -281,7 +290,7 @@ async fn handle_raw_token(
         Part::Bytes(response.auth_bytes),
     ];
     queue
-        .send(Pending::Ready(frame))
+        .send(Pending::Ready(frame, None))
         .await
         .map_err(|_| "writer gone")
 }
@@ -316,7 +325,7 @@ async fn handle_frame(
                     let bytes =
                         encode(prefix.correlation_id, 0, &response.into()).ok_or("encode error")?;
                     return queue
-                        .send(Pending::Ready(bytes))
+                        .send(Pending::Ready(bytes, Some(prefix.api_key)))
                         .await
                         .map_err(|_| "writer gone");
                 }
@@ -337,19 +346,23 @@ async fn handle_frame(
     };
     let correlation_id = context.correlation_id;
     let api_version = context.api_version;
+    let api_key = decoded.body.api_key() as i16;
     let pending = match handler.handle(context, decoded.body).await {
         Reply::Response(response) => Pending::Ready(
             encode(correlation_id, api_version, &response.into()).ok_or("encode error")?,
+            Some(api_key),
         ),
-        Reply::Answer(answer) => {
-            Pending::Ready(encode(correlation_id, api_version, &answer).ok_or("encode error")?)
-        }
+        Reply::Answer(answer) => Pending::Ready(
+            encode(correlation_id, api_version, &answer).ok_or("encode error")?,
+            Some(api_key),
+        ),
         Reply::NoResponse => return Ok(()),
         Reply::Close => return Err("request not served"),
         Reply::Deferred(future) => Pending::Deferred {
             task: AbortOnDrop(tokio::spawn(future)),
             correlation_id,
             api_version,
+            api_key,
         },
     };
     queue.send(pending).await.map_err(|_| "writer gone")?;
@@ -382,8 +395,13 @@ const MAX_IO_SLICES: usize = 64;
 
 /// Writes answers in request order. Answers that are ready together go out
 /// in one vectored write.
-async fn write_responses(mut writer: ResponseWriter, mut pending: mpsc::Receiver<Pending>) {
+async fn write_responses(
+    mut writer: ResponseWriter,
+    mut pending: mpsc::Receiver<Pending>,
+    handler: Arc<dyn RequestHandler>,
+) {
     let mut parts: Vec<Part> = Vec::new();
+    let mut answered: Vec<i16> = Vec::new();
     let mut carried: Option<Pending> = None;
     loop {
         let next = match carried.take() {
@@ -393,14 +411,17 @@ async fn write_responses(mut writer: ResponseWriter, mut pending: mpsc::Receiver
                 None => break,
             },
         };
-        if !resolve(next, &mut parts).await {
+        if !resolve(next, &mut parts, &mut answered).await {
             break;
         }
         // Gather the answers that are ready now (pipelined requests); a
         // deferred one waits until these are written.
         while parts.len() < MAX_IO_SLICES {
             match pending.try_recv() {
-                Ok(Pending::Ready(ready)) => parts.extend(ready),
+                Ok(Pending::Ready(ready, api_key)) => {
+                    parts.extend(ready);
+                    answered.extend(api_key);
+                }
                 Ok(deferred) => {
                     carried = Some(deferred);
                     break;
@@ -408,10 +429,15 @@ async fn write_responses(mut writer: ResponseWriter, mut pending: mpsc::Receiver
                 Err(_) => break,
             }
         }
+        let started = std::time::Instant::now();
         let written = match &mut writer {
             ResponseWriter::Plain(writer) => write_all_parts(writer, &mut parts).await,
             ResponseWriter::Tls(writer) => write_all_parts_copied(writer, &mut parts).await,
         };
+        let elapsed = started.elapsed();
+        for api_key in answered.drain(..) {
+            handler.record_send(api_key, elapsed);
+        }
         if let Err(error) = written {
             debug!(%error, "closing connection: write failed");
             break;
@@ -449,17 +475,20 @@ async fn write_all_parts_copied<W: AsyncWrite + Unpin>(
 
 /// Appends the encoded answer of `next` to `parts` (waiting for a deferred
 /// one); `false` when the connection must close.
-async fn resolve(next: Pending, parts: &mut Vec<Part>) -> bool {
+async fn resolve(next: Pending, parts: &mut Vec<Part>, answered: &mut Vec<i16>) -> bool {
     match next {
-        Pending::Ready(ready) => {
+        Pending::Ready(ready, api_key) => {
             parts.extend(ready);
+            answered.extend(api_key);
             true
         }
         Pending::Deferred {
             mut task,
             correlation_id,
             api_version,
+            api_key,
         } => {
+            answered.push(api_key);
             let answer = match (&mut task.0).await {
                 Ok(Some(answer)) => answer,
                 Ok(None) => return true,

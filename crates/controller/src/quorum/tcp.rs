@@ -8,7 +8,7 @@
 //! Using Kafka's framing lets the controller listener carry these RPCs
 //! beside Kafka's own controller APIs.
 //!
-//! Forwarded controller commands ([`remote`](crate::quorum::remote)) use
+//! Forwarded controller commands ([`remote`]) use
 //! the same framing with [`COMMAND_API_KEY`].
 //!
 //! [`TcpTransport`] is the client side (one connection per peer, reopened
