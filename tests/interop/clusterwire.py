@@ -300,9 +300,16 @@ def java_string_hash(text: str) -> int:
 
 
 def offsets_partition(group: str, partitions: int) -> int:
-    """Kafka's partition of `__consumer_offsets` for a group:
-    abs(hashCode) % partitions, where Java's abs of MIN_VALUE stays
-    negative; Kafka's Utils.abs maps it to 0."""
+    """Strom's partition of `__consumer_offsets` for a group:
+    (hashCode & 0x7fffffff) % partitions. Kafka's is
+    Utils.abs(hashCode) % partitions, which differs for negative hashes;
+    Strom keeps its own so that existing groups' offsets stay where they
+    are stored (docs/operations.md, "Consumer groups")."""
+    return (java_string_hash(group) & 0x7FFFFFFF) % partitions
+
+
+def kafka_offsets_partition(group: str, partitions: int) -> int:
+    """Kafka's placement, for the tests that show where the two differ."""
     hashed = java_string_hash(group)
     return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions
 

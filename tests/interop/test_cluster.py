@@ -447,16 +447,16 @@ def kafkajs_checks(node: Node, topic: str, group: str, ports: dict, replication_
 
 def placement_groups(leaders: dict) -> list:
     """Group names to check FindCoordinator with: two whose String.hashCode
-    is non-negative and two whose hashCode is negative. Kafka's partition
-    is abs(hashCode) % partitions (Utils.abs: MIN_VALUE gives 0), which
-    differs from (hashCode & 0x7fffffff) % partitions exactly for negative
-    hashes; the negative ones are chosen so that the two readings land on
-    partitions with different leaders, when the layout allows it."""
+    is non-negative and two whose hashCode is negative. Strom's partition is
+    (hashCode & 0x7fffffff) % partitions; Kafka's abs(hashCode) % partitions
+    differs exactly for negative hashes; the negative ones are chosen so
+    that the two readings land on partitions with different leaders, when
+    the layout allows it, so that the test tells which one is served."""
     names = [f"placement-{index}" for index in range(2000)]
     positive = [group for group in names if cw.java_string_hash(group) >= 0][:2]
 
     def other_reading(group):
-        return (cw.java_string_hash(group) & 0x7FFFFFFF) % OFFSETS_PARTITIONS
+        return cw.kafka_offsets_partition(group, OFFSETS_PARTITIONS)
 
     negative = [group for group in names if cw.java_string_hash(group) < 0]
     telling = [
@@ -494,12 +494,13 @@ def test_find_coordinator_answers_the_leader_of_the_group_s_partition(whole):
             )
 
     # Where a commit is stored, whatever the leaders: a group with a
-    # negative hashCode commits into partition abs(hashCode) % partitions.
+    # negative hashCode commits into the partition FindCoordinator names
+    # (Strom's placement, not Kafka's, for such groups).
     (group,) = [
         name for name in (f"placement-{index}" for index in range(2000))
         if cw.java_string_hash(name) < 0
         and cw.offsets_partition(name, OFFSETS_PARTITIONS)
-        != (cw.java_string_hash(name) & 0x7FFFFFFF) % OFFSETS_PARTITIONS
+        != cw.kafka_offsets_partition(name, OFFSETS_PARTITIONS)
     ][:1]
     topic = unique("placement")
     create_until_ok(whole, whole.running_brokers()[0], topic)
