@@ -1,9 +1,13 @@
 //! OffsetDelete: removes a group's committed offsets for partitions of
 //! topics it does not subscribe to.
 //!
-//! As in Kafka, a partition that does not exist is answered
-//! `UNKNOWN_TOPIC_OR_PARTITION` and never reaches the coordinator; a group
-//! error (`GROUP_ID_NOT_FOUND`, ...) is the top-level code.
+//! As in Kafka, a partition of a topic the principal may not READ is
+//! answered `TOPIC_AUTHORIZATION_FAILED`, a partition that does not exist
+//! `UNKNOWN_TOPIC_OR_PARTITION`; neither reaches the coordinator. A group
+//! error (`GROUP_ID_NOT_FOUND`, ...) is the top-level code. (DELETE on the
+//! group is checked before, for the whole request.)
+
+use std::collections::HashSet;
 
 use strom_coordinator::{GroupError, PartitionResults};
 use strom_protocol::error_code::ErrorCode;
@@ -16,16 +20,35 @@ use strom_protocol::messages::Response;
 use super::errors::{group_error_code, group_result_code};
 use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{authorize, operation, resource};
 
 /// Handles an OffsetDelete request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> Reply {
     let image = broker.controller.image();
-    let exists = |topic: &str, partition: i32| partitions::exists(&image, topic, partition);
-    let requested = request.topics.iter().map(|topic| {
+    let refused: HashSet<&str> = request
+        .topics
+        .iter()
+        .map(|topic| topic.name.0.as_str())
+        .filter(|topic| !authorize(broker, context, operation::READ, resource::TOPIC, topic))
+        .collect();
+    let skipped = |topic: &str, partition: i32| {
+        if refused.contains(topic) {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else if !partitions::exists(&image, topic, partition) {
+            Some(ErrorCode::UnknownTopicOrPartition)
+        } else {
+            None
+        }
+    };
+    let allowed = request
+        .topics
+        .iter()
+        .filter(|topic| !refused.contains(topic.name.0.as_str()));
+    let requested = allowed.map(|topic| {
         (
             topic.name.0.to_string(),
             topic
@@ -44,21 +67,21 @@ pub fn handle(
             .coordinator
             .delete_offsets(&request.group_id.0, &topics)
     };
-    Reply::Response(Response::OffsetDelete(response(&request, result, &exists)))
+    Reply::Response(Response::OffsetDelete(response(&request, result, &skipped)))
 }
 
 fn response(
     request: &OffsetDeleteRequest,
     result: Result<PartitionResults, GroupError>,
-    exists: &impl Fn(&str, i32) -> bool,
+    skipped: &impl Fn(&str, i32) -> Option<ErrorCode>,
 ) -> OffsetDeleteResponse {
     let (top_level, results) = match result {
         Ok(results) => (ErrorCode::None.code(), results),
         Err(error) => (group_error_code(&error).code(), PartitionResults::new()),
     };
     let code_for = |topic: &str, partition: i32| {
-        if !exists(topic, partition) {
-            return Some(ErrorCode::UnknownTopicOrPartition.code());
+        if let Some(code) = skipped(topic, partition) {
+            return Some(code.code());
         }
         results
             .iter()
