@@ -12,6 +12,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::config::{ClientAuth, PemSource, TlsSettings};
+use super::reload::ReloadingCertificate;
 
 /// Why a listener's TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -115,7 +116,7 @@ const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
 /// The private key of a PEM source: an unencrypted PKCS#8, PKCS#1 or SEC1
 /// key, or an encrypted PKCS#8 key (`ENCRYPTED PRIVATE KEY`) decrypted with
 /// `password` (`ssl.key.password`).
-fn private_key(
+pub(crate) fn private_key(
     source: &PemSource,
     password: Option<&str>,
 ) -> Result<PrivateKeyDer<'static>, TlsSetupError> {
@@ -216,8 +217,7 @@ pub fn provider(cipher_suites: &[String]) -> Result<CryptoProvider, TlsSetupErro
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSetupError> {
     let provider = Arc::new(provider(&settings.cipher_suites)?);
     let versions = protocol_versions(settings)?;
-    let chain = certificates(&settings.certificate_chain)?;
-    let key = private_key(&settings.private_key, settings.key_password.as_deref())?;
+    let certified = ReloadingCertificate::new(settings, Arc::clone(&provider))?;
     let verifier = match (&settings.truststore, settings.client_auth) {
         (_, ClientAuth::None) | (None, _) => WebPkiClientVerifier::no_client_auth(),
         (Some(truststore), client_auth) => {
@@ -238,8 +238,7 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSet
         .with_protocol_versions(&versions)
         .map_err(TlsSetupError::Rustls)?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
-        .map_err(TlsSetupError::Rustls)?;
+        .with_cert_resolver(Arc::new(certified));
     Ok(Arc::new(config))
 }
 

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use super::*;
 use crate::security::config::{ClientAuth, PemSource, TlsSettings};
@@ -149,4 +150,36 @@ fn a_keystore_with_an_encrypted_key_serves_tls_with_the_password_only() {
         "{missing:?}"
     );
     assert!(missing.to_string().contains("ssl.key.password"));
+}
+
+#[test]
+fn a_changed_keystore_file_is_reloaded_and_a_broken_one_ignored() {
+    use crate::security::reload::{ReloadingCertificate, CHECK_INTERVAL};
+
+    let (first, second) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    keys(first.path());
+    keys(second.path());
+    let keystore_of = |dir: &Path| {
+        let cert = std::fs::read_to_string(dir.join("cert.pem")).expect("read");
+        let enc = std::fs::read_to_string(dir.join("enc.pem")).expect("read");
+        format!("{cert}{enc}")
+    };
+    let cert_of = |dir: &Path| certificates(&file(dir, "cert.pem")).expect("cert")[0].clone();
+    let keystore = first.path().join("keystore.pem");
+    std::fs::write(&keystore, keystore_of(first.path())).expect("write");
+    let provider = Arc::new(provider(&[]).expect("provider"));
+    let settings = settings(PemSource::File(keystore.clone()), Some(PASSWORD));
+    let reloading = ReloadingCertificate::new(&settings, provider).expect("loads");
+    assert_eq!(reloading.current().cert[0], cert_of(first.path()));
+
+    std::fs::write(&keystore, keystore_of(second.path())).expect("write");
+    std::thread::sleep(CHECK_INTERVAL + Duration::from_millis(100));
+    assert_eq!(reloading.current().cert[0], cert_of(second.path()));
+
+    std::fs::write(&keystore, "not PEM\n").expect("write");
+    std::thread::sleep(CHECK_INTERVAL + Duration::from_millis(100));
+    assert_eq!(reloading.current().cert[0], cert_of(second.path()));
 }
