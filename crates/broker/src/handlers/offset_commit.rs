@@ -9,8 +9,6 @@
 //! others are committed. (READ on the group is checked before, for the
 //! whole request.)
 
-use std::collections::HashSet;
-
 use strom_coordinator::{
     GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
 };
@@ -24,7 +22,6 @@ use strom_protocol::messages::Response;
 use super::errors::{group_error_code, group_result_code};
 use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource};
 
 /// Handles an OffsetCommit request.
 pub fn handle(
@@ -32,22 +29,11 @@ pub fn handle(
     context: &RequestContext,
     request: OffsetCommitRequest,
 ) -> Reply {
-    let image = broker.controller.image();
-    let refused: HashSet<&str> = request
-        .topics
-        .iter()
-        .map(|topic| topic.name.0.as_str())
-        .filter(|topic| !authorize(broker, context, operation::READ, resource::TOPIC, topic))
-        .collect();
-    let skipped = |topic: &str, partition: i32| {
-        if refused.contains(topic) {
-            Some(ErrorCode::TopicAuthorizationFailed)
-        } else if !partitions::exists(&image, topic, partition) {
-            Some(ErrorCode::UnknownTopicOrPartition)
-        } else {
-            None
-        }
-    };
+    let skipped = partitions::offset_refusals(
+        broker,
+        context,
+        request.topics.iter().map(|topic| topic.name.0.as_str()),
+    );
     let commit = commit_request(context.api_version, &request, &skipped);
     // Nothing left to commit: Kafka answers without asking the coordinator.
     let result = if commit.partitions.is_empty() {

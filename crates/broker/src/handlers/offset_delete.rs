@@ -7,8 +7,6 @@
 //! error (`GROUP_ID_NOT_FOUND`, ...) is the top-level code. (DELETE on the
 //! group is checked before, for the whole request.)
 
-use std::collections::HashSet;
-
 use strom_coordinator::{GroupError, PartitionResults};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_delete_response::{
@@ -20,7 +18,6 @@ use strom_protocol::messages::Response;
 use super::errors::{group_error_code, group_result_code};
 use super::{partitions, BrokerContext};
 use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource};
 
 /// Handles an OffsetDelete request.
 pub fn handle(
@@ -28,37 +25,25 @@ pub fn handle(
     context: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> Reply {
-    let image = broker.controller.image();
-    let refused: HashSet<&str> = request
+    let skipped = partitions::offset_refusals(
+        broker,
+        context,
+        request.topics.iter().map(|topic| topic.name.0.as_str()),
+    );
+    // Refused and unknown partitions never reach the coordinator.
+    let topics: Vec<(String, Vec<i32>)> = request
         .topics
         .iter()
-        .map(|topic| topic.name.0.as_str())
-        .filter(|topic| !authorize(broker, context, operation::READ, resource::TOPIC, topic))
-        .collect();
-    let skipped = |topic: &str, partition: i32| {
-        if refused.contains(topic) {
-            Some(ErrorCode::TopicAuthorizationFailed)
-        } else if !partitions::exists(&image, topic, partition) {
-            Some(ErrorCode::UnknownTopicOrPartition)
-        } else {
-            None
-        }
-    };
-    let allowed = request
-        .topics
-        .iter()
-        .filter(|topic| !refused.contains(topic.name.0.as_str()));
-    let requested = allowed.map(|topic| {
-        (
-            topic.name.0.to_string(),
-            topic
+        .filter_map(|topic| {
+            let indexes: Vec<i32> = topic
                 .partitions
                 .iter()
                 .map(|partition| partition.partition_index)
-                .collect(),
-        )
-    });
-    let topics = partitions::existing(&image, requested);
+                .filter(|index| skipped(&topic.name.0, *index).is_none())
+                .collect();
+            (!indexes.is_empty()).then(|| (topic.name.0.to_string(), indexes))
+        })
+        .collect();
     let result = if topics.is_empty() {
         Ok(PartitionResults::new())
     } else {
