@@ -1,10 +1,10 @@
 //! Authorization decided for a whole request before its handler runs:
-//! the group APIs that name one group (READ on it; OffsetCommit also READ
-//! on each topic, OffsetFetch DESCRIBE on the group) and InitProducerId
+//! the group APIs that name one group (READ on it; OffsetCommit READ,
+//! OffsetFetch v0-v7 DESCRIBE, OffsetDelete DELETE) and InitProducerId
 //! (WRITE on the transactional id, or IDEMPOTENT_WRITE on the cluster or
-//! WRITE on some topic for an idempotent producer), OffsetDelete (DELETE on
-//! the group, READ on every topic). APIs with several
-//! resources check each one in their own handler.
+//! WRITE on some topic for an idempotent producer). Topics, and the groups
+//! of a v8+ OffsetFetch, are checked one by one in their handlers, which
+//! answer the refused ones and serve the others, as Kafka does.
 
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_commit_response::{
@@ -52,56 +52,30 @@ pub fn refusal(
         }
         Request::InitProducerId(r) => return init_producer_id(broker, context, r),
         Request::OffsetDelete(r)
-            if !may_on_group(broker, context, operation::DELETE, &r.group_id)
-                || r.topics.iter().any(|topic| {
-                    !authorize(
-                        broker,
-                        context,
-                        operation::READ,
-                        resource::TOPIC,
-                        &topic.name,
-                    )
-                }) =>
+            if !may_on_group(broker, context, operation::DELETE, &r.group_id) =>
         {
-            let code = match may_on_group(broker, context, operation::DELETE, &r.group_id) {
-                false => denied,
-                true => ErrorCode::TopicAuthorizationFailed.code(),
-            };
-            Response::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code))
+            Response::OffsetDelete(OffsetDeleteResponse::default().with_error_code(denied))
         }
         _ => return None,
     };
     Some(Reply::Response(response))
 }
 
-/// READ on the group and on every topic, or every partition is refused.
+/// READ on the group, or every partition is refused (the topics are
+/// checked by the handler, which commits the allowed ones).
 fn offset_commit(
     broker: &BrokerContext,
     context: &RequestContext,
     request: &OffsetCommitRequest,
 ) -> Option<Reply> {
-    let group_allowed = may_on_group(broker, context, operation::READ, &request.group_id);
-    let topic_allowed =
-        |name: &str| authorize(broker, context, operation::READ, resource::TOPIC, name);
-    if group_allowed
-        && request
-            .topics
-            .iter()
-            .all(|topic| topic_allowed(&topic.name))
-    {
+    if may_on_group(broker, context, operation::READ, &request.group_id) {
         return None;
     }
+    let code = ErrorCode::GroupAuthorizationFailed.code();
     let topics = request
         .topics
         .iter()
         .map(|topic| {
-            let code = match (group_allowed, topic_allowed(&topic.name)) {
-                (false, _) => ErrorCode::GroupAuthorizationFailed,
-                (true, false) => ErrorCode::TopicAuthorizationFailed,
-                // Kafka commits the allowed topics; Strom refuses the request
-                // whole, so that a commit is never partial.
-                (true, true) => ErrorCode::TopicAuthorizationFailed,
-            };
             OffsetCommitResponseTopic::default()
                 .with_name(topic.name.clone())
                 .with_partitions(
@@ -111,7 +85,7 @@ fn offset_commit(
                         .map(|partition| {
                             OffsetCommitResponsePartition::default()
                                 .with_partition_index(partition.partition_index)
-                                .with_error_code(code.code())
+                                .with_error_code(code)
                         })
                         .collect(),
                 )

@@ -11,6 +11,10 @@ const CLUSTER_OPERATIONS: &[u8] = &[5, 7, 8, 9, 10, 11, 12];
 /// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS.
 const TOPIC_OPERATIONS: &[u8] = &[3, 4, 5, 6, 7, 8, 10, 11];
 
+/// Kafka's `AclOperation` codes the GROUP resource supports: READ, DELETE
+/// and DESCRIBE.
+const GROUP_OPERATIONS: &[u8] = &[3, 6, 8];
+
 #[cfg(test)]
 fn bits(operations: &[u8]) -> i32 {
     operations
@@ -33,6 +37,11 @@ pub fn cluster_allowed(allowed: impl Fn(i8) -> bool) -> i32 {
 /// The topic operations `allowed` allows.
 pub fn topic_allowed(allowed: impl Fn(i8) -> bool) -> i32 {
     allowed_bits(TOPIC_OPERATIONS, allowed)
+}
+
+/// The group operations `allowed` allows.
+pub fn group_allowed(allowed: impl Fn(i8) -> bool) -> i32 {
+    allowed_bits(GROUP_OPERATIONS, allowed)
 }
 
 /// The operations allowed on the cluster.
@@ -63,5 +72,7 @@ mod tests {
         assert_eq!(topic().count_ones(), 8);
         assert_eq!(topic_allowed(|_| true), topic());
         assert_eq!(cluster_allowed(|operation| operation == 8), 1 << 8);
+        assert_eq!(group_allowed(|_| true), (1 << 3) | (1 << 6) | (1 << 8));
+        assert_eq!(group_allowed(|operation| operation == 8), 1 << 8);
     }
 }

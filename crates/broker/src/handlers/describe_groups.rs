@@ -12,16 +12,12 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
 use super::errors::group_error_code;
-use super::BrokerContext;
+use super::{authorized_operations, BrokerContext};
 use crate::network::{Reply, RequestContext};
 use crate::security::authorizer::{may_on_group, operation};
 
 /// Kafka's "authorized operations not requested" marker.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
-
-/// READ (3), DELETE (6) and DESCRIBE (8): what an unauthenticated client
-/// may do to a group, as an ACL operation bit set.
-const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
 
 /// Handles a DescribeGroups request.
 pub fn handle(
@@ -30,10 +26,13 @@ pub fn handle(
     request: DescribeGroupsRequest,
 ) -> Reply {
     let group_ids: Vec<String> = request.groups.iter().map(|id| id.0.to_string()).collect();
-    let operations = if request.include_authorized_operations {
-        GROUP_OPERATIONS
-    } else {
-        OPERATIONS_NOT_REQUESTED
+    // The group operations (KIP-430) the principal has: all of them without
+    // an authorizer, as in Kafka.
+    let operations = |group_id: &str| match request.include_authorized_operations {
+        true => authorized_operations::group_allowed(|operation| {
+            may_on_group(broker, context, operation, group_id)
+        }),
+        false => OPERATIONS_NOT_REQUESTED,
     };
     let described = broker.groups.coordinator.describe_groups(&group_ids);
     let groups = request
@@ -53,9 +52,11 @@ pub fn handle(
                 described_group(description)
                     .with_error_code(ErrorCode::GroupIdNotFound.code())
                     .with_error_message(Some(StrBytes::from_string(message)))
-                    .with_authorized_operations(operations)
+                    .with_authorized_operations(operations(group_id))
             }
-            Ok(description) => described_group(description).with_authorized_operations(operations),
+            Ok(description) => {
+                described_group(description).with_authorized_operations(operations(group_id))
+            }
             Err(error) => DescribedGroup::default()
                 .with_group_id(group_id.clone())
                 .with_error_code(group_error_code(&error).code())
@@ -63,7 +64,7 @@ pub fn handle(
                 .with_error_message(
                     (context.api_version >= 6).then(|| StrBytes::from_string(error.to_string())),
                 )
-                .with_authorized_operations(operations),
+                .with_authorized_operations(operations(group_id)),
         })
         .collect();
     Reply::Response(Response::DescribeGroups(

@@ -2,10 +2,12 @@
 //! `__consumer_offsets` before the answer. v2-v4 carry a retention time,
 //! v6+ leader epochs, v7+ the group instance id.
 //!
-//! As in Kafka, a partition that does not exist (unknown topic, or an index
-//! beyond the topic's partition count) is answered
-//! `UNKNOWN_TOPIC_OR_PARTITION` and never reaches the coordinator; the
-//! others are committed.
+//! As in Kafka, a partition of a topic the principal may not READ is
+//! answered `TOPIC_AUTHORIZATION_FAILED`, a partition that does not exist
+//! (unknown topic, or an index beyond the topic's partition count)
+//! `UNKNOWN_TOPIC_OR_PARTITION`; neither reaches the coordinator, and the
+//! others are committed. (READ on the group is checked before, for the
+//! whole request.)
 
 use strom_coordinator::{
     GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
@@ -27,23 +29,31 @@ pub fn handle(
     context: &RequestContext,
     request: OffsetCommitRequest,
 ) -> Reply {
-    let image = broker.controller.image();
-    let exists = |topic: &str, partition: i32| partitions::exists(&image, topic, partition);
-    let commit = commit_request(context.api_version, &request, &exists);
+    let skipped = partitions::offset_refusals(
+        broker,
+        context,
+        request.topics.iter().map(|topic| topic.name.0.as_str()),
+    );
+    let commit = commit_request(context.api_version, &request, &skipped);
     // Nothing left to commit: Kafka answers without asking the coordinator.
     let result = if commit.partitions.is_empty() {
         Ok(PartitionResults::new())
     } else {
         broker.groups.coordinator.commit_offsets(&commit)
     };
-    Reply::Response(Response::OffsetCommit(response(&request, result, &exists)))
+    Reply::Response(Response::OffsetCommit(response(&request, result, &skipped)))
 }
 
-/// The coordinator's request: the partitions of `request` that exist.
+/// Why a partition does not reach the coordinator, if it does not.
+trait Skipped: Fn(&str, i32) -> Option<ErrorCode> {}
+
+impl<F: Fn(&str, i32) -> Option<ErrorCode>> Skipped for F {}
+
+/// The coordinator's request: the partitions of `request` not skipped.
 fn commit_request(
     version: i16,
     request: &OffsetCommitRequest,
-    exists: &impl Fn(&str, i32) -> bool,
+    skipped: &impl Skipped,
 ) -> CommitRequest {
     CommitRequest {
         group_id: request.group_id.0.to_string(),
@@ -59,7 +69,7 @@ fn commit_request(
                 topic
                     .partitions
                     .iter()
-                    .filter(|partition| exists(&topic.name.0, partition.partition_index))
+                    .filter(|partition| skipped(&topic.name.0, partition.partition_index).is_none())
                     .map(move |partition| OffsetCommitPartition {
                         topic: topic.name.0.to_string(),
                         partition: partition.partition_index,
@@ -80,11 +90,11 @@ fn commit_request(
 fn response(
     request: &OffsetCommitRequest,
     result: Result<PartitionResults, GroupError>,
-    exists: &impl Fn(&str, i32) -> bool,
+    skipped: &impl Skipped,
 ) -> OffsetCommitResponse {
     let code_for = |topic: &str, partition: i32| -> i16 {
-        if !exists(topic, partition) {
-            return ErrorCode::UnknownTopicOrPartition.code();
+        if let Some(code) = skipped(topic, partition) {
+            return code.code();
         }
         match &result {
             Err(error) => group_error_code(error).code(),

@@ -1,9 +1,11 @@
 //! OffsetDelete: removes a group's committed offsets for partitions of
 //! topics it does not subscribe to.
 //!
-//! As in Kafka, a partition that does not exist is answered
-//! `UNKNOWN_TOPIC_OR_PARTITION` and never reaches the coordinator; a group
-//! error (`GROUP_ID_NOT_FOUND`, ...) is the top-level code.
+//! As in Kafka, a partition of a topic the principal may not READ is
+//! answered `TOPIC_AUTHORIZATION_FAILED`, a partition that does not exist
+//! `UNKNOWN_TOPIC_OR_PARTITION`; neither reaches the coordinator. A group
+//! error (`GROUP_ID_NOT_FOUND`, ...) is the top-level code. (DELETE on the
+//! group is checked before, for the whole request.)
 
 use strom_coordinator::{GroupError, PartitionResults};
 use strom_protocol::error_code::ErrorCode;
@@ -20,22 +22,28 @@ use crate::network::{Reply, RequestContext};
 /// Handles an OffsetDelete request.
 pub fn handle(
     broker: &BrokerContext,
-    _context: &RequestContext,
+    context: &RequestContext,
     request: OffsetDeleteRequest,
 ) -> Reply {
-    let image = broker.controller.image();
-    let exists = |topic: &str, partition: i32| partitions::exists(&image, topic, partition);
-    let requested = request.topics.iter().map(|topic| {
-        (
-            topic.name.0.to_string(),
-            topic
+    let skipped = partitions::offset_refusals(
+        broker,
+        context,
+        request.topics.iter().map(|topic| topic.name.0.as_str()),
+    );
+    // Refused and unknown partitions never reach the coordinator.
+    let topics: Vec<(String, Vec<i32>)> = request
+        .topics
+        .iter()
+        .filter_map(|topic| {
+            let indexes: Vec<i32> = topic
                 .partitions
                 .iter()
                 .map(|partition| partition.partition_index)
-                .collect(),
-        )
-    });
-    let topics = partitions::existing(&image, requested);
+                .filter(|index| skipped(&topic.name.0, *index).is_none())
+                .collect();
+            (!indexes.is_empty()).then(|| (topic.name.0.to_string(), indexes))
+        })
+        .collect();
     let result = if topics.is_empty() {
         Ok(PartitionResults::new())
     } else {
@@ -44,21 +52,21 @@ pub fn handle(
             .coordinator
             .delete_offsets(&request.group_id.0, &topics)
     };
-    Reply::Response(Response::OffsetDelete(response(&request, result, &exists)))
+    Reply::Response(Response::OffsetDelete(response(&request, result, &skipped)))
 }
 
 fn response(
     request: &OffsetDeleteRequest,
     result: Result<PartitionResults, GroupError>,
-    exists: &impl Fn(&str, i32) -> bool,
+    skipped: &impl Fn(&str, i32) -> Option<ErrorCode>,
 ) -> OffsetDeleteResponse {
     let (top_level, results) = match result {
         Ok(results) => (ErrorCode::None.code(), results),
         Err(error) => (group_error_code(&error).code(), PartitionResults::new()),
     };
     let code_for = |topic: &str, partition: i32| {
-        if !exists(topic, partition) {
-            return Some(ErrorCode::UnknownTopicOrPartition.code());
+        if let Some(code) = skipped(topic, partition) {
+            return Some(code.code());
         }
         results
             .iter()

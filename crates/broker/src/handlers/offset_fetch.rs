@@ -1,5 +1,12 @@
 //! OffsetFetch: v1-v7 ask about one group (null topics = all, v2+), v8+
 //! about several groups at once. Leader epochs from v5.
+//!
+//! Authorization as in Kafka: each group needs DESCRIBE on it (v8+: that
+//! group alone is answered GROUP_AUTHORIZATION_FAILED; v0-v7 are refused
+//! before this handler); each named topic needs DESCRIBE, or its
+//! partitions are answered TOPIC_AUTHORIZATION_FAILED without asking the
+//! coordinator; when all topics are asked for, those the principal may not
+//! DESCRIBE are left out.
 
 use strom_coordinator::{GroupError, PartitionOffset};
 use strom_protocol::error_code::ErrorCode;
@@ -14,9 +21,22 @@ use strom_protocol::messages::Response;
 use super::errors::group_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
+use crate::security::authorizer::{may_describe_topic, may_on_group, operation};
 
 /// Topics asked about: `None` for all.
 type Wanted = Option<Vec<(String, Vec<i32>)>>;
+
+/// One partition's answer, whatever the response version.
+struct Answer {
+    partition: i32,
+    offset: i64,
+    leader_epoch: i32,
+    metadata: String,
+    error_code: i16,
+}
+
+/// Answers by topic, in the order of the response.
+type TopicAnswers = Vec<(String, Vec<Answer>)>;
 
 /// Handles an OffsetFetch request.
 pub fn handle(
@@ -25,22 +45,70 @@ pub fn handle(
     request: OffsetFetchRequest,
 ) -> Reply {
     let response = if context.api_version >= 8 {
-        multi_group(broker, &request)
+        multi_group(broker, context, &request)
     } else {
-        single_group(broker, context.api_version, &request)
+        single_group(broker, context, &request)
     };
     Reply::Response(Response::OffsetFetch(response))
 }
 
-fn fetch(
+/// The offsets of `group_id` the principal may see (see the module doc).
+fn group_offsets(
     broker: &BrokerContext,
+    context: &RequestContext,
     group_id: &str,
     wanted: &Wanted,
-) -> Result<Vec<PartitionOffset>, GroupError> {
-    broker
+) -> Result<TopicAnswers, GroupError> {
+    let may_describe = |topic: &str| may_describe_topic(broker, context, topic);
+    let (allowed, refused): (Wanted, Vec<(String, Vec<i32>)>) = match wanted {
+        None => (None, Vec::new()),
+        Some(topics) => {
+            let (allowed, refused) = topics
+                .iter()
+                .cloned()
+                .partition(|(topic, _)| may_describe(topic));
+            (Some(allowed), refused)
+        }
+    };
+    let offsets = broker
         .groups
         .coordinator
-        .fetch_offsets(group_id, wanted.as_deref())
+        .fetch_offsets(group_id, allowed.as_deref())?;
+    let mut answers: TopicAnswers = by_topic(offsets)
+        .into_iter()
+        .filter(|(topic, _)| wanted.is_some() || may_describe(topic))
+        .map(|(topic, offsets)| (topic, offsets.into_iter().map(answer).collect()))
+        .collect();
+    let code = ErrorCode::TopicAuthorizationFailed.code();
+    answers.extend(
+        refused
+            .into_iter()
+            .map(|(topic, partitions)| (topic, error_answers(&partitions, code))),
+    );
+    Ok(answers)
+}
+
+fn answer(offset: PartitionOffset) -> Answer {
+    Answer {
+        partition: offset.partition,
+        offset: offset.offset,
+        leader_epoch: offset.leader_epoch.unwrap_or(-1),
+        metadata: offset.metadata,
+        error_code: ErrorCode::None.code(),
+    }
+}
+
+fn error_answers(partitions: &[i32], error_code: i16) -> Vec<Answer> {
+    partitions
+        .iter()
+        .map(|partition| Answer {
+            partition: *partition,
+            offset: -1,
+            leader_epoch: -1,
+            metadata: String::new(),
+            error_code,
+        })
+        .collect()
 }
 
 /// Groups offsets by topic, in order of first appearance.
@@ -57,7 +125,7 @@ fn by_topic(offsets: Vec<PartitionOffset>) -> Vec<(String, Vec<PartitionOffset>)
 
 fn single_group(
     broker: &BrokerContext,
-    version: i16,
+    context: &RequestContext,
     request: &OffsetFetchRequest,
 ) -> OffsetFetchResponse {
     let wanted: Wanted = request.topics.as_ref().map(|topics| {
@@ -66,79 +134,67 @@ fn single_group(
             .map(|topic| (topic.name.0.to_string(), topic.partition_indexes.clone()))
             .collect()
     });
-    match fetch(broker, &request.group_id.0, &wanted) {
-        Ok(offsets) => OffsetFetchResponse::default().with_topics(
-            by_topic(offsets)
-                .into_iter()
-                .map(|(topic, partitions)| {
-                    OffsetFetchResponseTopic::default()
-                        .with_name(TopicName(StrBytes::from_string(topic)))
-                        .with_partitions(
-                            partitions
-                                .into_iter()
-                                .map(|offset| {
-                                    OffsetFetchResponsePartition::default()
-                                        .with_partition_index(offset.partition)
-                                        .with_committed_offset(offset.offset)
-                                        .with_committed_leader_epoch(
-                                            offset.leader_epoch.unwrap_or(-1),
-                                        )
-                                        .with_metadata(Some(StrBytes::from_string(offset.metadata)))
-                                })
-                                .collect(),
-                        )
-                })
-                .collect(),
-        ),
+    let (top_level, answers) = match group_offsets(broker, context, &request.group_id.0, &wanted) {
+        Ok(answers) => (ErrorCode::None.code(), answers),
         Err(error) => {
             // The error goes on every partition, and from v2 also on top
             // (v1 has no top-level code).
             let code = group_error_code(&error).code();
-            OffsetFetchResponse::default()
-                .with_error_code(if version >= 2 { code } else { 0 })
-                .with_topics(error_topics(&wanted, code))
+            let answers = wanted
+                .iter()
+                .flatten()
+                .map(|(topic, partitions)| (topic.clone(), error_answers(partitions, code)))
+                .collect();
+            let top_level = if context.api_version >= 2 { code } else { 0 };
+            (top_level, answers)
         }
-    }
-}
-
-fn error_topics(wanted: &Wanted, code: i16) -> Vec<OffsetFetchResponseTopic> {
-    wanted
-        .iter()
-        .flatten()
+    };
+    let topics = answers
+        .into_iter()
         .map(|(topic, partitions)| {
             OffsetFetchResponseTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic.clone())))
+                .with_name(TopicName(StrBytes::from_string(topic)))
                 .with_partitions(
                     partitions
-                        .iter()
-                        .map(|partition| {
+                        .into_iter()
+                        .map(|answer| {
                             OffsetFetchResponsePartition::default()
-                                .with_partition_index(*partition)
-                                .with_committed_offset(-1)
-                                .with_committed_leader_epoch(-1)
-                                .with_metadata(Some(StrBytes::from_static_str("")))
-                                .with_error_code(code)
+                                .with_partition_index(answer.partition)
+                                .with_committed_offset(answer.offset)
+                                .with_committed_leader_epoch(answer.leader_epoch)
+                                .with_metadata(Some(StrBytes::from_string(answer.metadata)))
+                                .with_error_code(answer.error_code)
                         })
                         .collect(),
                 )
         })
-        .collect()
+        .collect();
+    OffsetFetchResponse::default()
+        .with_error_code(top_level)
+        .with_topics(topics)
 }
 
-fn multi_group(broker: &BrokerContext, request: &OffsetFetchRequest) -> OffsetFetchResponse {
+fn multi_group(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &OffsetFetchRequest,
+) -> OffsetFetchResponse {
     let groups = request
         .groups
         .iter()
         .map(|group| {
+            let answer = OffsetFetchResponseGroup::default().with_group_id(group.group_id.clone());
+            if !may_on_group(broker, context, operation::DESCRIBE, &group.group_id) {
+                return answer.with_error_code(ErrorCode::GroupAuthorizationFailed.code());
+            }
             let wanted: Wanted = group.topics.as_ref().map(|topics| {
                 topics
                     .iter()
                     .map(|topic| (topic.name.0.to_string(), topic.partition_indexes.clone()))
                     .collect()
             });
-            let answer = OffsetFetchResponseGroup::default().with_group_id(group.group_id.clone());
-            match fetch(broker, &group.group_id.0, &wanted) {
-                Ok(offsets) => answer.with_topics(group_topics(offsets)),
+            match group_offsets(broker, context, &group.group_id.0, &wanted) {
+                Ok(answers) => answer.with_topics(group_topics(answers)),
                 Err(error) => answer.with_error_code(group_error_code(&error).code()),
             }
         })
@@ -148,8 +204,8 @@ fn multi_group(broker: &BrokerContext, request: &OffsetFetchRequest) -> OffsetFe
         .with_groups(groups)
 }
 
-fn group_topics(offsets: Vec<PartitionOffset>) -> Vec<OffsetFetchResponseTopics> {
-    by_topic(offsets)
+fn group_topics(answers: TopicAnswers) -> Vec<OffsetFetchResponseTopics> {
+    answers
         .into_iter()
         .map(|(topic, partitions)| {
             OffsetFetchResponseTopics::default()
@@ -157,12 +213,13 @@ fn group_topics(offsets: Vec<PartitionOffset>) -> Vec<OffsetFetchResponseTopics>
                 .with_partitions(
                     partitions
                         .into_iter()
-                        .map(|offset| {
+                        .map(|answer| {
                             OffsetFetchResponsePartitions::default()
-                                .with_partition_index(offset.partition)
-                                .with_committed_offset(offset.offset)
-                                .with_committed_leader_epoch(offset.leader_epoch.unwrap_or(-1))
-                                .with_metadata(Some(StrBytes::from_string(offset.metadata)))
+                                .with_partition_index(answer.partition)
+                                .with_committed_offset(answer.offset)
+                                .with_committed_leader_epoch(answer.leader_epoch)
+                                .with_metadata(Some(StrBytes::from_string(answer.metadata)))
+                                .with_error_code(answer.error_code)
                         })
                         .collect(),
                 )

@@ -3,7 +3,14 @@
 //! answers `UNKNOWN_TOPIC_OR_PARTITION` for a partition of a topic that does
 //! not exist, or beyond the topic's partition count, and never hands it on.
 
+use std::collections::HashSet;
+
 use strom_controller::image::MetadataImage;
+use strom_protocol::error_code::ErrorCode;
+
+use super::BrokerContext;
+use crate::network::RequestContext;
+use crate::security::authorizer::{authorize, operation, resource};
 
 /// Whether partition `index` of `topic` exists.
 pub fn exists(image: &MetadataImage, topic: &str, index: i32) -> bool {
@@ -13,20 +20,28 @@ pub fn exists(image: &MetadataImage, topic: &str, index: i32) -> bool {
         .is_some()
 }
 
-/// The `(topic, partitions)` of `topics` that exist; topics left with no
-/// existing partition are dropped.
-pub fn existing(
-    image: &MetadataImage,
-    topics: impl IntoIterator<Item = (String, Vec<i32>)>,
-) -> Vec<(String, Vec<i32>)> {
-    topics
+/// Why a partition of a group offset request (OffsetCommit, OffsetDelete)
+/// is answered without reaching the coordinator, as Kafka checks it: its
+/// topic may not be READ (`TOPIC_AUTHORIZATION_FAILED`, checked first), or
+/// the partition does not exist (`UNKNOWN_TOPIC_OR_PARTITION`).
+pub fn offset_refusals<'a>(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    topics: impl IntoIterator<Item = &'a str>,
+) -> impl Fn(&str, i32) -> Option<ErrorCode> {
+    let image = broker.controller.image();
+    let refused: HashSet<String> = topics
         .into_iter()
-        .filter_map(|(topic, partitions)| {
-            let partitions: Vec<i32> = partitions
-                .into_iter()
-                .filter(|index| exists(image, &topic, *index))
-                .collect();
-            (!partitions.is_empty()).then_some((topic, partitions))
-        })
-        .collect()
+        .filter(|topic| !authorize(broker, context, operation::READ, resource::TOPIC, topic))
+        .map(str::to_owned)
+        .collect();
+    move |topic: &str, partition: i32| {
+        if refused.contains(topic) {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else if !exists(&image, topic, partition) {
+            Some(ErrorCode::UnknownTopicOrPartition)
+        } else {
+            None
+        }
+    }
 }

@@ -99,7 +99,7 @@ pub struct TlsSettings {
     pub certificate_chain: PemSource,
     /// The private key (the keystore file again, or inline).
     pub private_key: PemSource,
-    /// `ssl.key.password`: set only for encrypted keys, which are refused.
+    /// `ssl.key.password`: decrypts an encrypted PKCS#8 private key.
     pub key_password: Option<String>,
     /// Trusted client certificate authorities.
     pub truststore: Option<PemSource>,

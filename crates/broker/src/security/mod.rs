@@ -10,6 +10,7 @@
 pub mod authorizer;
 pub mod config;
 pub mod principal;
+pub mod reload;
 pub mod sasl;
 pub mod session;
 pub mod tls;

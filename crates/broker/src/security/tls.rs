@@ -1,6 +1,6 @@
 //! TLS for SSL and SASL_SSL listeners: a rustls server configuration from
-//! PEM material, `ssl.client.auth`, `ssl.enabled.protocols` and
-//! `ssl.cipher.suites`.
+//! PEM material (an encrypted PKCS#8 key decrypted with `ssl.key.password`),
+//! `ssl.client.auth`, `ssl.enabled.protocols` and `ssl.cipher.suites`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,9 +9,10 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite, SupportedProtocolVersion};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::config::{ClientAuth, PemSource, TlsSettings};
+use super::reload::ReloadingCertificate;
 
 /// Why a listener's TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -37,14 +38,24 @@ pub enum TlsSetupError {
         /// The file or property.
         origin: String,
     },
-    /// An encrypted private key: rustls reads unencrypted keys only.
-    #[error(
-        "the private key in {origin} is encrypted; Strom reads unencrypted PKCS#8, PKCS#1 or \
-         SEC1 keys only (ssl.key.password is not supported)"
-    )]
+    /// An encrypted private key without `ssl.key.password`.
+    #[error("the private key in {origin} is encrypted and ssl.key.password is not set")]
     EncryptedKey {
         /// The file or property.
         origin: String,
+    },
+    /// `ssl.key.password` does not decrypt the encrypted private key: a
+    /// wrong password, or an encryption scheme that is not supported.
+    #[error(
+        "ssl.key.password does not decrypt the private key in {origin} (a wrong password, or an \
+         encryption other than PKCS#8 PBES2 with PBKDF2 or scrypt and AES-CBC)"
+    )]
+    KeyDecryption {
+        /// The file or property.
+        origin: String,
+        /// What the decryption reported.
+        #[source]
+        source: pkcs8::Error,
     },
     /// A protocol rustls does not offer.
     #[error("ssl.enabled.protocols: `{protocol}` is not supported (TLSv1.2 and TLSv1.3 are)")]
@@ -99,19 +110,51 @@ pub fn certificates(source: &PemSource) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certificates)
 }
 
-fn private_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, TlsSetupError> {
+const ENCRYPTED_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+/// The private key of a PEM source: an unencrypted PKCS#8, PKCS#1 or SEC1
+/// key, or an encrypted PKCS#8 key (`ENCRYPTED PRIVATE KEY`) decrypted with
+/// `password` (`ssl.key.password`).
+pub(crate) fn private_key(
+    source: &PemSource,
+    password: Option<&str>,
+) -> Result<PrivateKeyDer<'static>, TlsSetupError> {
     let bytes = pem_bytes(source)?;
-    if bytes
-        .windows(b"ENCRYPTED PRIVATE KEY".len())
-        .any(|window| window == b"ENCRYPTED PRIVATE KEY")
-    {
+    let Some(block) = encrypted_block(&bytes) else {
+        return PrivateKeyDer::from_pem_slice(&bytes).map_err(|_| TlsSetupError::NoPrivateKey {
+            origin: origin(source),
+        });
+    };
+    let Some(password) = password else {
         return Err(TlsSetupError::EncryptedKey {
             origin: origin(source),
         });
-    }
-    PrivateKeyDer::from_pem_slice(&bytes).map_err(|_| TlsSetupError::NoPrivateKey {
+    };
+    decrypt(block, password).map_err(|source_error| TlsSetupError::KeyDecryption {
         origin: origin(source),
+        source: source_error,
     })
+}
+
+/// The first `ENCRYPTED PRIVATE KEY` PEM block of `bytes`, if any.
+fn encrypted_block(bytes: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let start = text.find(ENCRYPTED_BEGIN)?;
+    let length = text.get(start..)?.find(ENCRYPTED_END)? + ENCRYPTED_END.len();
+    text.get(start..start + length)
+}
+
+/// Decrypts a PKCS#8 `EncryptedPrivateKeyInfo` (PBES2: PBKDF2 or scrypt,
+/// AES-128/192/256-CBC, as `openssl pkcs8 -topk8` and `openssl genpkey
+/// -aes256` write it).
+fn decrypt(block: &str, password: &str) -> Result<PrivateKeyDer<'static>, pkcs8::Error> {
+    let (_label, document) = pkcs8::Document::from_pem(block)?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(document.as_bytes())?;
+    let secret = info.decrypt(password)?;
+    Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        secret.as_bytes().to_vec(),
+    )))
 }
 
 fn protocol_versions(
@@ -174,8 +217,7 @@ pub fn provider(cipher_suites: &[String]) -> Result<CryptoProvider, TlsSetupErro
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSetupError> {
     let provider = Arc::new(provider(&settings.cipher_suites)?);
     let versions = protocol_versions(settings)?;
-    let chain = certificates(&settings.certificate_chain)?;
-    let key = private_key(&settings.private_key)?;
+    let certified = ReloadingCertificate::new(settings, Arc::clone(&provider))?;
     let verifier = match (&settings.truststore, settings.client_auth) {
         (_, ClientAuth::None) | (None, _) => WebPkiClientVerifier::no_client_auth(),
         (Some(truststore), client_auth) => {
@@ -196,7 +238,10 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSet
         .with_protocol_versions(&versions)
         .map_err(TlsSetupError::Rustls)?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key)
-        .map_err(TlsSetupError::Rustls)?;
+        .with_cert_resolver(Arc::new(certified));
     Ok(Arc::new(config))
 }
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;

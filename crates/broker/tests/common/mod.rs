@@ -124,3 +124,20 @@ pub fn config(dir: &std::path::Path, extra: &[(&str, &str)]) -> BrokerConfig {
     }
     BrokerConfig::from_map(&map).expect("valid config").0
 }
+
+impl Client {
+    /// Connects to `address` (a broker's listener other than the first);
+    /// requests carry `client_id`.
+    #[allow(dead_code)] // Not every test binary uses several listeners.
+    pub async fn connect_to(address: std::net::SocketAddr, client_id: &'static str) -> Client {
+        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(address))
+            .await
+            .expect("connect in time")
+            .expect("connect");
+        Client {
+            stream,
+            correlation_id: 0,
+            client_id,
+        }
+    }
+}
