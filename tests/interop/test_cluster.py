@@ -481,6 +481,12 @@ def offsets_ends(cluster: Cluster, leaders: dict) -> dict:
 @pytest.mark.timeout(60)
 def test_find_coordinator_answers_the_leader_of_the_group_s_partition(whole):
     leaders = offsets_leaders(whole)
+    # Created by the first FindCoordinator once every broker had registered,
+    # so its replicas are spread over all of them (not only the first up).
+    node = whole.running_brokers()[0]
+    partitions = node.metadata(["__consumer_offsets"]).topics["__consumer_offsets"].partitions
+    hosts = {replica for p in partitions.values() for replica in p.replicas}
+    assert hosts == {n.node_id for n in whole.running_brokers()}, partitions
     endpoints = {node.node_id: ("127.0.0.1", node.port) for node in whole.running_brokers()}
     groups = placement_groups(leaders)
     for group in groups:

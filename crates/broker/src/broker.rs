@@ -342,8 +342,15 @@ async fn broker_context(
     replicas.apply_image(&controller.image());
     let controller_client = Arc::clone(controller);
     let groups = Arc::new(GroupService::new(config, Arc::clone(&replicas)));
-    if ensure_offsets_topic(controller_client.as_ref(), config).await {
-        let image = controller_client.image();
+    // A single node creates `__consumer_offsets` at start-up. In a cluster,
+    // as in Kafka, the first FindCoordinator creates it: by then the other
+    // brokers have registered and its partitions spread over all of them,
+    // not only over the first broker up.
+    if config.cluster.is_none() {
+        ensure_offsets_topic(controller_client.as_ref(), config).await;
+    }
+    let image = controller_client.image();
+    if image.topic_by_name(crate::groups::OFFSETS_TOPIC).is_some() {
         replicas.apply_image(&image);
         groups.claim(&image);
     }
