@@ -25,11 +25,18 @@
 //! fetches from another yet, so [`FollowerState`] is not driven by the broker.
 
 mod error;
+pub mod fetch_loop;
+pub mod fetcher;
 mod follower;
 mod leader;
 mod watch;
 
 pub use error::ReplicationError;
+pub use fetch_loop::{FetchTransport, FetcherManager, FollowTarget};
+pub use fetcher::{
+    FetchFailure, FetchPartition, FetchPartitionError, FetcherConfig, FetcherCore, FollowerLog,
+    LogOffsets, PartitionEvent, PartitionFetchResult, ReplicaFetchRequest,
+};
 pub use follower::FollowerState;
 pub use leader::{AckStatus, FollowerFetchOutcome, IsrChange, LeaderState, ReplicaProgress};
 pub use watch::{OffsetWatch, WaitOutcome};
