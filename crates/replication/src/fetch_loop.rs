@@ -78,6 +78,7 @@ pub struct FetcherManager<L, T> {
     transport: Arc<T>,
     clock: Arc<dyn Clock>,
     fetchers: Mutex<HashMap<BrokerId, Fetcher<L>>>,
+    paused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
@@ -88,6 +89,18 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
             transport,
             clock,
             fetchers: Mutex::new(HashMap::new()),
+            paused: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        }
+    }
+
+    /// Stops (or resumes) every fetch without forgetting what is followed:
+    /// a paused follower stands for a stuck one (the leader's lag check
+    /// then removes it from the ISR).
+    pub fn set_paused(&self, paused: bool) {
+        self.paused
+            .store(paused, std::sync::atomic::Ordering::Release);
+        for fetcher in self.fetchers().values() {
+            fetcher.shared.changed.notify_one();
         }
     }
 
@@ -166,6 +179,7 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
             Arc::clone(&shared),
             Arc::clone(&self.transport),
             Arc::clone(&self.clock),
+            Arc::clone(&self.paused),
         ));
         Fetcher { shared, task }
     }
@@ -200,9 +214,14 @@ async fn run<L: FollowerLog, T: FetchTransport>(
     shared: Arc<Shared<L>>,
     transport: Arc<T>,
     clock: Arc<dyn Clock>,
+    paused: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let source = shared.core().source();
     while !shared.stopped() {
+        if paused.load(std::sync::atomic::Ordering::Acquire) {
+            let _ = tokio::time::timeout(IDLE_WAIT, shared.changed.notified()).await;
+            continue;
+        }
         let now_ms = clock.now_ms();
         let request = shared.core().next_request(now_ms);
         let Some(request) = request else {
