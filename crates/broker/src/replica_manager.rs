@@ -798,6 +798,9 @@ impl ReplicaManager {
         let high_watermark = leader.high_watermark();
         if let Ok(mut log) = log.write() {
             log.update_high_watermark(high_watermark);
+            if let Err(error) = log.assign_leader_epoch(partition.leader_epoch) {
+                warn!(%topic_partition, %error, "cannot record the new leader epoch");
+            }
         }
         let replica = Arc::new(PartitionReplica::new(
             topic_partition.clone(),
@@ -1108,6 +1111,77 @@ mod tests {
         assert_offline(&broken);
         // The log itself was not poisoned, but it is not served either.
         assert!(!broken.log.is_poisoned());
+    }
+
+    #[test]
+    fn follower_fetches_move_the_hw_and_a_divergent_follower_gets_the_epoch_end() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = LogManagerConfig::new(vec![dir.path().to_owned()], LogConfig::default());
+        let logs = Arc::new(LogManager::open(config, BTreeMap::new(), 0).expect("log manager"));
+        let manager = ReplicaManager::new(1, logs, Arc::new(SystemClock), BTreeMap::new());
+        let id = Uuid::from_u128(5);
+        let mut records = records_for_topic("shared", id);
+        if let Some(Record::Partition(partition)) = &mut records[1].record {
+            partition.replicas = vec![1, 2];
+            partition.isr = vec![1, 2];
+        }
+        manager.apply_image(&apply_all(&MetadataImage::empty(), 0, &records));
+        let replica = manager
+            .get(&TopicPartition::new("shared".to_owned(), 0))
+            .expect("leading");
+        replica.append(batch(), true, 0).expect("append");
+        let log_end_offset = replica
+            .with_log(|log| log.log_end_offset())
+            .expect("online");
+        assert!(log_end_offset > 0);
+        assert_eq!(
+            replica.high_watermark.current(),
+            0,
+            "replica 2 has not fetched"
+        );
+        assert_eq!(replica.log_end.current(), log_end_offset);
+        let fetch = |replica_id, fetch_offset, last_fetched_epoch| FollowerFetch {
+            replica: replica_id,
+            fetch_offset,
+            last_fetched_epoch,
+        };
+        // A follower reads past the HW, up to the log end.
+        match replica.read_for_follower(&fetch(2, 0, None), 1 << 20, true, 1) {
+            Ok(FollowerRead::Records { read, .. }) => {
+                assert!(
+                    read.records.is_some(),
+                    "uncommitted records go to followers"
+                );
+                assert_eq!(read.high_watermark, 0);
+            }
+            other => panic!("not records: {other:?}"),
+        }
+        // Its next fetch says it has them: the HW moves and acks=all is done.
+        assert!(matches!(
+            replica.read_for_follower(&fetch(2, log_end_offset, Some(0)), 1 << 20, true, 2),
+            Ok(FollowerRead::Records { .. })
+        ));
+        assert_eq!(replica.high_watermark.current(), log_end_offset);
+        assert_eq!(replica.ack_status(log_end_offset), AckStatus::Committed);
+        // This broker leads epoch 2 from here; a follower that wrote in
+        // epoch 1 (never seen here) learns where epoch 0 ended.
+        replica
+            .with_log_mut(|log| log.assign_leader_epoch(2))
+            .expect("online")
+            .expect("assigned");
+        match replica.read_for_follower(&fetch(2, log_end_offset + 3, Some(1)), 1 << 20, true, 3) {
+            Ok(FollowerRead::Diverging {
+                epoch, end_offset, ..
+            }) => assert_eq!((epoch, end_offset), (0, log_end_offset)),
+            other => panic!("not a divergence: {other:?}"),
+        }
+        // A broker that is not a replica is refused.
+        assert!(matches!(
+            replica.read_for_follower(&fetch(9, 0, None), 1 << 20, true, 4),
+            Ok(FollowerRead::Refused(ReplicationError::UnknownReplica {
+                replica: 9
+            }))
+        ));
     }
 
     /// The image `manager_leading(_, &["broken", "healthy"])` applied.

@@ -129,7 +129,12 @@ async fn create_topic(broker: &RunningBroker) {
     let topic = CreatableTopic::default()
         .with_name(name(TOPIC))
         .with_num_partitions(1)
-        .with_replication_factor(3);
+        .with_replication_factor(3)
+        .with_configs(vec![
+            strom_protocol::kafka::messages::create_topics_request::CreatableTopicConfig::default()
+                .with_name(StrBytes::from_static_str("min.insync.replicas"))
+                .with_value(Some(StrBytes::from_static_str("2"))),
+        ]);
     let request = CreateTopicsRequest::default()
         .with_topics(vec![topic])
         .with_timeout_ms(10_000);
@@ -355,6 +360,52 @@ async fn followers_replicate_and_a_new_leader_has_every_acknowledged_record() {
         leader_and_isr(&brokers[leader_index])
             .await
             .is_some_and(|(_, isr)| isr.contains(&stuck_node))
+    })
+    .await;
+
+    // Both followers stuck: the write appended meanwhile is answered
+    // NOT_ENOUGH_REPLICAS_AFTER_APPEND once the ISR shrinks below
+    // min.insync.replicas (2); the next acks=all write is refused before
+    // the append, and acks=1 still writes.
+    let follower_indexes: Vec<usize> = (0..3).filter(|index| *index != leader_index).collect();
+    for index in &follower_indexes {
+        brokers[*index]
+            .replicas()
+            .fetchers()
+            .expect("fetchers")
+            .set_paused(true);
+    }
+    let values: Vec<String> = (0..2).map(|index| format!("alone-{index}")).collect();
+    assert_eq!(produce(&mut client, producer_id, 55, &values, -1).await, 20);
+    expected.extend(values);
+    let log_end = || {
+        brokers[leader_index]
+            .replicas()
+            .logs()
+            .get(&TopicPartition::new(TOPIC.to_owned(), 0))
+            .expect("hosted")
+            .read()
+            .expect("log lock")
+            .log_end_offset()
+    };
+    let before = log_end();
+    let values = vec!["refused".to_owned()];
+    assert_eq!(produce(&mut client, producer_id, 57, &values, -1).await, 19);
+    assert_eq!(log_end(), before, "nothing stored");
+    let values = vec!["acks-one".to_owned()];
+    assert_eq!(produce(&mut client, producer_id, 57, &values, 1).await, 0);
+    expected.extend(values);
+    for index in &follower_indexes {
+        brokers[*index]
+            .replicas()
+            .fetchers()
+            .expect("fetchers")
+            .set_paused(false);
+    }
+    wait_until("both followers rejoin the ISR", || async {
+        leader_and_isr(&brokers[leader_index])
+            .await
+            .is_some_and(|(_, isr)| isr.len() == 3)
     })
     .await;
 
