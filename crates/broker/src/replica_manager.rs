@@ -438,6 +438,12 @@ impl PartitionReplica {
             .isr_shrink(now_ms, replica_lag_time_max_ms)
     }
 
+    /// Whether this broker stopped leading the partition since this
+    /// handle was found.
+    pub fn is_deposed(&self) -> bool {
+        self.deposed.load(Ordering::Acquire)
+    }
+
     /// Marks an ISR change as sent; `false` if one is already on its way.
     pub fn begin_isr_change(&self) -> bool {
         !self.isr_change_pending.swap(true, Ordering::AcqRel)
@@ -1227,6 +1233,12 @@ mod tests {
         );
         manager.apply_image(&leaderless);
         assert!(manager.get(&topic_partition).is_none(), "not leading");
+        // A request that found the partition before is refused.
+        assert!(replica.is_deposed());
+        assert!(matches!(
+            replica.append(batch(), false, 0),
+            Err(AppendFailure::Replication(ReplicationError::NotLeader))
+        ));
         assert!(
             manager.logs().get(&topic_partition).is_some(),
             "the log of a partition still assigned here is kept"
