@@ -67,7 +67,17 @@ fn node_config(dir: &std::path::Path, id: u32, voters: &str, port: u16) -> Broke
     BrokerConfig::from_map(&map).expect("valid config").0
 }
 
+/// The voters string and each node's controller port, to restart a node.
+struct Voters {
+    voters: String,
+    ports: BTreeMap<u32, u16>,
+}
+
 async fn start_cluster(dir: &std::path::Path) -> Vec<RunningBroker> {
+    start_cluster_keeping_ports(dir).await.0
+}
+
+async fn start_cluster_keeping_ports(dir: &std::path::Path) -> (Vec<RunningBroker>, Voters) {
     let ports: BTreeMap<u32, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let voters = ports
         .iter()
@@ -86,7 +96,7 @@ async fn start_cluster(dir: &std::path::Path) -> Vec<RunningBroker> {
     for handle in handles {
         brokers.push(handle.await.expect("join").expect("started"));
     }
-    brokers
+    (brokers, Voters { voters, ports })
 }
 
 async fn wait_until<F, Fut>(what: &str, mut check: F)
@@ -441,6 +451,134 @@ async fn followers_replicate_and_a_new_leader_has_every_acknowledged_record() {
     );
     expected.extend(values);
     assert_eq!(consume_all(&brokers[new_index]).await, expected);
+    for broker in brokers {
+        broker.shutdown().await;
+    }
+}
+
+fn log_end_offset(broker: &RunningBroker) -> i64 {
+    broker
+        .replicas()
+        .logs()
+        .get(&TopicPartition::new(TOPIC.to_owned(), 0))
+        .expect("hosted")
+        .read()
+        .expect("log lock")
+        .log_end_offset()
+}
+
+fn node_of(broker: &RunningBroker) -> i32 {
+    broker.replicas().node_id()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_leader_truncates_its_unreplicated_tail_when_it_follows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut brokers, voters) = start_cluster_keeping_ports(dir.path()).await;
+    create_topic(&brokers[0]).await;
+    wait_until("a full ISR", || async {
+        leader_and_isr(&brokers[0])
+            .await
+            .is_some_and(|(_, isr)| isr.len() == 3)
+    })
+    .await;
+    let (leader, _) = leader_and_isr(&brokers[0]).await.expect("a leader");
+    let leader_index = index_of(&brokers, leader);
+    let mut client = Client::connect(&brokers[leader_index], "replication-test").await;
+    let producer_id = init_producer_id(&mut client).await;
+    let values: Vec<String> = (0..10).map(|index| format!("shared-{index}")).collect();
+    assert_eq!(
+        produce_to_leader(&mut client, producer_id, 0, &values).await,
+        0
+    );
+    let followers: Vec<i32> = brokers
+        .iter()
+        .map(node_of)
+        .filter(|node| *node != leader)
+        .collect();
+    let broker_of = |brokers: &[RunningBroker], node: i32| {
+        brokers
+            .iter()
+            .position(|broker| node_of(broker) == node)
+            .expect("running")
+    };
+    // One follower falls out of the ISR.
+    let (lagging, in_sync) = (followers[0], followers[1]);
+    brokers[broker_of(&brokers, lagging)]
+        .replicas()
+        .fetchers()
+        .expect("fetchers")
+        .set_paused(true);
+    wait_until("the lagging follower leaves the ISR", || async {
+        leader_and_isr(&brokers[leader_index])
+            .await
+            .is_some_and(|(_, isr)| !isr.contains(&lagging))
+    })
+    .await;
+    // The other one misses a tail the leader writes with acks=1, and the
+    // leader's broker stops before anyone fetched it.
+    brokers[broker_of(&brokers, in_sync)]
+        .replicas()
+        .fetchers()
+        .expect("fetchers")
+        .set_paused(true);
+    let tail: Vec<String> = (0..3).map(|index| format!("tail-{index}")).collect();
+    assert_eq!(produce(&mut client, producer_id, 10, &tail, 1).await, 0);
+    assert_eq!(log_end_offset(&brokers[leader_index]), 13);
+    drop(client);
+    let old_leader = brokers.remove(leader_index);
+    old_leader.shutdown().await;
+    for broker in &brokers {
+        broker
+            .replicas()
+            .fetchers()
+            .expect("fetchers")
+            .set_paused(false);
+    }
+    wait_until("the in-sync follower leads", || async {
+        leader_and_isr(&brokers[0])
+            .await
+            .is_some_and(|(id, _)| id == in_sync)
+    })
+    .await;
+    let new_index = broker_of(&brokers, in_sync);
+    wait_until("the new leader has two in sync", || async {
+        leader_and_isr(&brokers[new_index])
+            .await
+            .is_some_and(|(_, isr)| isr.len() >= 2)
+    })
+    .await;
+    let mut client = Client::connect(&brokers[new_index], "replication-test").await;
+    let producer_id = init_producer_id(&mut client).await;
+    let values = vec!["new-0".to_owned(), "new-1".to_owned()];
+    assert_eq!(
+        produce_to_leader(&mut client, producer_id, 0, &values).await,
+        0
+    );
+    assert_eq!(log_end_offset(&brokers[new_index]), 12);
+
+    // The old leader comes back and follows: its tail (offsets 10..13 of
+    // the old epoch) goes, and nothing before it.
+    let port = voters.ports[&u32::try_from(leader).expect("positive")];
+    let restarted = strom_broker::broker::start(node_config(
+        dir.path(),
+        u32::try_from(leader).expect("positive"),
+        &voters.voters,
+        port,
+    ))
+    .await
+    .expect("restarted");
+    wait_until("the old leader's log equals the new leader's", || async {
+        log_end_offset(&restarted) == 12
+            && committed_bytes(&restarted) == committed_bytes(&brokers[new_index])
+    })
+    .await;
+    let (bytes, high_watermark) = committed_bytes(&restarted);
+    assert_eq!(high_watermark, 12);
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!text.contains("tail-"), "the unreplicated tail is gone");
+    assert!(text.contains("shared-9") && text.contains("new-1"));
+    restarted.shutdown().await;
     for broker in brokers {
         broker.shutdown().await;
     }
