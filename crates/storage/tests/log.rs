@@ -334,6 +334,12 @@ fn a_new_leader_epoch_starts_at_the_log_end_before_any_write() {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = partition_dir(root.path());
     let mut log = open(&dir, &small_config(), true, 0);
+    log.assign_leader_epoch(1).expect("assign");
+    assert_eq!(
+        log.epoch_cache().latest_epoch(),
+        None,
+        "an empty log waits for its first append"
+    );
     let batch = simple_batch(&BatchSpec {
         records: 4,
         ..BatchSpec::default()
