@@ -419,6 +419,68 @@ fn read_partition(
     }
 }
 
+/// A partition to read, found here, and its byte limit.
+struct Located<'a> {
+    replica: &'a Arc<PartitionReplica>,
+    planned: &'a PlannedPartition,
+    limit: u64,
+    min_one_batch: bool,
+}
+
+/// Reads one partition hosted here into `data`: the filled data, the
+/// record bytes it holds, and whether it is answered without records (an
+/// error, a divergence or a refusal), which answers the fetch at once.
+fn read_located(
+    plan: &Plan,
+    located: &Located<'_>,
+    data: PartitionData,
+    regions: &mut Vec<(Bytes, LogSlice)>,
+) -> (PartitionData, u64, bool) {
+    let Located {
+        replica,
+        planned,
+        limit,
+        min_one_batch,
+    } = located;
+    let read = match read_partition(plan, replica, planned, *limit, *min_one_batch) {
+        Ok(PartitionOutcome::Read(read)) => Ok(read),
+        Ok(PartitionOutcome::Answered(answered)) => {
+            let answered = answered.with_partition_index(planned.request.partition);
+            return (answered, 0, true);
+        }
+        Err(error) => Err(error),
+    };
+    let read = read.and_then(|read| {
+        let records = read
+            .records
+            .map(|slice| records_for_response(slice, regions))
+            .transpose()?;
+        Ok((read.high_watermark, read.log_start_offset, records))
+    });
+    match read {
+        Ok((high_watermark, log_start_offset, records)) => {
+            let size = records.as_ref().map_or(0, |records| records.len() as u64);
+            let data = data
+                .with_high_watermark(high_watermark)
+                .with_last_stable_offset(high_watermark)
+                .with_log_start_offset(log_start_offset)
+                .with_records(Some(records.unwrap_or_default()));
+            (data, size, false)
+        }
+        Err(error) => {
+            let (high_watermark, log_start_offset) = replica
+                .with_log(|log| (log.high_watermark(), log.log_start_offset()))
+                .unwrap_or((-1, -1));
+            let data = data
+                .with_error_code(read_error_code(&error).code())
+                .with_high_watermark(high_watermark)
+                .with_last_stable_offset(high_watermark)
+                .with_log_start_offset(log_start_offset);
+            (data, 0, true)
+        }
+    }
+}
+
 /// Reads every planned partition once.
 fn read(plan: &Plan) -> Read {
     let mut remaining = plan.max_bytes;
@@ -444,48 +506,17 @@ fn read(plan: &Plan) -> Read {
                     let limit = (planned.request.partition_max_bytes.max(0) as u64).min(remaining);
                     // KIP-74: the first partition with data may return one
                     // batch even beyond the limits, so large records progress.
-                    let min_one_batch = total == 0;
-                    let read = match read_partition(plan, replica, planned, limit, min_one_batch) {
-                        Ok(PartitionOutcome::Read(read)) => Ok(read),
-                        Ok(PartitionOutcome::Answered(answered)) => {
-                            // A divergence or refusal is answered at once.
-                            errors = true;
-                            partitions
-                                .push(answered.with_partition_index(planned.request.partition));
-                            continue;
-                        }
-                        Err(error) => Err(error),
+                    let located = Located {
+                        replica,
+                        planned,
+                        limit,
+                        min_one_batch: total == 0,
                     };
-                    let read = read.and_then(|read| {
-                        let records = read
-                            .records
-                            .map(|slice| records_for_response(slice, &mut regions))
-                            .transpose()?;
-                        Ok((read.high_watermark, read.log_start_offset, records))
-                    });
-                    match read {
-                        Ok((high_watermark, log_start_offset, records)) => {
-                            let size = records.as_ref().map_or(0, |records| records.len() as u64);
-                            total += size;
-                            remaining = remaining.saturating_sub(size);
-                            data = data
-                                .with_high_watermark(high_watermark)
-                                .with_last_stable_offset(high_watermark)
-                                .with_log_start_offset(log_start_offset)
-                                .with_records(Some(records.unwrap_or_default()));
-                        }
-                        Err(error) => {
-                            errors = true;
-                            let (high_watermark, log_start_offset) = replica
-                                .with_log(|log| (log.high_watermark(), log.log_start_offset()))
-                                .unwrap_or((-1, -1));
-                            data = data
-                                .with_error_code(read_error_code(&error).code())
-                                .with_high_watermark(high_watermark)
-                                .with_last_stable_offset(high_watermark)
-                                .with_log_start_offset(log_start_offset);
-                        }
-                    }
+                    let (filled, size, failed) = read_located(plan, &located, data, &mut regions);
+                    data = filled;
+                    total += size;
+                    remaining = remaining.saturating_sub(size);
+                    errors |= failed;
                 }
             }
             partitions.push(data);
