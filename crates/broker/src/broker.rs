@@ -223,6 +223,10 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         )
         .await?,
     );
+    context.replicas.set_broker_epoch(broker_epoch);
+    if let Some(cluster) = &config.cluster {
+        start_replica_fetchers(&context, cluster);
+    }
     let tasks = spawn_background_tasks(&context);
     let heartbeats = heartbeats.keep();
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
@@ -375,7 +379,34 @@ fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
     vec![
         tokio::spawn(follow_metadata(Arc::clone(context))),
         context.groups.coordinator.spawn_timer(COORDINATOR_TICK),
+        tokio::spawn(crate::isr::shrink_loop(
+            Arc::clone(&context.controller),
+            Arc::clone(&context.replicas),
+            context.config.replica_lag_time_max,
+        )),
     ]
+}
+
+/// Starts the follower fetchers of a cluster node (one per source broker;
+/// `num.replica.fetchers` is accepted and not used yet) and follows what
+/// the current image assigns here.
+fn start_replica_fetchers(
+    context: &Arc<BrokerContext>,
+    cluster: &crate::cluster_config::ClusterConfig,
+) {
+    let transport = Arc::new(crate::replica_fetch::TcpFetchTransport::new(
+        Arc::clone(&context.controller),
+        cluster.inter_broker_listener_name.clone(),
+        strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
+    ));
+    let config = context.config.replica_fetcher_config();
+    let fetchers = Arc::new(strom_replication::FetcherManager::new(
+        config,
+        transport,
+        Arc::clone(context.replicas.clock()),
+    ));
+    context.replicas.start_fetching(fetchers);
+    context.sync_metadata();
 }
 
 /// A task aborted when dropped (a start-up step failed), unless handed on
@@ -411,6 +442,11 @@ impl RunningBroker {
     /// The controller this broker uses (for administration and tests).
     pub fn controller(&self) -> Arc<dyn ControllerClient> {
         Arc::clone(&self.context.controller)
+    }
+
+    /// The partitions hosted here (led and followed).
+    pub fn replicas(&self) -> Arc<crate::replica_manager::ReplicaManager> {
+        Arc::clone(&self.context.replicas)
     }
 
     /// The cluster id.
@@ -452,6 +488,9 @@ impl RunningBroker {
         }
         observability.shutdown().await;
         server.shutdown().await;
+        if let Some(fetchers) = context.replicas.fetchers() {
+            fetchers.shutdown().await;
+        }
         for task in &tasks {
             task.abort();
         }

@@ -136,6 +136,16 @@ pub struct BrokerConfig {
     pub group_max_size: usize,
     /// `replica.lag.time.max.ms`.
     pub replica_lag_time_max: Duration,
+    /// `replica.fetch.max.bytes`: per partition of a follower's fetch.
+    pub replica_fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes`.
+    pub replica_fetch_response_max_bytes: i32,
+    /// `replica.fetch.wait.max.ms`.
+    pub replica_fetch_wait_max: Duration,
+    /// `replica.fetch.min.bytes`.
+    pub replica_fetch_min_bytes: i32,
+    /// `replica.fetch.backoff.ms`.
+    pub replica_fetch_backoff: Duration,
     /// `log.retention.check.interval.ms`.
     pub log_retention_check_interval: Duration,
     /// `log.flush.scheduler.interval.ms`.
@@ -194,6 +204,11 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("group.max.session.timeout.ms", "1800000"),
     ("group.max.size", "2147483647"),
     ("replica.lag.time.max.ms", "30000"),
+    ("replica.fetch.max.bytes", "1048576"),
+    ("replica.fetch.response.max.bytes", "10485760"),
+    ("replica.fetch.wait.max.ms", "500"),
+    ("replica.fetch.min.bytes", "1"),
+    ("replica.fetch.backoff.ms", "1000"),
     ("log.retention.check.interval.ms", "300000"),
     ("log.flush.scheduler.interval.ms", "9223372036854775807"),
     ("log.flush.offset.checkpoint.interval.ms", "60000"),
@@ -227,6 +242,18 @@ pub const IGNORED_KEYS: &[&str] = &[
 ];
 
 impl BrokerConfig {
+    /// The follower fetch settings (`replica.fetch.*`).
+    pub fn replica_fetcher_config(&self) -> strom_replication::FetcherConfig {
+        let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+        let mut config = strom_replication::FetcherConfig::new(self.node_id);
+        config.partition_max_bytes = self.replica_fetch_max_bytes;
+        config.response_max_bytes = self.replica_fetch_response_max_bytes;
+        config.max_wait_ms = i32::try_from(millis(self.replica_fetch_wait_max)).unwrap_or(i32::MAX);
+        config.min_bytes = self.replica_fetch_min_bytes;
+        config.backoff_ms = millis(self.replica_fetch_backoff);
+        config
+    }
+
     /// The configuration with every default, as `strom broker` with no
     /// arguments uses it.
     pub fn defaults() -> BrokerConfig {
@@ -278,6 +305,12 @@ impl BrokerConfig {
             group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,
             group_max_size: lookup.count("group.max.size", 1)?,
             replica_lag_time_max: lookup.millis("replica.lag.time.max.ms")?,
+            replica_fetch_max_bytes: lookup.int32("replica.fetch.max.bytes", 0)?,
+            replica_fetch_response_max_bytes: lookup
+                .int32("replica.fetch.response.max.bytes", 0)?,
+            replica_fetch_wait_max: lookup.millis("replica.fetch.wait.max.ms")?,
+            replica_fetch_min_bytes: lookup.int32("replica.fetch.min.bytes", 1)?,
+            replica_fetch_backoff: lookup.millis("replica.fetch.backoff.ms")?,
             log_retention_check_interval: lookup.millis("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval: lookup.millis("log.flush.scheduler.interval.ms")?,
             log_flush_offset_checkpoint_interval: lookup

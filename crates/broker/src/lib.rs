@@ -41,12 +41,14 @@ pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
 pub mod http;
+pub mod isr;
 pub mod launch;
 pub mod meta_properties;
 pub mod metrics;
 pub mod network;
 pub mod producer_ids;
 pub mod properties;
+pub mod replica_fetch;
 pub mod replica_manager;
 pub mod security;
 

@@ -15,13 +15,16 @@
 //! flushes and checkpoints and of the clean-shutdown marker, so the next
 //! start recovers it from scratch. The other partitions keep serving.
 
+use std::collections::BTreeMap;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LockResult, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, LockResult, Mutex, MutexGuard, OnceLock, RwLock};
 
 use bytes::Bytes;
 use strom_controller::image::{ConfigResource, MetadataImage};
-use strom_replication::{AckStatus, LeaderState, OffsetWatch, ReplicationError};
+use strom_replication::{
+    AckStatus, FetcherManager, FollowTarget, IsrChange, LeaderState, OffsetWatch, ReplicationError,
+};
 use strom_storage::clock::Clock;
 use strom_storage::error::{AppendError, LogError, ReadError};
 use strom_storage::flush::FlushTicket;
@@ -32,6 +35,7 @@ use strom_storage::{AppendInfo, LogConfig, LogManager, TopicPartition};
 use tracing::{debug, info, warn};
 
 use crate::metrics::topics::{TopicMetrics, TopicMetricsTable};
+use crate::replica_fetch::{FollowerPartitionLog, TcpFetchTransport};
 use uuid::Uuid;
 
 /// A partition hosted here: its log and its replication state.
@@ -44,11 +48,18 @@ pub struct PartitionReplica {
     leader: Mutex<LeaderState>,
     /// The high watermark; delayed produce and fetch wait on it.
     pub high_watermark: OffsetWatch,
+    /// The log end offset; followers' long polls wait on it.
+    pub log_end: OffsetWatch,
 
     /// The topic's counters (resolved once, counted without locks).
     pub metrics: Arc<TopicMetrics>,
     /// Set when a lock of the partition was found poisoned (never cleared).
     offline: AtomicBool,
+    /// Set when this broker stopped leading the partition: a request that
+    /// found it before is refused instead of appending as leader.
+    deposed: AtomicBool,
+    /// Set while an ISR change is on its way to the controller.
+    isr_change_pending: AtomicBool,
 }
 
 /// A partition taken offline because a thread panicked while holding one
@@ -134,6 +145,40 @@ pub struct PartitionRead<R = Bytes> {
     pub log_end_offset: i64,
 }
 
+/// A follower's fetch of one partition, as the leader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerFetch {
+    /// The follower.
+    pub replica: i32,
+    /// Its log end offset.
+    pub fetch_offset: i64,
+    /// The epoch of its last batch (Fetch v12+), if it sent one.
+    pub last_fetched_epoch: Option<i32>,
+}
+
+/// The leader's answer to a follower's fetch.
+#[derive(Debug)]
+pub enum FollowerRead {
+    /// Records up to the log end.
+    Records {
+        /// The read.
+        read: PartitionRead<LogSlice>,
+        /// An ISR expansion to propose to the controller.
+        isr_expansion: Option<IsrChange>,
+    },
+    /// The follower's log diverges: where its last epoch ends here.
+    Diverging {
+        /// The largest epoch here at or below the follower's last one.
+        epoch: i32,
+        /// Where it ends here.
+        end_offset: i64,
+        /// The high watermark.
+        high_watermark: i64,
+    },
+    /// The fetch was refused (not a replica).
+    Refused(ReplicationError),
+}
+
 impl PartitionReplica {
     fn new(
         topic_partition: TopicPartition,
@@ -147,10 +192,13 @@ impl PartitionReplica {
             topic_partition,
             topic_id,
             log,
+            log_end: OffsetWatch::new(leader.log_end_offset()),
             leader: Mutex::new(leader),
             high_watermark: OffsetWatch::new(high_watermark),
             metrics,
             offline: AtomicBool::new(false),
+            deposed: AtomicBool::new(false),
+            isr_change_pending: AtomicBool::new(false),
         }
     }
 
@@ -227,7 +275,11 @@ impl PartitionReplica {
             leader.leader_epoch()
         };
         let mut log = self.log_mut()?;
+        if self.deposed.load(Ordering::Acquire) {
+            return Err(AppendFailure::Replication(ReplicationError::NotLeader));
+        }
         let info = log.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
+        self.log_end.advance(log.log_end_offset());
         if log.flush_due() {
             let ticket = log.prepare_flush();
             return Ok(Appended {
@@ -308,6 +360,100 @@ impl PartitionReplica {
         })
     }
 
+    /// Serves a follower's fetch (KIP-320 first): if the follower's last
+    /// fetched epoch ends before `fetch_offset` here, or this log never had
+    /// it, the answer is where that epoch ends here and nothing is read.
+    /// Otherwise the fetch offset is the follower's LEO: the leader records
+    /// it (which may advance the HW and wakes `acks=all` writes), and the
+    /// read goes up to the log end, not the HW. An ISR expansion to propose
+    /// comes back with the read.
+    pub fn read_for_follower(
+        &self,
+        request: &FollowerFetch,
+        max_bytes: u64,
+        min_one_batch: bool,
+        now_ms: i64,
+    ) -> Result<FollowerRead, ReadFailure> {
+        if let Some(diverging) = self.diverging_epoch(request)? {
+            return Ok(diverging);
+        }
+        let outcome =
+            self.leader()?
+                .on_follower_fetch(request.replica, request.fetch_offset, now_ms);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => return Ok(FollowerRead::Refused(error)),
+        };
+        if let Some(high_watermark) = outcome.high_watermark_advanced_to {
+            self.log_mut()?.update_high_watermark(high_watermark);
+            self.high_watermark.advance(high_watermark);
+        }
+        let log = self.log()?;
+        let log_end_offset = log.log_end_offset();
+        let info = log.read(
+            request.fetch_offset,
+            max_bytes,
+            log_end_offset,
+            min_one_batch,
+        )?;
+        drop(log);
+        Ok(FollowerRead::Records {
+            read: PartitionRead {
+                records: info.records.filter(|slice| !slice.is_empty()),
+                high_watermark: info.high_watermark,
+                log_start_offset: info.log_start_offset,
+                log_end_offset: info.log_end_offset,
+            },
+            isr_expansion: outcome.isr_expansion,
+        })
+    }
+
+    fn diverging_epoch(
+        &self,
+        request: &FollowerFetch,
+    ) -> Result<Option<FollowerRead>, ReadFailure> {
+        let Some(last_fetched_epoch) = request.last_fetched_epoch.filter(|epoch| *epoch >= 0)
+        else {
+            return Ok(None);
+        };
+        let log = self.log()?;
+        let (epoch, end_offset) = log
+            .epoch_cache()
+            .end_offset_for(last_fetched_epoch, log.log_end_offset());
+        if epoch < last_fetched_epoch || end_offset < request.fetch_offset {
+            return Ok(Some(FollowerRead::Diverging {
+                epoch,
+                end_offset,
+                high_watermark: log.high_watermark(),
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The ISR without the followers that lagged longer than
+    /// `replica_lag_time_max_ms`, if any must go.
+    pub fn isr_shrink(&self, now_ms: i64, replica_lag_time_max_ms: i64) -> Option<IsrChange> {
+        self.leader()
+            .ok()?
+            .isr_shrink(now_ms, replica_lag_time_max_ms)
+    }
+
+    /// Whether this broker stopped leading the partition since this
+    /// handle was found.
+    pub fn is_deposed(&self) -> bool {
+        self.deposed.load(Ordering::Acquire)
+    }
+
+    /// Marks an ISR change as sent; `false` if one is already on its way.
+    pub fn begin_isr_change(&self) -> bool {
+        !self.isr_change_pending.swap(true, Ordering::AcqRel)
+    }
+
+    /// Marks the ISR change on its way as answered.
+    pub fn end_isr_change(&self) {
+        self.isr_change_pending.store(false, Ordering::Release);
+    }
+
     /// Reads for a consumer: never at or above the high watermark.
     pub fn read(
         &self,
@@ -374,7 +520,14 @@ pub struct ReplicaManager {
     applied: Mutex<Option<u64>>,
     /// Per-topic counters, handed to each partition as it is hosted.
     topic_metrics: TopicMetricsTable,
+    /// This broker's epoch (quoted in AlterPartition).
+    broker_epoch: AtomicI64,
+    /// The follower fetchers, once fetching is started (a cluster node).
+    fetchers: OnceLock<Arc<ReplicaFetchers>>,
 }
+
+/// The follower fetchers of a broker.
+pub type ReplicaFetchers = FetcherManager<FollowerPartitionLog, TcpFetchTransport>;
 
 impl ReplicaManager {
     /// A manager over opened logs; `topic_defaults` are the broker's
@@ -393,7 +546,36 @@ impl ReplicaManager {
             topic_defaults,
             applied: Mutex::new(None),
             topic_metrics: TopicMetricsTable::default(),
+            broker_epoch: AtomicI64::new(-1),
+            fetchers: OnceLock::new(),
         }
+    }
+
+    /// This broker's id.
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// Records this broker's epoch (after registration).
+    pub fn set_broker_epoch(&self, broker_epoch: i64) {
+        self.broker_epoch.store(broker_epoch, Ordering::Release);
+    }
+
+    /// This broker's epoch.
+    pub fn broker_epoch(&self) -> i64 {
+        self.broker_epoch.load(Ordering::Acquire)
+    }
+
+    /// Starts following the partitions the next images assign here but
+    /// that another broker leads. Without it (a single node), only led
+    /// partitions are hosted.
+    pub fn start_fetching(&self, fetchers: Arc<ReplicaFetchers>) {
+        let _ = self.fetchers.set(fetchers);
+    }
+
+    /// The follower fetchers, if started.
+    pub fn fetchers(&self) -> Option<&Arc<ReplicaFetchers>> {
+        self.fetchers.get()
     }
 
     /// The log manager.
@@ -414,6 +596,11 @@ impl ReplicaManager {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// The broker's clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// The current time in milliseconds.
@@ -472,42 +659,45 @@ impl ReplicaManager {
         }
         *applied = image.last_offset();
         let now_ms = self.now_ms();
-        let mut wanted: HashMap<TopicPartition, Uuid> = HashMap::new();
-
-        let mut assigned: HashMap<TopicPartition, Uuid> = HashMap::new();
-        let mut became_leader = 0usize;
+        let mut plan = ImagePlan::default();
         for topic in image.topics() {
             let config = self.log_config(image, &topic.name);
             self.logs.set_topic_config(&topic.name, config.clone());
             for (index, partition) in topic.partitions.iter().enumerate() {
                 let topic_partition = TopicPartition::new(topic.name.clone(), index as i32);
                 if partition.replicas.contains(&self.node_id) {
-                    assigned.insert(topic_partition.clone(), topic.id);
+                    plan.assigned.insert(topic_partition.clone(), topic.id);
                 }
-                if partition.leader != Some(self.node_id) {
-                    continue;
-                }
-                wanted.insert(topic_partition.clone(), topic.id);
-                let existing = self.get(&topic_partition);
-                if let Some(replica) = &existing {
-                    if replica.topic_id == topic.id {
-                        match replica.leader() {
-                            Ok(mut leader) if leader.leader_epoch() == partition.leader_epoch => {
-                                leader.set_min_insync_replicas(
-                                    self.min_insync_replicas(image, &topic.name),
-                                );
-                                continue;
-                            }
-                            // Offline stays offline until the broker restarts.
-                            Err(_) => continue,
-                            Ok(_) => {}
+                match partition.leader {
+                    Some(leader) if leader == self.node_id => {
+                        plan.wanted.insert(topic_partition.clone(), topic.id);
+                        if !self.keep_leading(image, &topic_partition, topic.id, partition) {
+                            plan.to_lead
+                                .push((topic_partition, topic.id, partition.clone()));
                         }
                     }
+                    Some(leader) if partition.replicas.contains(&self.node_id) => {
+                        plan.to_follow
+                            .push((topic_partition, leader, partition.leader_epoch));
+                    }
+                    _ => {}
                 }
-                match self.become_leader(image, &topic_partition, topic.id, partition, now_ms) {
-                    Ok(()) => became_leader += 1,
-                    Err(error) => warn!(%topic_partition, %error, "cannot host partition"),
-                }
+            }
+        }
+        // Stop leading first, then move the fetchers (which stops fetching
+        // what is led here from now on), then lead.
+        self.remove_unwanted(
+            &plan.wanted,
+            &plan.assigned,
+            image.topic_count() > 0,
+            now_ms,
+        );
+        self.follow(&plan.to_follow, now_ms);
+        let mut became_leader = 0usize;
+        for (topic_partition, topic_id, partition) in &plan.to_lead {
+            match self.become_leader(image, topic_partition, *topic_id, partition, now_ms) {
+                Ok(()) => became_leader += 1,
+                Err(error) => warn!(%topic_partition, %error, "cannot host partition"),
             }
         }
         if became_leader > 0 {
@@ -517,8 +707,72 @@ impl ReplicaManager {
                 "leading new partitions"
             );
         }
+    }
 
-        self.remove_unwanted(&wanted, &assigned, image.topic_count() > 0, now_ms);
+    /// Keeps leading a partition led here at the image's leader epoch:
+    /// applies `min.insync.replicas` and a committed ISR change. `false`
+    /// when it must (again) become leader.
+    fn keep_leading(
+        &self,
+        image: &MetadataImage,
+        topic_partition: &TopicPartition,
+        topic_id: Uuid,
+        partition: &strom_controller::image::PartitionImage,
+    ) -> bool {
+        let Some(replica) = self.get(topic_partition) else {
+            return false;
+        };
+        if replica.topic_id != topic_id {
+            return false;
+        }
+        let advanced = match replica.leader() {
+            Ok(mut leader) if leader.leader_epoch() == partition.leader_epoch => {
+                leader.set_min_insync_replicas(
+                    self.min_insync_replicas(image, &topic_partition.topic),
+                );
+                if leader.partition_epoch() == partition.partition_epoch {
+                    return true;
+                }
+                leader.apply_isr(
+                    partition.isr.iter().copied().collect(),
+                    partition.partition_epoch,
+                )
+            }
+            // Offline stays offline until the broker restarts.
+            Err(_) => return true,
+            Ok(_) => return false,
+        };
+        if let Some(high_watermark) = advanced {
+            if let Ok(mut log) = replica.log_mut() {
+                log.update_high_watermark(high_watermark);
+            }
+            replica.high_watermark.advance(high_watermark);
+        }
+        true
+    }
+
+    /// Follows exactly `targets` (partition, leader, leader epoch), if the
+    /// fetchers are started.
+    fn follow(&self, targets: &[(TopicPartition, i32, i32)], now_ms: i64) {
+        let Some(fetchers) = self.fetchers.get() else {
+            return;
+        };
+        let mut wanted = BTreeMap::new();
+        for (topic_partition, leader, leader_epoch) in targets {
+            match self.logs.get_or_create(topic_partition, now_ms) {
+                Ok(log) => {
+                    let log = Arc::new(FollowerPartitionLog::new(log, Arc::clone(&self.clock)));
+                    let target = FollowTarget {
+                        leader: *leader,
+                        leader_epoch: *leader_epoch,
+                        log,
+                    };
+                    wanted.insert(topic_partition.clone(), target);
+                }
+                Err(error) => warn!(%topic_partition, %error, "cannot host follower partition"),
+            }
+        }
+        fetchers.follow(wanted);
     }
 
     fn become_leader(
@@ -550,6 +804,9 @@ impl ReplicaManager {
         let high_watermark = leader.high_watermark();
         if let Ok(mut log) = log.write() {
             log.update_high_watermark(high_watermark);
+            if let Err(error) = log.assign_leader_epoch(partition.leader_epoch) {
+                warn!(%topic_partition, %error, "cannot record the new leader epoch");
+            }
         }
         let replica = Arc::new(PartitionReplica::new(
             topic_partition.clone(),
@@ -604,8 +861,11 @@ impl ReplicaManager {
                 .collect()
         };
         for (topic_partition, replica) in removed {
-            // Wake anyone waiting on the partition; they will find it gone.
+            // Refuse appends that found it before, and wake anyone waiting
+            // on the partition; they will find it gone.
+            replica.deposed.store(true, Ordering::Release);
             replica.high_watermark.reset(i64::MAX);
+            replica.log_end.reset(i64::MAX);
             if assigned.get(&topic_partition) == Some(&replica.topic_id) {
                 info!(%topic_partition, "no longer leading partition; its log is kept");
                 continue;
@@ -636,6 +896,23 @@ impl ReplicaManager {
             }
         }
     }
+}
+
+/// What an image asks of this broker.
+#[derive(Default)]
+struct ImagePlan {
+    /// Partitions led here.
+    wanted: HashMap<TopicPartition, Uuid>,
+    /// Partitions with a replica here.
+    assigned: HashMap<TopicPartition, Uuid>,
+    /// Partitions to (again) become leader of.
+    to_lead: Vec<(
+        TopicPartition,
+        Uuid,
+        strom_controller::image::PartitionImage,
+    )>,
+    /// Partitions to follow: leader and leader epoch.
+    to_follow: Vec<(TopicPartition, i32, i32)>,
 }
 
 /// The typed log config of a topic: Kafka's defaults, then the broker's
@@ -842,6 +1119,77 @@ mod tests {
         assert!(!broken.log.is_poisoned());
     }
 
+    #[test]
+    fn follower_fetches_move_the_hw_and_a_divergent_follower_gets_the_epoch_end() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = LogManagerConfig::new(vec![dir.path().to_owned()], LogConfig::default());
+        let logs = Arc::new(LogManager::open(config, BTreeMap::new(), 0).expect("log manager"));
+        let manager = ReplicaManager::new(1, logs, Arc::new(SystemClock), BTreeMap::new());
+        let id = Uuid::from_u128(5);
+        let mut records = records_for_topic("shared", id);
+        if let Some(Record::Partition(partition)) = &mut records[1].record {
+            partition.replicas = vec![1, 2];
+            partition.isr = vec![1, 2];
+        }
+        manager.apply_image(&apply_all(&MetadataImage::empty(), 0, &records));
+        let replica = manager
+            .get(&TopicPartition::new("shared".to_owned(), 0))
+            .expect("leading");
+        replica.append(batch(), true, 0).expect("append");
+        let log_end_offset = replica
+            .with_log(|log| log.log_end_offset())
+            .expect("online");
+        assert!(log_end_offset > 0);
+        assert_eq!(
+            replica.high_watermark.current(),
+            0,
+            "replica 2 has not fetched"
+        );
+        assert_eq!(replica.log_end.current(), log_end_offset);
+        let fetch = |replica_id, fetch_offset, last_fetched_epoch| FollowerFetch {
+            replica: replica_id,
+            fetch_offset,
+            last_fetched_epoch,
+        };
+        // A follower reads past the HW, up to the log end.
+        match replica.read_for_follower(&fetch(2, 0, None), 1 << 20, true, 1) {
+            Ok(FollowerRead::Records { read, .. }) => {
+                assert!(
+                    read.records.is_some(),
+                    "uncommitted records go to followers"
+                );
+                assert_eq!(read.high_watermark, 0);
+            }
+            other => panic!("not records: {other:?}"),
+        }
+        // Its next fetch says it has them: the HW moves and acks=all is done.
+        assert!(matches!(
+            replica.read_for_follower(&fetch(2, log_end_offset, Some(0)), 1 << 20, true, 2),
+            Ok(FollowerRead::Records { .. })
+        ));
+        assert_eq!(replica.high_watermark.current(), log_end_offset);
+        assert_eq!(replica.ack_status(log_end_offset), AckStatus::Committed);
+        // This broker leads epoch 2 from here; a follower that wrote in
+        // epoch 1 (never seen here) learns where epoch 0 ended.
+        replica
+            .with_log_mut(|log| log.assign_leader_epoch(2))
+            .expect("online")
+            .expect("assigned");
+        match replica.read_for_follower(&fetch(2, log_end_offset + 3, Some(1)), 1 << 20, true, 3) {
+            Ok(FollowerRead::Diverging {
+                epoch, end_offset, ..
+            }) => assert_eq!((epoch, end_offset), (0, log_end_offset)),
+            other => panic!("not a divergence: {other:?}"),
+        }
+        // A broker that is not a replica is refused.
+        assert!(matches!(
+            replica.read_for_follower(&fetch(9, 0, None), 1 << 20, true, 4),
+            Ok(FollowerRead::Refused(ReplicationError::UnknownReplica {
+                replica: 9
+            }))
+        ));
+    }
+
     /// The image `manager_leading(_, &["broken", "healthy"])` applied.
     fn two_topic_image() -> MetadataImage {
         let mut image = MetadataImage::empty();
@@ -885,6 +1233,12 @@ mod tests {
         );
         manager.apply_image(&leaderless);
         assert!(manager.get(&topic_partition).is_none(), "not leading");
+        // A request that found the partition before is refused.
+        assert!(replica.is_deposed());
+        assert!(matches!(
+            replica.append(batch(), false, 0),
+            Err(AppendFailure::Replication(ReplicationError::NotLeader))
+        ));
         assert!(
             manager.logs().get(&topic_partition).is_some(),
             "the log of a partition still assigned here is kept"

@@ -27,6 +27,10 @@ pub enum ReplicationError {
         /// Required minimum.
         min_insync_replicas: usize,
     },
+    /// This broker no longer leads the partition (Kafka's
+    /// NOT_LEADER_OR_FOLLOWER).
+    #[error("this broker does not lead the partition")]
+    NotLeader,
     /// A fetch from a broker that is not a replica of the partition.
     #[error("broker {replica} is not a replica of this partition")]
     UnknownReplica {

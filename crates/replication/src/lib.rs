@@ -16,20 +16,33 @@
 //!   fetch (`fetch.min.bytes` / `fetch.max.wait.ms`) wait on a watch that is
 //!   advanced by appends and HW moves, never by polling with sleeps.
 //!
+//! * [`FetcherCore`] and [`FetcherManager`]: the follower's fetch loop. The
+//!   core builds replica fetches and applies the leader's answers to a
+//!   [`FollowerLog`] (append with the leader's offsets, HW from the answer,
+//!   truncation of only the divergent suffix by leader epoch); the manager
+//!   runs one task per source broker over a [`FetchTransport`], which the
+//!   broker implements over TCP and tests implement in memory.
+//!
 //! The states are sans-IO: they take events with the current time in
 //! milliseconds and return decisions (a new HW, a proposed ISR change for the
-//! controller). They do not own the log; the broker appends to
+//! controller). The leader side does not own the log; the broker appends to
 //! `strom-storage` and reports the resulting LEO. A single-node broker runs
 //! exactly this code with an ISR of one, in which case the HW follows the LEO
-//! as soon as a write is done. That is the only way it runs today: no broker
-//! fetches from another yet, so [`FollowerState`] is not driven by the broker.
+//! as soon as a write is done. `docs/replication.md` has the rules.
 
 mod error;
+pub mod fetch_loop;
+pub mod fetcher;
 mod follower;
 mod leader;
 mod watch;
 
 pub use error::ReplicationError;
+pub use fetch_loop::{FetchTransport, FetcherManager, FollowTarget};
+pub use fetcher::{
+    FetchFailure, FetchPartition, FetchPartitionError, FetcherConfig, FetcherCore, FollowerLog,
+    LogOffsets, PartitionEvent, PartitionFetchResult, ReplicaFetchRequest,
+};
 pub use follower::FollowerState;
 pub use leader::{AckStatus, FollowerFetchOutcome, IsrChange, LeaderState, ReplicaProgress};
 pub use watch::{OffsetWatch, WaitOutcome};

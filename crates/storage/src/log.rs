@@ -411,6 +411,25 @@ impl Log {
         &self.epoch_cache
     }
 
+    /// Records that `leader_epoch` starts at the log end offset: a replica
+    /// becoming leader (Kafka's `maybeAssignEpochStartOffset`), so that
+    /// OffsetForLeaderEpoch and the diverging-epoch answers of Fetch know
+    /// where the previous epoch ended before anything is written in the
+    /// new one. An epoch not above the latest one changes nothing, and
+    /// neither does an empty log (no earlier epoch ends anywhere; the first
+    /// append records the epoch, as before).
+    pub fn assign_leader_epoch(&mut self, leader_epoch: i32) -> Result<(), LogError> {
+        if self.log_end_offset > self.log_start_offset
+            && self
+                .epoch_cache
+                .latest_epoch()
+                .is_none_or(|latest| leader_epoch > latest)
+        {
+            self.epoch_cache.assign(leader_epoch, self.log_end_offset)?;
+        }
+        Ok(())
+    }
+
     /// Idempotent producer state.
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producer_state

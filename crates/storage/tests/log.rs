@@ -330,6 +330,35 @@ fn follower_appends_keep_offsets_and_fill_the_epoch_cache() {
 }
 
 #[test]
+fn a_new_leader_epoch_starts_at_the_log_end_before_any_write() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    log.assign_leader_epoch(1).expect("assign");
+    assert_eq!(
+        log.epoch_cache().latest_epoch(),
+        None,
+        "an empty log waits for its first append"
+    );
+    let batch = simple_batch(&BatchSpec {
+        records: 4,
+        ..BatchSpec::default()
+    });
+    log.append_as_leader(batch, 1, 0).expect("append");
+    log.assign_leader_epoch(3).expect("assign");
+    // Epoch 2 was never written here: its end is where epoch 3 starts.
+    assert_eq!(
+        log.epoch_cache().end_offset_for(2, log.log_end_offset()),
+        (1, 4)
+    );
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(3));
+    // An older or equal epoch changes nothing.
+    log.assign_leader_epoch(2).expect("assign");
+    log.assign_leader_epoch(3).expect("assign");
+    assert_eq!(log.epoch_cache().entries().len(), 2);
+}
+
+#[test]
 fn flush_messages_advances_the_recovery_point() {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = partition_dir(root.path());

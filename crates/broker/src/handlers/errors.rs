@@ -71,7 +71,9 @@ pub fn replication_error_code(error: &ReplicationError) -> ErrorCode {
         ReplicationError::NotEnoughReplicasAfterAppend { .. } => {
             ErrorCode::NotEnoughReplicasAfterAppend
         }
-        ReplicationError::UnknownReplica { .. } => ErrorCode::NotLeaderOrFollower,
+        ReplicationError::UnknownReplica { .. } | ReplicationError::NotLeader => {
+            ErrorCode::NotLeaderOrFollower
+        }
         ReplicationError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
         ReplicationError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
     }

@@ -58,6 +58,9 @@ struct Plan {
     partitions: Vec<SessionPartition>,
     sessions: Arc<FetchSessionCache>,
     replicas: Arc<ReplicaManager>,
+    /// The fetching follower's id, or -1 for a consumer.
+    replica_id: i32,
+    controller: Arc<dyn strom_controller::runtime::ControllerClient>,
 }
 
 struct PlannedTopic {
@@ -95,13 +98,17 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRe
     Reply::Deferred(Box::pin(long_poll(plan, receivers, min_bytes, max_wait)))
 }
 
-/// Receivers for the high watermark of every partition the plan reads.
+/// Receivers for the high watermark of every partition the plan reads (the
+/// log end for a follower, which reads up to it).
 fn subscribe(plan: &Plan) -> Vec<tokio::sync::watch::Receiver<i64>> {
     plan.topics
         .iter()
         .flat_map(|topic| topic.partitions.iter())
         .filter_map(|planned| planned.target.as_ref().ok())
-        .map(|replica| replica.high_watermark.subscribe())
+        .map(|replica| match plan.replica_id >= 0 {
+            true => replica.log_end.subscribe(),
+            false => replica.high_watermark.subscribe(),
+        })
         .collect()
 }
 
@@ -217,6 +224,8 @@ fn plan(
         partitions: fetch.partitions,
         sessions: Arc::clone(&broker.fetch_sessions),
         replicas: Arc::clone(&broker.replicas),
+        replica_id: request.replica_id.0.max(request.replica_state.replica_id.0),
+        controller: Arc::clone(&broker.controller),
     }
 }
 
@@ -348,6 +357,130 @@ fn records_for_response(
     slice.to_bytes()
 }
 
+/// A partition read, or an answer without records (a follower's
+/// divergence or refusal).
+enum PartitionOutcome {
+    Read(crate::replica_manager::PartitionRead<LogSlice>),
+    Answered(PartitionData),
+}
+
+/// Reads one partition: for a consumer up to the HW; for a follower up to
+/// the log end, recording its fetch (see
+/// [`PartitionReplica::read_for_follower`]) and proposing the ISR
+/// expansion it earns.
+fn read_partition(
+    plan: &Plan,
+    replica: &Arc<PartitionReplica>,
+    planned: &PlannedPartition,
+    limit: u64,
+    min_one_batch: bool,
+) -> Result<PartitionOutcome, crate::replica_manager::ReadFailure> {
+    use crate::replica_manager::{FollowerFetch, FollowerRead};
+    if plan.replica_id < 0 {
+        let read = replica.read_slice(planned.request.fetch_offset, limit, min_one_batch)?;
+        return Ok(PartitionOutcome::Read(read));
+    }
+    let fetch = FollowerFetch {
+        replica: plan.replica_id,
+        fetch_offset: planned.request.fetch_offset,
+        last_fetched_epoch: Some(planned.request.last_fetched_epoch),
+    };
+    let now_ms = plan.replicas.now_ms();
+    match replica.read_for_follower(&fetch, limit, min_one_batch, now_ms)? {
+        FollowerRead::Records {
+            read,
+            isr_expansion,
+        } => {
+            if let Some(change) = isr_expansion {
+                crate::isr::propose(&plan.controller, &plan.replicas, replica, change);
+            }
+            Ok(PartitionOutcome::Read(read))
+        }
+        FollowerRead::Diverging {
+            epoch,
+            end_offset,
+            high_watermark,
+        } => Ok(PartitionOutcome::Answered(
+            PartitionData::default()
+                .with_high_watermark(high_watermark)
+                .with_last_stable_offset(high_watermark)
+                .with_records(Some(Bytes::new()))
+                .with_diverging_epoch(
+                    strom_protocol::kafka::messages::fetch_response::EpochEndOffset::default()
+                        .with_epoch(epoch)
+                        .with_end_offset(end_offset),
+                ),
+        )),
+        FollowerRead::Refused(error) => Ok(PartitionOutcome::Answered(
+            PartitionData::default()
+                .with_records(Some(Bytes::new()))
+                .with_error_code(super::errors::replication_error_code(&error).code()),
+        )),
+    }
+}
+
+/// A partition to read, found here, and its byte limit.
+struct Located<'a> {
+    replica: &'a Arc<PartitionReplica>,
+    planned: &'a PlannedPartition,
+    limit: u64,
+    min_one_batch: bool,
+}
+
+/// Reads one partition hosted here into `data`: the filled data, the
+/// record bytes it holds, and whether it is answered without records (an
+/// error, a divergence or a refusal), which answers the fetch at once.
+fn read_located(
+    plan: &Plan,
+    located: &Located<'_>,
+    data: PartitionData,
+    regions: &mut Vec<(Bytes, LogSlice)>,
+) -> (PartitionData, u64, bool) {
+    let Located {
+        replica,
+        planned,
+        limit,
+        min_one_batch,
+    } = located;
+    let read = match read_partition(plan, replica, planned, *limit, *min_one_batch) {
+        Ok(PartitionOutcome::Read(read)) => Ok(read),
+        Ok(PartitionOutcome::Answered(answered)) => {
+            let answered = answered.with_partition_index(planned.request.partition);
+            return (answered, 0, true);
+        }
+        Err(error) => Err(error),
+    };
+    let read = read.and_then(|read| {
+        let records = read
+            .records
+            .map(|slice| records_for_response(slice, regions))
+            .transpose()?;
+        Ok((read.high_watermark, read.log_start_offset, records))
+    });
+    match read {
+        Ok((high_watermark, log_start_offset, records)) => {
+            let size = records.as_ref().map_or(0, |records| records.len() as u64);
+            let data = data
+                .with_high_watermark(high_watermark)
+                .with_last_stable_offset(high_watermark)
+                .with_log_start_offset(log_start_offset)
+                .with_records(Some(records.unwrap_or_default()));
+            (data, size, false)
+        }
+        Err(error) => {
+            let (high_watermark, log_start_offset) = replica
+                .with_log(|log| (log.high_watermark(), log.log_start_offset()))
+                .unwrap_or((-1, -1));
+            let data = data
+                .with_error_code(read_error_code(&error).code())
+                .with_high_watermark(high_watermark)
+                .with_last_stable_offset(high_watermark)
+                .with_log_start_offset(log_start_offset);
+            (data, 0, true)
+        }
+    }
+}
+
 /// Reads every planned partition once.
 fn read(plan: &Plan) -> Read {
     let mut remaining = plan.max_bytes;
@@ -373,39 +506,17 @@ fn read(plan: &Plan) -> Read {
                     let limit = (planned.request.partition_max_bytes.max(0) as u64).min(remaining);
                     // KIP-74: the first partition with data may return one
                     // batch even beyond the limits, so large records progress.
-                    let min_one_batch = total == 0;
-                    let read = replica
-                        .read_slice(planned.request.fetch_offset, limit, min_one_batch)
-                        .and_then(|read| {
-                            let records = read
-                                .records
-                                .map(|slice| records_for_response(slice, &mut regions))
-                                .transpose()?;
-                            Ok((read.high_watermark, read.log_start_offset, records))
-                        });
-                    match read {
-                        Ok((high_watermark, log_start_offset, records)) => {
-                            let size = records.as_ref().map_or(0, |records| records.len() as u64);
-                            total += size;
-                            remaining = remaining.saturating_sub(size);
-                            data = data
-                                .with_high_watermark(high_watermark)
-                                .with_last_stable_offset(high_watermark)
-                                .with_log_start_offset(log_start_offset)
-                                .with_records(Some(records.unwrap_or_default()));
-                        }
-                        Err(error) => {
-                            errors = true;
-                            let (high_watermark, log_start_offset) = replica
-                                .with_log(|log| (log.high_watermark(), log.log_start_offset()))
-                                .unwrap_or((-1, -1));
-                            data = data
-                                .with_error_code(read_error_code(&error).code())
-                                .with_high_watermark(high_watermark)
-                                .with_last_stable_offset(high_watermark)
-                                .with_log_start_offset(log_start_offset);
-                        }
-                    }
+                    let located = Located {
+                        replica,
+                        planned,
+                        limit,
+                        min_one_batch: total == 0,
+                    };
+                    let (filled, size, failed) = read_located(plan, &located, data, &mut regions);
+                    data = filled;
+                    total += size;
+                    remaining = remaining.saturating_sub(size);
+                    errors |= failed;
                 }
             }
             partitions.push(data);

@@ -194,6 +194,9 @@ fn settle_acks(topics: &mut [TopicOutcomes]) {
             if let Some((replica, required_offset)) = outcome.wait_for.take() {
                 outcome.error = match replica.ack_status(required_offset) {
                     AckStatus::Committed => ErrorCode::None,
+                    // Leadership moved while the write waited: the client
+                    // retries on the new leader (Kafka's DelayedProduce).
+                    AckStatus::Waiting if replica.is_deposed() => ErrorCode::NotLeaderOrFollower,
                     AckStatus::Waiting => ErrorCode::RequestTimedOut,
                     AckStatus::NotEnoughReplicasAfterAppend => {
                         ErrorCode::NotEnoughReplicasAfterAppend

@@ -121,8 +121,8 @@ impl ClusterShape {
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_owned(),
             format!("strom.cluster.id={cluster_id}"),
             format!("log.dirs={}", data_dir.display()),
-            "# Partition data is not replicated between brokers yet: keep the".to_owned(),
-            "# group offsets topic on one replica.".to_owned(),
+            "# The group coordinator does not move with its partition's leader".to_owned(),
+            "# yet: keep the group offsets topic on one replica.".to_owned(),
             "offsets.topic.replication.factor=1".to_owned(),
             "group.initial.rebalance.delay.ms=0".to_owned(),
         ];
