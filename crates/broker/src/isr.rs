@@ -30,6 +30,7 @@ pub fn propose(
         replica.end_isr_change();
         return;
     };
+    let previous_isr = replica.isr_size();
     let request = AlterPartitionRequest {
         broker_id: replicas.node_id(),
         broker_epoch: replicas.broker_epoch(),
@@ -47,6 +48,7 @@ pub fn propose(
         match controller.alter_partition(request.clone()).await {
             Ok(Ok(reply)) => {
                 info!(%topic_partition, isr = ?reply.isr, partition_epoch = reply.partition_epoch, "ISR changed");
+                replicas.count_isr_change(reply.isr.len() < previous_isr);
             }
             Ok(Err(error)) => debug!(%topic_partition, %error, "ISR change refused"),
             Err(error) => debug!(%topic_partition, %error, "ISR change not sent"),

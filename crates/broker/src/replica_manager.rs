@@ -249,6 +249,11 @@ impl PartitionReplica {
         Ok(self.leader()?.leader_epoch())
     }
 
+    /// The number of in-sync replicas (0 if the partition is offline).
+    pub fn isr_size(&self) -> usize {
+        self.leader().map_or(0, |leader| leader.isr().len())
+    }
+
     /// Checks a request's current leader epoch.
     pub fn validate_leader_epoch(&self, requested: Option<i32>) -> Result<(), PartitionError> {
         Ok(self.leader()?.validate_leader_epoch(requested)?)
@@ -524,6 +529,10 @@ pub struct ReplicaManager {
     broker_epoch: AtomicI64,
     /// The follower fetchers, once fetching is started (a cluster node).
     fetchers: OnceLock<Arc<ReplicaFetchers>>,
+    /// ISR shrinks and expansions of partitions led here that the
+    /// controller committed (Kafka's IsrShrinksPerSec / IsrExpandsPerSec).
+    isr_shrinks: std::sync::atomic::AtomicU64,
+    isr_expands: std::sync::atomic::AtomicU64,
 }
 
 /// The follower fetchers of a broker.
@@ -548,6 +557,8 @@ impl ReplicaManager {
             topic_metrics: TopicMetricsTable::default(),
             broker_epoch: AtomicI64::new(-1),
             fetchers: OnceLock::new(),
+            isr_shrinks: std::sync::atomic::AtomicU64::new(0),
+            isr_expands: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -564,6 +575,25 @@ impl ReplicaManager {
     /// This broker's epoch.
     pub fn broker_epoch(&self) -> i64 {
         self.broker_epoch.load(Ordering::Acquire)
+    }
+
+    /// Counts an ISR change the controller committed for a partition led
+    /// here: a shrink, or else an expansion.
+    pub fn count_isr_change(&self, shrink: bool) {
+        let counter = if shrink {
+            &self.isr_shrinks
+        } else {
+            &self.isr_expands
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (shrinks, expansions) of ISRs of partitions led here.
+    pub fn isr_changes(&self) -> (u64, u64) {
+        (
+            self.isr_shrinks.load(Ordering::Relaxed),
+            self.isr_expands.load(Ordering::Relaxed),
+        )
     }
 
     /// Starts following the partitions the next images assign here but

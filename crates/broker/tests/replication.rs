@@ -372,6 +372,13 @@ async fn followers_replicate_and_a_new_leader_has_every_acknowledged_record() {
             .is_some_and(|(_, isr)| isr.contains(&stuck_node))
     })
     .await;
+    // The leader counted both committed changes (IsrShrinksPerSec and
+    // IsrExpandsPerSec); the counters are bumped just after the commit.
+    wait_until("the leader counts the shrink and the expansion", || async {
+        let (shrinks, expands) = brokers[leader_index].replicas().isr_changes();
+        shrinks >= 1 && expands >= 1
+    })
+    .await;
 
     // Both followers stuck: the write appended meanwhile is answered
     // NOT_ENOUGH_REPLICAS_AFTER_APPEND once the ISR shrinks below

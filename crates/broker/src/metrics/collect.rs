@@ -366,17 +366,18 @@ fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     for (name, help, value) in gauges {
         gauge(encoder, name, help, vec![(Vec::new(), value)])?;
     }
+    let (shrinks, expands) = broker.replicas.isr_changes();
     counter(
         encoder,
         "kafka_server_replicamanager_isrshrinks",
-        "ISR shrinks of partitions led here (IsrShrinksPerSec); a single node never shrinks its ISR of one",
-        one(0),
+        "ISR shrinks of partitions led here that the controller committed (IsrShrinksPerSec); a single node never shrinks its ISR of one",
+        one(shrinks),
     )?;
     counter(
         encoder,
         "kafka_server_replicamanager_isrexpands",
-        "ISR expansions of partitions led here (IsrExpandsPerSec); a single node never expands its ISR of one",
-        one(0),
+        "ISR expansions of partitions led here that the controller committed (IsrExpandsPerSec); a single node never expands its ISR of one",
+        one(expands),
     )
 }
 
