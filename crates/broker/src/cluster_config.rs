@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::Listener;
+use crate::config::{Listener, Lookup};
 use crate::error::{ConfigError, ValueProblem};
 
 /// Cluster-mode keys Strom acts on, with their defaults.
@@ -77,28 +77,6 @@ fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
 
 fn get<'a>(map: &'a BTreeMap<String, String>, key: &str) -> &'a str {
     map.get(key).map_or("", |value| value.trim())
-}
-
-fn millis(
-    map: &BTreeMap<String, String>,
-    key: &str,
-    default: u64,
-) -> Result<Duration, ConfigError> {
-    let text = get(map, key);
-    if text.is_empty() {
-        return Ok(Duration::from_millis(default));
-    }
-    match text.parse::<u64>() {
-        Ok(value) if value >= 1 => Ok(Duration::from_millis(value)),
-        _ => Err(ConfigError::Invalid {
-            key: key.to_owned(),
-            value: text.to_owned(),
-            problem: ValueProblem::OutOfRange {
-                min: 1,
-                max: i64::MAX,
-            },
-        }),
-    }
 }
 
 fn parse_roles(text: &str) -> Result<ProcessRoles, ConfigError> {
@@ -268,30 +246,21 @@ pub fn parse(
             "every node of a cluster needs the same cluster id",
         ));
     }
-    let snapshot_interval_entries = match get(map, "strom.metadata.snapshot.interval.entries") {
-        "" => 1_000,
-        text => text
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n >= 1)
-            .ok_or_else(|| {
-                invalid(
-                    "strom.metadata.snapshot.interval.entries",
-                    text,
-                    "expected a positive integer",
-                )
-            })?,
-    };
+    let lookup = Lookup { map };
+    // A positive number of milliseconds, the key's default when not set.
+    let millis = |key| lookup.unsigned(key, 1, i64::MAX).map(Duration::from_millis);
+    let snapshot_interval_entries =
+        lookup.unsigned("strom.metadata.snapshot.interval.entries", 1, i64::MAX)?;
     Ok(Some(ClusterConfig {
         roles,
         voters,
         controller_listener,
         inter_broker_listener_name,
         cluster_id,
-        session_timeout: millis(map, "broker.session.timeout.ms", 9_000)?,
-        heartbeat_interval: millis(map, "broker.heartbeat.interval.ms", 2_000)?,
-        election_timeout: millis(map, "controller.quorum.election.timeout.ms", 500)?,
-        request_timeout: millis(map, "controller.quorum.request.timeout.ms", 2_000)?,
+        session_timeout: millis("broker.session.timeout.ms")?,
+        heartbeat_interval: millis("broker.heartbeat.interval.ms")?,
+        election_timeout: millis("controller.quorum.election.timeout.ms")?,
+        request_timeout: millis("controller.quorum.request.timeout.ms")?,
         snapshot_interval_entries,
     }))
 }

@@ -531,8 +531,10 @@ pub fn parse_listeners(key: &str, text: &str) -> Result<Vec<Listener>, ConfigErr
     Ok(listeners)
 }
 
-struct Lookup<'a> {
-    map: &'a BTreeMap<String, String>,
+/// Typed reads of a properties map, with the defaults of [`KNOWN_KEYS`]
+/// (and of the cluster keys) for keys not set.
+pub(crate) struct Lookup<'a> {
+    pub(crate) map: &'a BTreeMap<String, String>,
 }
 
 impl Lookup<'_> {
@@ -570,7 +572,7 @@ impl Lookup<'_> {
     }
 
     /// A non-negative integer in `min..=max` (`min` at least 0).
-    fn unsigned(&self, key: &str, min: i64, max: i64) -> Result<u64, ConfigError> {
+    pub(crate) fn unsigned(&self, key: &str, min: i64, max: i64) -> Result<u64, ConfigError> {
         debug_assert!(min >= 0);
         Ok(self.int(key, min, max)? as u64)
     }
@@ -606,6 +608,7 @@ impl Lookup<'_> {
 fn default_of(key: &str) -> &'static str {
     KNOWN_KEYS
         .iter()
+        .chain(crate::cluster_config::CLUSTER_KEYS)
         .find(|(known, _)| *known == key)
         .map(|(_, default)| *default)
         .unwrap_or("")

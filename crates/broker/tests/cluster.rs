@@ -6,9 +6,9 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::Client;
+use common::{free_port, sample, wait_until, Client};
 use strom_broker::{BrokerConfig, RunningBroker};
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::{
@@ -18,14 +18,6 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
 
 const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
-}
-
 struct Ports {
     voters: String,
     controller: BTreeMap<u32, u16>,
@@ -83,19 +75,6 @@ async fn metadata(broker: &RunningBroker, topics: Option<Vec<&str>>) -> Metadata
         other => panic!("not a Metadata response: {other:?}"),
     }
 }
-
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 async fn start_all(configs: Vec<BrokerConfig>) -> Vec<RunningBroker> {
     // The voters start together: each waits for the quorum to register.
     let handles: Vec<_> = configs
@@ -133,14 +112,6 @@ async fn http_get(broker: &RunningBroker, path: &str) -> String {
         .expect("in time")
         .expect("read");
     String::from_utf8_lossy(&answer).into_owned()
-}
-
-/// The value of the sample `series` (`name{labels}` exactly as exposed).
-fn sample(exposition: &str, series: &str) -> Option<f64> {
-    exposition.lines().find_map(|line| {
-        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
-        value.split(' ').next()?.parse().ok()
-    })
 }
 
 async fn init_producer_id(broker: &RunningBroker) -> i64 {

@@ -16,7 +16,7 @@ use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::Client;
+use common::{free_port, wait_until, Client};
 use strom_broker::{BrokerConfig, RunningBroker};
 use strom_protocol::kafka::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use strom_protocol::kafka::messages::create_acls_request::AclCreation;
@@ -42,14 +42,6 @@ const TOPIC: i8 = 2;
 const LITERAL: i8 = 3;
 const READ: i8 = 3;
 const ALLOW: i8 = 3;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
-}
-
 fn node_config(dir: &std::path::Path, id: u32, controllers: &BTreeMap<u32, u16>) -> BrokerConfig {
     let voters = controllers
         .iter()
@@ -89,19 +81,6 @@ fn node_config(dir: &std::path::Path, id: u32, controllers: &BTreeMap<u32, u16>)
         .collect();
     BrokerConfig::from_map(&map).expect("valid config").0
 }
-
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// The operator's connection: the PLAINTEXT listener.
 async fn operator(broker: &RunningBroker) -> Client {
     Client::connect(broker, "operator").await

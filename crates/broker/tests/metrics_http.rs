@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 
 mod common;
 
-use common::{config, Client, TIMEOUT};
+use common::{config, sample, Client, TIMEOUT};
 
 const TOPIC: &str = "metered";
 
@@ -69,14 +69,6 @@ async fn get(address: SocketAddr, path: &str) -> (u16, String) {
         &format!("GET {path} HTTP/1.1\r\nHost: strom\r\nConnection: close\r\n\r\n"),
     )
     .await
-}
-
-/// The value of the sample `series` (`name{labels}` exactly as exposed).
-fn sample(exposition: &str, series: &str) -> Option<f64> {
-    exposition.lines().find_map(|line| {
-        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
-        value.split(' ').next()?.parse().ok()
-    })
 }
 
 async fn create_topic(client: &mut Client, partitions: i32) {

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::Client;
+use common::{free_port, wait_until, Client};
 use strom_broker::{BrokerConfig, RunningBroker};
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -28,14 +28,6 @@ use strom_storage::TopicPartition;
 const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 const TOPIC: &str = "replicated";
 const LAG_TIME_MS: &str = "1500";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free port")
-}
-
 fn name(text: &str) -> TopicName {
     TopicName(StrBytes::from_string(text.to_owned()))
 }
@@ -98,19 +90,6 @@ async fn start_cluster_keeping_ports(dir: &std::path::Path) -> (Vec<RunningBroke
     }
     (brokers, Voters { voters, ports })
 }
-
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn metadata(broker: &RunningBroker) -> MetadataResponse {
     let topic = strom_protocol::kafka::messages::metadata_request::MetadataRequestTopic::default()
         .with_name(Some(name(TOPIC)));

@@ -141,3 +141,40 @@ impl Client {
         }
     }
 }
+
+/// A port nothing listens on at the moment (for settings that need the
+/// port before the listener exists, such as the controller voters).
+#[allow(dead_code)] // Not every test binary uses it.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port")
+}
+
+/// Polls `check` until it holds, failing the test after 30 s.
+#[allow(dead_code)] // Not every test binary uses it.
+pub async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The value of the sample `series` (`name{labels}` exactly as exposed) in
+/// a Prometheus exposition.
+#[allow(dead_code)] // Not every test binary uses it.
+pub fn sample(exposition: &str, series: &str) -> Option<f64> {
+    exposition.lines().find_map(|line| {
+        let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+        value.split(' ').next()?.parse().ok()
+    })
+}
