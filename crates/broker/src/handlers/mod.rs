@@ -151,7 +151,14 @@ impl RequestHandler for Dispatcher {
             .observe(api_key, received_at, started, reply)
     }
 
+    fn times_sends(&self) -> bool {
+        self.context.metrics.recording()
+    }
+
     fn record_send(&self, api_key: i16, elapsed: std::time::Duration) {
+        if !self.context.metrics.recording() {
+            return;
+        }
         if let Some(api) = strom_protocol::kafka::messages::ApiKey::try_from(api_key)
             .ok()
             .and_then(|key| self.context.metrics.requests.api(key))

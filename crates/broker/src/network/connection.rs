@@ -105,6 +105,12 @@ pub trait RequestHandler: Send + Sync + 'static {
     fn record_send(&self, api_key: i16, elapsed: std::time::Duration) {
         let _ = (api_key, elapsed);
     }
+
+    /// Whether [`RequestHandler::record_send`] records anything; when not,
+    /// the writer does not time its writes.
+    fn times_sends(&self) -> bool {
+        false
+    }
 }
 
 /// One part of an encoded frame: bytes, or a segment range to `sendfile`.
@@ -402,6 +408,7 @@ async fn write_responses(
 ) {
     let mut parts: Vec<Part> = Vec::new();
     let mut answered: Vec<i16> = Vec::new();
+    let timed = handler.times_sends();
     let mut carried: Option<Pending> = None;
     loop {
         let next = match carried.take() {
@@ -429,15 +436,18 @@ async fn write_responses(
                 Err(_) => break,
             }
         }
-        let started = std::time::Instant::now();
+        let started = timed.then(std::time::Instant::now);
         let written = match &mut writer {
             ResponseWriter::Plain(writer) => write_all_parts(writer, &mut parts).await,
             ResponseWriter::Tls(writer) => write_all_parts_copied(writer, &mut parts).await,
         };
-        let elapsed = started.elapsed();
-        for api_key in answered.drain(..) {
-            handler.record_send(api_key, elapsed);
+        if let Some(started) = started {
+            let elapsed = started.elapsed();
+            for api_key in answered.iter() {
+                handler.record_send(*api_key, elapsed);
+            }
         }
+        answered.clear();
         if let Err(error) = written {
             debug!(%error, "closing connection: write failed");
             break;
