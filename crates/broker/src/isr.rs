@@ -26,7 +26,7 @@ pub fn propose(
     if !replica.begin_isr_change() {
         return;
     }
-    let Ok(leader_epoch) = replica.leader_epoch() else {
+    let Ok(Ok(leader_epoch)) = replica.leader_epoch() else {
         replica.end_isr_change();
         return;
     };

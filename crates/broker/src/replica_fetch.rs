@@ -1,5 +1,5 @@
-//! The broker's side of follower fetching: a partition log as
-//! [`FollowerLog`], and [`TcpFetchTransport`], which sends a replica Fetch
+//! The broker's side of follower fetching: [`TcpFetchTransport`], which
+//! sends a replica Fetch
 //! (v12: topic names, the last fetched epoch, diverging-epoch answers) to
 //! the leader's inter-broker listener as found in the metadata image.
 //!
@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use strom_controller::runtime::ControllerClient;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::frame::FrameDecoder;
@@ -19,12 +19,8 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{decode_response, encode_request_frame, request_header};
 use strom_protocol::messages::{Request, Response};
 use strom_replication::{
-    BrokerId, FetchPartitionError, FetchTransport, FollowerLog, LogOffsets, PartitionFetchResult,
-    ReplicaFetchRequest,
+    BrokerId, FetchPartitionError, FetchTransport, PartitionFetchResult, ReplicaFetchRequest,
 };
-use strom_storage::clock::Clock;
-use strom_storage::error::{AppendError, LogError};
-use strom_storage::manager::LogHandle;
 use strom_storage::TopicPartition;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -34,73 +30,6 @@ const REPLICA_FETCH_VERSION: i16 = 12;
 
 /// How long connecting to a leader may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Why a follower's log operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum FollowerLogError {
-    /// A thread panicked holding the log's lock.
-    #[error("the partition's log lock is poisoned")]
-    Poisoned,
-    /// The append was refused.
-    #[error(transparent)]
-    Append(#[from] AppendError),
-    /// The truncation failed.
-    #[error(transparent)]
-    Log(#[from] LogError),
-}
-
-/// A partition log written by the fetcher as a follower.
-pub struct FollowerPartitionLog {
-    log: LogHandle,
-    clock: Arc<dyn Clock>,
-}
-
-impl FollowerPartitionLog {
-    /// The follower view of `log`.
-    pub fn new(log: LogHandle, clock: Arc<dyn Clock>) -> FollowerPartitionLog {
-        FollowerPartitionLog { log, clock }
-    }
-}
-
-impl FollowerLog for FollowerPartitionLog {
-    type Error = FollowerLogError;
-
-    fn offsets(&self) -> Result<LogOffsets, FollowerLogError> {
-        let log = self.log.read().map_err(|_| FollowerLogError::Poisoned)?;
-        Ok(LogOffsets {
-            log_start_offset: log.log_start_offset(),
-            log_end_offset: log.log_end_offset(),
-            high_watermark: log.high_watermark(),
-            latest_epoch: log.epoch_cache().latest_epoch(),
-        })
-    }
-
-    fn end_offset_for_epoch(&self, epoch: i32) -> Result<Option<(i32, i64)>, FollowerLogError> {
-        let log = self.log.read().map_err(|_| FollowerLogError::Poisoned)?;
-        let (found, end) = log
-            .epoch_cache()
-            .end_offset_for(epoch, log.log_end_offset());
-        Ok((found >= 0 && end >= 0).then_some((found, end)))
-    }
-
-    fn append(&self, records: Bytes) -> Result<i64, FollowerLogError> {
-        let mut log = self.log.write().map_err(|_| FollowerLogError::Poisoned)?;
-        log.append_as_follower(records, self.clock.now_ms())?;
-        Ok(log.log_end_offset())
-    }
-
-    fn truncate_to(&self, offset: i64) -> Result<i64, FollowerLogError> {
-        let mut log = self.log.write().map_err(|_| FollowerLogError::Poisoned)?;
-        log.truncate_to(offset, self.clock.now_ms())?;
-        Ok(log.log_end_offset())
-    }
-
-    fn set_high_watermark(&self, high_watermark: i64) {
-        if let Ok(mut log) = self.log.write() {
-            log.update_high_watermark(high_watermark);
-        }
-    }
-}
 
 /// Why a replica fetch could not be exchanged with a leader.
 #[derive(Debug, thiserror::Error)]

@@ -47,6 +47,9 @@ pub enum AckStatus {
     /// The HW passed the write, but the ISR is smaller than
     /// `min.insync.replicas` (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
     NotEnoughReplicasAfterAppend,
+    /// The partition is no longer led here at the epoch of the write: the
+    /// client retries on the new leader (Kafka's NOT_LEADER_OR_FOLLOWER).
+    NotLeader,
 }
 
 /// The leader's view of a partition: epoch, ISR, every replica's progress,

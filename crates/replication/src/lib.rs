@@ -23,18 +23,24 @@
 //!   runs one task per source broker over a [`FetchTransport`], which the
 //!   broker implements over TCP and tests implement in memory.
 //!
+//! * [`Partition`]: one replica owned whole: its `strom-storage` log, its
+//!   role (a [`LeaderState`], following a leader, or idle), the HW, published
+//!   from this one place, and the watches. Produce appends, consumer and
+//!   follower reads and the fetcher's writes all go through it; the broker
+//!   only moves it between roles as the metadata image says.
+//!
 //! The states are sans-IO: they take events with the current time in
 //! milliseconds and return decisions (a new HW, a proposed ISR change for the
-//! controller). The leader side does not own the log; the broker appends to
-//! `strom-storage` and reports the resulting LEO. A single-node broker runs
-//! exactly this code with an ISR of one, in which case the HW follows the LEO
-//! as soon as a write is done. `docs/replication.md` has the rules.
+//! controller). A single-node broker runs exactly this code with an ISR of
+//! one, in which case the HW follows the LEO as soon as a write is done.
+//! `docs/replication.md` has the rules.
 
 mod error;
 pub mod fetch_loop;
 pub mod fetcher;
 mod follower;
 mod leader;
+pub mod partition;
 mod watch;
 
 pub use error::ReplicationError;
@@ -45,6 +51,11 @@ pub use fetcher::{
 };
 pub use follower::FollowerState;
 pub use leader::{AckStatus, FollowerFetchOutcome, IsrChange, LeaderState, ReplicaProgress};
+pub use partition::{
+    AppendFailure, Appended, FlushFailure, FollowerFetch, FollowerRead, FollowerWriteError,
+    LeaderAssignment, Partition, PartitionError, PartitionOffline, PartitionRead, ReadFailure,
+    RoleView,
+};
 pub use watch::{OffsetWatch, WaitOutcome};
 
 /// A broker (and replica) identifier, Kafka's `node.id`.

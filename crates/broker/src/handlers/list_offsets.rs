@@ -101,7 +101,8 @@ fn lookup(
         .map_err(|error| partition_error_code(&error))?;
     let leader_epoch = replica
         .leader_epoch()
-        .map_err(|error| offline_error_code(&error))?;
+        .map_err(|error| offline_error_code(&error))?
+        .map_err(|_| ErrorCode::NotLeaderOrFollower)?;
     let found = replica.with_log(|log| {
         let high_watermark = log.high_watermark();
         match timestamp {

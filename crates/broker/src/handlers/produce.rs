@@ -33,6 +33,16 @@ use crate::network::{Reply, RequestContext};
 use crate::replica_manager::{AppendFailure, Appended, PartitionReplica};
 
 /// One partition's outcome, kept until the response is built.
+/// An `acks=all` write waiting for the HW to pass it.
+#[derive(Clone)]
+struct AckWait {
+    replica: Arc<PartitionReplica>,
+    /// One past the write's last offset.
+    required_offset: i64,
+    /// The leader epoch it was appended at.
+    leader_epoch: i32,
+}
+
 struct Outcome {
     index: i32,
     error: ErrorCode,
@@ -43,7 +53,7 @@ struct Outcome {
     log_append_time_ms: i64,
     log_start_offset: i64,
     /// For `acks=all`: the partition and the offset the HW must reach.
-    wait_for: Option<(Arc<PartitionReplica>, i64)>,
+    wait_for: Option<AckWait>,
     /// A flush `flush.messages` made due: done off the async workers
     /// before the answer.
     pending_flush: Option<(Arc<PartitionReplica>, FlushTicket)>,
@@ -151,7 +161,7 @@ fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: 
         }
         return Reply::NoResponse;
     }
-    let waits: Vec<(Arc<PartitionReplica>, i64)> = topics
+    let waits: Vec<AckWait> = topics
         .iter()
         .flat_map(|topic| topic.partitions.iter())
         .filter_map(|outcome| outcome.wait_for.clone())
@@ -163,11 +173,11 @@ fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: 
         let deadline = tokio::time::Instant::now() + timeout;
         let failed_flushes = flush_all(flushes, now_ms).await;
         mark_failed_flushes(&mut topics, &failed_flushes);
-        for (replica, required_offset) in &waits {
+        for wait in &waits {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let _ = replica
-                .high_watermark
-                .wait_until(*required_offset, remaining)
+            let _ = wait
+                .replica
+                .wait_for_ack(wait.required_offset, wait.leader_epoch, remaining)
                 .await;
         }
         settle_acks(&mut topics);
@@ -191,12 +201,15 @@ fn mark_failed_flushes(topics: &mut [TopicOutcomes], failed_flushes: &[(usize, i
 fn settle_acks(topics: &mut [TopicOutcomes]) {
     for topic in topics {
         for outcome in &mut topic.partitions {
-            if let Some((replica, required_offset)) = outcome.wait_for.take() {
-                outcome.error = match replica.ack_status(required_offset) {
+            if let Some(wait) = outcome.wait_for.take() {
+                outcome.error = match wait
+                    .replica
+                    .ack_status(wait.required_offset, wait.leader_epoch)
+                {
                     AckStatus::Committed => ErrorCode::None,
                     // Leadership moved while the write waited: the client
                     // retries on the new leader (Kafka's DelayedProduce).
-                    AckStatus::Waiting if replica.is_deposed() => ErrorCode::NotLeaderOrFollower,
+                    AckStatus::NotLeader => ErrorCode::NotLeaderOrFollower,
                     AckStatus::Waiting => ErrorCode::RequestTimedOut,
                     AckStatus::NotEnoughReplicasAfterAppend => {
                         ErrorCode::NotEnoughReplicasAfterAppend
@@ -237,14 +250,20 @@ fn append_partition(
     match replica.append(records, acks == -1, now_ms) {
         Ok(Appended {
             info,
+            leader_epoch,
             pending_flush,
         }) => {
             replica
                 .metrics
                 .record_produce(info.record_count, batch_bytes);
             let required = info.last_offset + 1;
-            let wait_for = (acks == -1 && replica.ack_status(required) != AckStatus::Committed)
-                .then(|| (Arc::clone(&replica), required));
+            let wait_for = (acks == -1
+                && replica.ack_status(required, leader_epoch) != AckStatus::Committed)
+                .then(|| AckWait {
+                    replica: Arc::clone(&replica),
+                    required_offset: required,
+                    leader_epoch,
+                });
             Outcome {
                 index,
                 error: ErrorCode::None,
