@@ -8,16 +8,24 @@ STROM_BROKER_BIN at target/release/strom-broker):
     STROM_BIN_DIR=$PWD/target/debug STROM_BROKER_BIN=$PWD/target/debug/strom-broker \\
         .venv/bin/python tests/interop/bench_replication.py
 
+While the replication factor 3 rounds run, the leader's
+`strom_replica_follower_lag` (its log end offset minus each follower's, as
+of that follower's last fetch) is sampled from its metrics endpoint every
+20 ms; p50 and p99 over all samples of both followers are printed.
+
 RECORDS (default 200000) records of 1 KiB per round, ROUNDS (default 3)
 rounds of each kind. Each round's producer first has one record
 acknowledged, untimed: an idempotent librdkafka producer waits about half a
 second for its producer id, a start-up cost that would otherwise dominate
 the idempotent rounds."""
 import os
+import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,6 +34,7 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from conftest import broker_binary  # noqa: E402
+from conftest import free_port  # noqa: E402
 from test_replication import start_cluster, wait_until  # noqa: E402
 
 RECORDS = int(os.environ.get("RECORDS", "200000"))
@@ -52,9 +61,45 @@ def produce(bootstrap, topic, acks):
     return RECORDS / (time.perf_counter() - start)
 
 
+LAG = re.compile(r'^strom_replica_follower_lag\{[^}]*topic="rf3"[^}]*\} (\d+)', re.M)
+
+
+class LagSampler:
+    """Samples the leader's follower lags until stopped."""
+
+    def __init__(self, metrics_port):
+        self.url = f"http://127.0.0.1:{metrics_port}/metrics"
+        self.samples = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        while not self.stopping.wait(0.02):
+            try:
+                text = urllib.request.urlopen(self.url, timeout=2).read().decode()
+            except OSError:
+                continue
+            self.samples.extend(int(value) for value in LAG.findall(text))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(5)
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        brokers = start_cluster(broker_binary(), Path(tmp))
+        metrics_ports = {node: free_port() for node in (1, 2, 3)}
+        brokers = start_cluster(broker_binary(), Path(tmp), lambda node: {
+            "strom.metrics.listener": f"http://127.0.0.1:{metrics_ports[node]}"})
         try:
             bootstrap = ",".join(broker.bootstrap for broker in brokers.values())
             admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -64,15 +109,22 @@ def main():
                 future.result(30)
             wait_until("a full ISR", lambda: len(
                 admin.list_topics("rf3", timeout=10).topics["rf3"].partitions[0].isrs) == 3)
+            leader = admin.list_topics("rf3", timeout=10).topics["rf3"].partitions[0].leader
             rates = {"rf1 acks=1": [], "rf3 acks=all": []}
+            lags = []
             for _ in range(ROUNDS):
                 rates["rf1 acks=1"].append(produce(bootstrap, "rf1", "1"))
-                rates["rf3 acks=all"].append(produce(bootstrap, "rf3", "all"))
+                with LagSampler(metrics_ports[leader]) as sampler:
+                    rates["rf3 acks=all"].append(produce(bootstrap, "rf3", "all"))
+                lags.extend(sampler.samples)
             for name, values in rates.items():
                 print(f"{name}: median {statistics.median(values):,.0f} records/s "
                       f"({', '.join(f'{v:,.0f}' for v in values)})")
             ratio = statistics.median(rates["rf3 acks=all"]) / statistics.median(rates["rf1 acks=1"])
             print(f"ratio rf3 acks=all / rf1 acks=1: {ratio:.2f}")
+            if lags:
+                print(f"follower lag (records): p50 {percentile(lags, 0.5)}, "
+                      f"p99 {percentile(lags, 0.99)}, max {max(lags)} over {len(lags)} samples")
         finally:
             for broker in brokers.values():
                 broker.kill()

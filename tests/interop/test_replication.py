@@ -16,7 +16,8 @@ CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 TOPIC = "replicated-events"
 
 
-def start_cluster(strom_binary, tmp_path):
+def start_cluster(strom_binary, tmp_path, extra_for=None):
+    """Three broker+controller processes; `extra_for(node)` may add settings."""
     controller_ports = {node: free_port() for node in (1, 2, 3)}
     voters = ",".join(f"{node}@127.0.0.1:{port}" for node, port in controller_ports.items())
     brokers = {}
@@ -40,6 +41,8 @@ def start_cluster(strom_binary, tmp_path):
                 "offsets.topic.num.partitions": "1",
             },
         )
+        if extra_for is not None:
+            broker.extra.update(extra_for(node))
         broker.extra["listeners"] = (
             f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{controller_port}"
         )

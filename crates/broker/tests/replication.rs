@@ -344,6 +344,22 @@ async fn followers_replicate_and_a_new_leader_has_every_acknowledged_record() {
         !isr.contains(&stuck_node),
         "the stuck follower left the ISR: {isr:?}"
     );
+    // The leader reports the stuck follower's lag (the metric
+    // strom_replica_follower_lag): the records it has not fetched.
+    let topic_partition = TopicPartition::new(TOPIC.to_owned(), 0);
+    let lags = brokers[leader_index]
+        .replicas()
+        .get_hosted(&topic_partition)
+        .expect("hosted")
+        .follower_lags();
+    let stuck_lag = lags
+        .iter()
+        .find(|(replica, _)| *replica == stuck_node)
+        .map(|(_, lag)| *lag);
+    assert!(
+        stuck_lag.is_some_and(|lag| lag >= 5),
+        "the stuck follower's lag: {lags:?}"
+    );
     fetchers.set_paused(false);
     wait_until("the follower rejoins the ISR", || async {
         leader_and_isr(&brokers[leader_index])

@@ -510,9 +510,15 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -
     let mut sizes = Vec::new();
     let mut ends = Vec::new();
     let mut starts = Vec::new();
+    let mut follower_lags = Vec::new();
     let mut by_dir: BTreeMap<String, i64> = BTreeMap::new();
     for replica in broker.replicas.hosted() {
         let tp = &replica.topic_partition;
+        for (follower, lag) in replica.follower_lags() {
+            let mut labels = partition_labels(&tp.topic, tp.partition);
+            labels.push(("replica", follower.to_string()));
+            follower_lags.push((labels, lag));
+        }
         // An offline partition has no figures to report.
         let Ok((count, size, end, start, dir)) = replica.with_log(|log| {
             (
@@ -556,6 +562,12 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -
         "kafka_log_log_logstartoffset",
         "A partition's log start offset (LogStartOffset)",
         starts,
+    )?;
+    gauge(
+        encoder,
+        "strom_replica_follower_lag",
+        "On a partition's leader: its log end offset minus each follower's, as of that follower's last fetch (offsets)",
+        follower_lags,
     )?;
     gauge(
         encoder,
