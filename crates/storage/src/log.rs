@@ -415,15 +415,16 @@ impl Log {
     /// becoming leader (Kafka's `maybeAssignEpochStartOffset`), so that
     /// OffsetForLeaderEpoch and the diverging-epoch answers of Fetch know
     /// where the previous epoch ended before anything is written in the
-    /// new one. An epoch not above the latest one changes nothing, and
-    /// neither does an empty log (no earlier epoch ends anywhere; the first
-    /// append records the epoch, as before).
+    /// new one. An epoch not above the latest one changes nothing. An
+    /// empty log records it too, as Kafka does: a follower whose log holds
+    /// older epochs than any here then learns that its whole log diverges
+    /// (the leader lost its records, or never had them) instead of being
+    /// told nothing.
     pub fn assign_leader_epoch(&mut self, leader_epoch: i32) -> Result<(), LogError> {
-        if self.log_end_offset > self.log_start_offset
-            && self
-                .epoch_cache
-                .latest_epoch()
-                .is_none_or(|latest| leader_epoch > latest)
+        if self
+            .epoch_cache
+            .latest_epoch()
+            .is_none_or(|latest| leader_epoch > latest)
         {
             self.epoch_cache.assign(leader_epoch, self.log_end_offset)?;
         }
@@ -825,6 +826,12 @@ impl Log {
     /// Returns whether anything was removed.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<bool, LogError> {
         if offset >= self.log_end_offset {
+            // No record goes, but an epoch entry at the log end does: a
+            // replica that became leader (recording its epoch at the log
+            // end) and lost leadership before writing anything must not
+            // keep announcing that epoch, which the new leader never had
+            // (Kafka truncates the epoch cache here for the same reason).
+            self.epoch_cache.truncate_from_end(self.log_end_offset)?;
             return Ok(false);
         }
         if offset < self.log_start_offset {

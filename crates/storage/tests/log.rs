@@ -337,8 +337,13 @@ fn a_new_leader_epoch_starts_at_the_log_end_before_any_write() {
     log.assign_leader_epoch(1).expect("assign");
     assert_eq!(
         log.epoch_cache().latest_epoch(),
-        None,
-        "an empty log waits for its first append"
+        Some(1),
+        "an empty log records the epoch too, as Kafka does"
+    );
+    // A follower that wrote in epoch 0 learns that its whole log diverges.
+    assert_eq!(
+        log.epoch_cache().end_offset_for(0, log.log_end_offset()),
+        (0, 0)
     );
     let batch = simple_batch(&BatchSpec {
         records: 4,
@@ -356,6 +361,26 @@ fn a_new_leader_epoch_starts_at_the_log_end_before_any_write() {
     log.assign_leader_epoch(2).expect("assign");
     log.assign_leader_epoch(3).expect("assign");
     assert_eq!(log.epoch_cache().entries().len(), 2);
+}
+
+#[test]
+fn truncating_at_the_log_end_drops_an_epoch_that_has_no_records() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = partition_dir(root.path());
+    let mut log = open(&dir, &small_config(), true, 0);
+    log.append_as_leader(batch(4, 0), 1, 0).expect("append");
+    // Led at epoch 3, then deposed before writing anything in it.
+    log.assign_leader_epoch(3).expect("assign");
+    assert_eq!(log.epoch_cache().latest_epoch(), Some(3));
+    // The new leader never had epoch 3: the follower truncates to where
+    // its epoch 1 ends, which is its log end.
+    assert!(!log.truncate_to(4, 0).expect("truncate"));
+    assert_eq!(log.log_end_offset(), 4);
+    assert_eq!(
+        log.epoch_cache().latest_epoch(),
+        Some(1),
+        "epoch 3 is no longer announced"
+    );
 }
 
 #[test]

@@ -1,0 +1,1163 @@
+//! A deterministic simulation of replication under faults.
+//!
+//! Three brokers host the replicas of a replicated topic as
+//! `strom_replication::Partition`s over `strom-storage` logs whose writes go
+//! through a fault-injecting backend; their followers fetch with the
+//! replication crate's `FetcherCore`; the metadata comes from the
+//! controller core (`strom_controller::Controller`: registration, session
+//! expiry and fencing, leader elections, AlterPartition with partition
+//! epochs). Idempotent `acks=all` producers write through whichever broker
+//! their (possibly stale) metadata names. Every message between them goes
+//! through one simulated network, and everything — delays, drops,
+//! duplicates, reordering, cut links, crashes that lose what was not
+//! fsynced, clock jumps — is drawn from one seed, on one thread, with one
+//! virtual clock: a seed replays the same run exactly.
+//!
+//! Invariants, checked after every step:
+//! - at most one broker leads a partition at a given leader epoch;
+//! - a leader's HW never decreases while it leads at one epoch;
+//! - every acknowledged record is in the log of every live, registered ISR
+//!   member that has reached it (and at the acknowledged offset);
+//!
+//! and at the end, once the faults stop and the cluster settles:
+//! - every acknowledged record is read back from the leader exactly once,
+//!   at its acknowledged offset, in the order it was produced; no record
+//!   is stored twice;
+//! - the logs of the ISR members are identical up to the HW.
+//!
+//! The controller is one logical node here (its quorum has its own
+//! simulation, `crates/controller/tests/quorum_simulation.rs`). A failure
+//! prints the seed and the last events. `STROM_REPLICATION_SIM_SEEDS=N`
+//! runs N seeds (default 100), `STROM_REPLICATION_SIM_FIRST_SEED` picks the
+//! first, `STROM_REPLICATION_SIM_STEPS` the steps per seed.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strom_controller::controller::{
+    AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, Controller,
+    ControllerConfig, ControllerResult, CreateTopicsRequest, NewTopic,
+};
+use strom_controller::environment::SeededRandom;
+use strom_controller::image::{Endpoint, MetadataImage};
+use strom_replication::{
+    AckStatus, FetchPartitionError, FetcherConfig, FetcherCore, FollowerFetch, FollowerRead,
+    LeaderAssignment, Partition, PartitionFetchResult, ReplicaFetchRequest, RoleView,
+};
+use strom_storage::batch::parse_header;
+use strom_storage::clock::ManualClock;
+use strom_storage::log::Log;
+use strom_storage::manager::LogHandle;
+use strom_storage::testing::{simple_batch, BatchSpec, FaultInjector};
+use strom_storage::{LogConfig, LogOpenOptions, TopicPartition};
+use uuid::Uuid;
+
+const BROKERS: [i32; 3] = [1, 2, 3];
+const TOPIC: &str = "sim";
+const PARTITIONS: i32 = 2;
+/// Virtual milliseconds per step.
+const STEP_MS: i64 = 5;
+const SESSION_TIMEOUT_MS: i64 = 1_000;
+const HEARTBEAT_MS: i64 = 200;
+const LAG_TIME_MS: i64 = 600;
+const PRODUCE_TIMEOUT_MS: i64 = 1_500;
+const MIN_INSYNC: usize = 2;
+
+/// xorshift64*: the one source of randomness of a run.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        if bound == 0 {
+            0
+        } else {
+            self.next() % bound
+        }
+    }
+
+    /// True with probability `per_mille` / 1000.
+    fn chance(&mut self, per_mille: u64) -> bool {
+        self.below(1_000) < per_mille
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Node {
+    Controller,
+    Broker(i32),
+    Client,
+}
+
+#[derive(Debug, Clone)]
+enum Message {
+    Register { broker: i32, incarnation: Uuid },
+    Heartbeat { broker: i32, epoch: i64 },
+    AlterPartition(AlterPartitionRequest),
+    Image(Arc<MetadataImage>),
+    Fetch(ReplicaFetchRequest),
+    FetchReply {
+        request: ReplicaFetchRequest,
+        results: Vec<(TopicPartition, PartitionFetchResult)>,
+    },
+    Produce { partition: i32, sequence: i32 },
+    ProduceReply { partition: i32, sequence: i32, offset: Option<i64> },
+}
+
+struct Envelope {
+    at_ms: i64,
+    order: u64,
+    from: Node,
+    to: Node,
+    message: Message,
+}
+
+/// A produce waiting for its `acks=all` answer on a leader.
+struct AckWait {
+    partition: i32,
+    sequence: i32,
+    leader_epoch: i32,
+    required_offset: i64,
+    base_offset: i64,
+    deadline_ms: i64,
+}
+
+struct Broker {
+    id: i32,
+    dir: PathBuf,
+    backend: Arc<FaultInjector>,
+    alive: bool,
+    incarnation: Uuid,
+    image: Option<Arc<MetadataImage>>,
+    partitions: BTreeMap<i32, Arc<Partition>>,
+    fetchers: BTreeMap<i32, FetcherCore<Partition>>,
+    fetching: BTreeSet<i32>,
+    next_fetch_ms: BTreeMap<i32, i64>,
+    next_heartbeat_ms: i64,
+    isr_change_sent_ms: BTreeMap<i32, i64>,
+    waits: Vec<AckWait>,
+}
+
+impl Broker {
+    fn registered(&self) -> Option<i64> {
+        let image = self.image.as_ref()?;
+        let broker = image.broker(self.id)?;
+        (broker.incarnation_id == self.incarnation).then_some(broker.epoch)
+    }
+}
+
+/// One idempotent producer per partition, one request in flight.
+#[derive(Default)]
+struct Producer {
+    next_sequence: i32,
+    in_flight: Option<(i32, i64)>,
+    acknowledged: Vec<(i32, i64)>,
+}
+
+struct Simulation {
+    seed: u64,
+    rng: Rng,
+    now_ms: i64,
+    clock: Arc<ManualClock>,
+    order: u64,
+    controller: Controller,
+    image: Arc<MetadataImage>,
+    next_tick_ms: i64,
+    brokers: BTreeMap<i32, Broker>,
+    network: Vec<Envelope>,
+    cut: BTreeSet<(Node, Node)>,
+    faults: bool,
+    /// A broker that lost power, and the incarnation that did.
+    power_lost: Option<(i32, Uuid)>,
+    producers: BTreeMap<i32, Producer>,
+    leaders_seen: BTreeMap<(i32, i32), i32>,
+    high_watermarks: BTreeMap<(i32, i32, i32), i64>,
+    history: VecDeque<String>,
+    _dir: tempfile::TempDir,
+}
+
+fn topic_partition(partition: i32) -> TopicPartition {
+    TopicPartition::new(TOPIC.to_owned(), partition)
+}
+
+fn producer_id(partition: i32) -> i64 {
+    1_000 + i64::from(partition)
+}
+
+fn open_log(dir: &Path, partition: i32, backend: &Arc<FaultInjector>, now_ms: i64) -> LogHandle {
+    let dir = dir.join(topic_partition(partition).directory_name());
+    let options = LogOpenOptions {
+        log_start_offset: 0,
+        recovery_point: 0,
+        had_clean_shutdown: false,
+        now_ms,
+    };
+    let backend: Arc<dyn strom_storage::backend::FileBackend> = Arc::clone(backend) as _;
+    let (log, _) = Log::open_with_backend(&dir, LogConfig::default(), options, backend)
+        .expect("the log opens and recovers");
+    Arc::new(std::sync::RwLock::new(log))
+}
+
+impl Simulation {
+    fn new(seed: u64) -> Simulation {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let config = ControllerConfig {
+            broker_session_timeout_ms: SESSION_TIMEOUT_MS as u64,
+            ..ControllerConfig::default()
+        };
+        let mut simulation = Simulation {
+            seed,
+            rng: Rng::new(seed),
+            now_ms: 1_000_000,
+            clock,
+            order: 0,
+            controller: Controller::new(config, Box::new(SeededRandom::new(seed))),
+            image: Arc::new(MetadataImage::empty()),
+            next_tick_ms: 0,
+            brokers: BTreeMap::new(),
+            network: Vec::new(),
+            cut: BTreeSet::new(),
+            faults: true,
+            power_lost: None,
+            producers: (0..PARTITIONS).map(|p| (p, Producer::default())).collect(),
+            leaders_seen: BTreeMap::new(),
+            high_watermarks: BTreeMap::new(),
+            history: VecDeque::new(),
+            _dir: dir,
+        };
+        for id in BROKERS {
+            let broker_dir = simulation._dir.path().join(format!("broker-{id}"));
+            std::fs::create_dir_all(&broker_dir).expect("broker dir");
+            let broker = simulation.start_broker(id, broker_dir);
+            simulation.brokers.insert(id, broker);
+        }
+        simulation
+    }
+
+    fn start_broker(&mut self, id: i32, dir: PathBuf) -> Broker {
+        let incarnation = Uuid::from_u128(u128::from(self.rng.next()));
+        self.send(Node::Broker(id), Node::Controller, Message::Register { broker: id, incarnation });
+        Broker {
+            id,
+            dir,
+            backend: Arc::new(FaultInjector::new()),
+            alive: true,
+            incarnation,
+            image: None,
+            partitions: BTreeMap::new(),
+            fetchers: BTreeMap::new(),
+            fetching: BTreeSet::new(),
+            next_fetch_ms: BTreeMap::new(),
+            next_heartbeat_ms: self.now_ms + HEARTBEAT_MS,
+            isr_change_sent_ms: BTreeMap::new(),
+            waits: Vec::new(),
+        }
+    }
+
+    fn note(&mut self, event: String) {
+        // A loop repeating the same few events is shown once.
+        if self.history.iter().rev().take(8).any(|last| last.ends_with(&event)) {
+            return;
+        }
+        if self.history.len() == 400 {
+            self.history.pop_front();
+        }
+        self.history.push_back(format!("{:>7} {event}", self.now_ms - 1_000_000));
+    }
+
+    fn fail(&self, what: &str) -> ! {
+        let history: Vec<&str> = self.history.iter().map(String::as_str).collect();
+        panic!(
+            "seed {}: {what}\nlast events:\n{}\nrerun: STROM_REPLICATION_SIM_FIRST_SEED={} STROM_REPLICATION_SIM_SEEDS=1",
+            self.seed,
+            history.join("\n"),
+            self.seed
+        );
+    }
+
+    fn linked(&self, a: Node, b: Node) -> bool {
+        !self.cut.contains(&(a.min(b), a.max(b)))
+    }
+
+    fn send(&mut self, from: Node, to: Node, message: Message) {
+        if self.faults && self.rng.chance(20) {
+            return;
+        }
+        let copies = if self.faults && self.rng.chance(10) { 2 } else { 1 };
+        for _ in 0..copies {
+            let delay = 1 + self.rng.below(if self.faults { 40 } else { 5 }) as i64;
+            self.order += 1;
+            self.network.push(Envelope {
+                at_ms: self.now_ms + delay,
+                order: self.order,
+                from,
+                to,
+                message: message.clone(),
+            });
+        }
+    }
+
+    /// The controller's records applied, and the new image broadcast.
+    fn commit<T>(&mut self, result: ControllerResult<T>) -> T {
+        if !result.records.is_empty() {
+            let base = self.image.next_offset();
+            let image = self
+                .image
+                .apply_all(
+                    result
+                        .records
+                        .iter()
+                        .enumerate()
+                        .map(|(index, record)| (base + index as u64, record)),
+                )
+                .expect("the controller's records apply");
+            self.image = Arc::new(image);
+            for id in BROKERS {
+                self.send(Node::Controller, Node::Broker(id), Message::Image(Arc::clone(&self.image)));
+            }
+        }
+        result.response
+    }
+
+    fn create_topic(&mut self) {
+        let request = CreateTopicsRequest {
+            topics: vec![NewTopic {
+                name: TOPIC.to_owned(),
+                partitions: Some(PARTITIONS),
+                replication_factor: Some(3),
+                assignments: Vec::new(),
+                configs: vec![strom_controller::controller::ConfigEntry::new(
+                    "min.insync.replicas",
+                    MIN_INSYNC.to_string(),
+                )],
+            }],
+            validate_only: false,
+        };
+        let result = self
+            .controller
+            .create_topics(&self.image, &request)
+            .expect("create applies");
+        let outcome = self.commit(result);
+        assert!(outcome.iter().all(|topic| topic.result.is_ok()), "{outcome:?}");
+    }
+}
+
+// The controller's side.
+impl Simulation {
+    fn controller_receives(&mut self, from: Node, message: Message) {
+        let now_ms = self.now_ms as u64;
+        match message {
+            Message::Register { broker, incarnation } => {
+                let request = BrokerRegistrationRequest {
+                    broker_id: broker,
+                    incarnation_id: incarnation,
+                    endpoints: vec![Endpoint {
+                        name: "PLAINTEXT".into(),
+                        host: "127.0.0.1".into(),
+                        port: 9000 + broker as u16,
+                        security_protocol: "PLAINTEXT".into(),
+                    }],
+                    rack: None,
+                };
+                let result = self
+                    .controller
+                    .register_broker(&self.image, &request, now_ms)
+                    .expect("registration applies");
+                let reply = self.commit(result);
+                self.note(format!("controller: register {broker} -> {reply:?}"));
+                // The broker learns the outcome from the image it is sent.
+                let image = Arc::clone(&self.image);
+                self.send(Node::Controller, from, Message::Image(image));
+            }
+            Message::Heartbeat { broker, epoch } => {
+                let request = BrokerHeartbeatRequest {
+                    broker_id: broker,
+                    broker_epoch: epoch,
+                    want_fence: false,
+                    want_shutdown: false,
+                };
+                let result = self
+                    .controller
+                    .broker_heartbeat(&self.image, &request, now_ms)
+                    .expect("heartbeat applies");
+                let changed = !result.records.is_empty();
+                let _ = self.commit(result);
+                if changed {
+                    self.note(format!("controller: heartbeat of {broker} changed the image"));
+                }
+                // A broker follows the metadata log continuously (a lost
+                // image is fetched again): each heartbeat is answered with
+                // the latest image.
+                let image = Arc::clone(&self.image);
+                self.send(Node::Controller, from, Message::Image(image));
+            }
+            Message::AlterPartition(request) => {
+                let result = self
+                    .controller
+                    .alter_partition(&self.image, &request)
+                    .expect("alter partition applies");
+                let reply = self.commit(result);
+                self.note(format!(
+                    "controller: {} p{} isr {:?} -> {:?}",
+                    request.broker_id, request.partition_index, request.new_isr, reply
+                ));
+                let image = Arc::clone(&self.image);
+                self.send(Node::Controller, from, Message::Image(image));
+            }
+            _ => {}
+        }
+    }
+
+    fn controller_tick(&mut self) {
+        if self.now_ms < self.next_tick_ms {
+            return;
+        }
+        self.next_tick_ms = self.now_ms + 100;
+        let result = self
+            .controller
+            .tick(&self.image, self.now_ms as u64)
+            .expect("tick applies");
+        let fenced = self.commit(result);
+        if !fenced.is_empty() {
+            self.note(format!("controller: fenced {fenced:?}"));
+        }
+    }
+}
+
+// The brokers' side.
+impl Simulation {
+    fn broker_receives(&mut self, id: i32, from: Node, message: Message) {
+        match message {
+            Message::Image(image) => self.apply_image(id, image),
+            Message::Fetch(request) => {
+                let results = self.serve_fetch(id, &request);
+                self.send(Node::Broker(id), from, Message::FetchReply { request, results });
+            }
+            Message::FetchReply { request, results } => {
+                let Node::Broker(source) = from else { return };
+                let now_ms = self.now_ms;
+                let broker = self.brokers.get_mut(&id).expect("broker");
+                broker.fetching.remove(&source);
+                let empty = results.iter().all(|(_, result)| {
+                    matches!(result, PartitionFetchResult::Records { records, .. } if records.is_empty())
+                });
+                broker
+                    .next_fetch_ms
+                    .insert(source, now_ms + if empty { 50 } else { 1 });
+                let mut notes = Vec::new();
+                for (topic_partition, result) in &results {
+                    if let PartitionFetchResult::Diverging { epoch, end_offset, .. } = result {
+                        let sent = request.partitions.iter().find(|p| &p.topic_partition == topic_partition);
+                        notes.push(format!(
+                            "broker {id}: {source} says {topic_partition} diverges: epoch {epoch} ends at {end_offset} (sent {:?})",
+                            sent.map(|p| (p.fetch_offset, p.last_fetched_epoch, p.current_leader_epoch))
+                        ));
+                    }
+                }
+                if let Some(core) = broker.fetchers.get_mut(&source) {
+                    for event in core.handle_response(&request, results, now_ms) {
+                        if let strom_replication::PartitionEvent::Truncated { topic_partition, log_end_offset } = event {
+                            let latest = broker.partitions[&topic_partition.partition]
+                                .with_log(|log| log.epoch_cache().latest_epoch())
+                                .ok()
+                                .flatten();
+                            notes.push(format!(
+                                "broker {id}: truncated {topic_partition} to {log_end_offset} (latest epoch {latest:?})"
+                            ));
+                        }
+                    }
+                }
+                for note in notes {
+                    self.note(note);
+                }
+            }
+            Message::Produce { partition, sequence } => self.produce(id, partition, sequence),
+            _ => {}
+        }
+    }
+
+    /// Moves every replica to the role the image gives it (the broker's
+    /// `ReplicaManager::apply_image`, over bare logs).
+    fn apply_image(&mut self, id: i32, image: Arc<MetadataImage>) {
+        let now_ms = self.now_ms;
+        let broker = self.brokers.get_mut(&id).expect("broker");
+        if broker
+            .image
+            .as_ref()
+            .is_some_and(|current| current.last_offset() >= image.last_offset())
+        {
+            return;
+        }
+        broker.image = Some(Arc::clone(&image));
+        if broker.registered().is_none() {
+            return;
+        }
+        let Some(topic) = image.topic_by_name(TOPIC) else { return };
+        let mut notes = Vec::new();
+        for index in 0..PARTITIONS {
+            let Some(state) = topic.partition(index) else { continue };
+            if !state.replicas.contains(&id) {
+                continue;
+            }
+            let partition = Arc::clone(broker.partitions.entry(index).or_insert_with(|| {
+                let log = open_log(&broker.dir, index, &broker.backend, now_ms);
+                if let Ok(log) = log.read() {
+                    notes.push(format!(
+                        "broker {id}: opened p{index}: LEO {}, latest epoch {:?}",
+                        log.log_end_offset(),
+                        log.epoch_cache().latest_epoch()
+                    ));
+                }
+                Arc::new(Partition::open(topic_partition(index), log, Arc::new(ManualClock::new(now_ms))))
+            }));
+            match state.leader {
+                Some(leader) if leader == id => {
+                    for core in broker.fetchers.values_mut() {
+                        core.remove_partition(&topic_partition(index));
+                    }
+                    let assignment = LeaderAssignment {
+                        local: id,
+                        leader_epoch: state.leader_epoch,
+                        partition_epoch: state.partition_epoch,
+                        replicas: state.replicas.clone(),
+                        isr: state.isr.iter().copied().collect(),
+                        min_insync_replicas: MIN_INSYNC,
+                    };
+                    if !partition.update_leadership(&assignment).expect("online") {
+                        partition.become_leader(&assignment, now_ms).expect("online");
+                        let (end, latest) = partition
+                            .with_log(|log| (log.log_end_offset(), log.epoch_cache().latest_epoch()))
+                            .expect("online");
+                        notes.push(format!(
+                            "broker {id}: leads p{index} at epoch {} isr {:?} (LEO {end}, latest epoch {latest:?})",
+                            state.leader_epoch, state.isr
+                        ));
+                    }
+                    broker.isr_change_sent_ms.remove(&index);
+                }
+                Some(leader) => {
+                    let view = RoleView::Follower { leader, leader_epoch: state.leader_epoch };
+                    if partition.role_view() != view {
+                        partition.become_follower(leader, state.leader_epoch).expect("online");
+                        for core in broker.fetchers.values_mut() {
+                            core.remove_partition(&topic_partition(index));
+                        }
+                        let core = broker
+                            .fetchers
+                            .entry(leader)
+                            .or_insert_with(|| FetcherCore::new(leader, FetcherConfig { backoff_ms: 100, ..FetcherConfig::new(id) }));
+                        core.add_partition(topic_partition(index), Arc::clone(&partition), state.leader_epoch)
+                            .expect("online");
+                        notes.push(format!("broker {id}: follows {leader} for p{index} at epoch {}", state.leader_epoch));
+                    }
+                }
+                None => {
+                    if partition.role_view() != RoleView::Idle {
+                        partition.become_idle().expect("online");
+                        for core in broker.fetchers.values_mut() {
+                            core.remove_partition(&topic_partition(index));
+                        }
+                        notes.push(format!("broker {id}: p{index} has no leader"));
+                    }
+                }
+            }
+        }
+        for note in notes {
+            self.note(note);
+        }
+    }
+
+    /// The leader's side of a replica fetch (the broker's Fetch handler).
+    fn serve_fetch(
+        &mut self,
+        id: i32,
+        request: &ReplicaFetchRequest,
+    ) -> Vec<(TopicPartition, PartitionFetchResult)> {
+        let now_ms = self.now_ms;
+        let mut results = Vec::new();
+        let mut expansions = Vec::new();
+        let broker = self.brokers.get(&id).expect("broker");
+        for wanted in &request.partitions {
+            let index = wanted.topic_partition.partition;
+            let refused = |error| (wanted.topic_partition.clone(), PartitionFetchResult::Error(error));
+            let Some(partition) = broker.partitions.get(&index).filter(|p| p.is_leader()) else {
+                results.push(refused(FetchPartitionError::NotLeaderOrFollower));
+                continue;
+            };
+            match partition.validate_leader_epoch(Some(wanted.current_leader_epoch)) {
+                Ok(()) => {}
+                Err(strom_replication::PartitionError::Replication(
+                    strom_replication::ReplicationError::FencedLeaderEpoch { .. },
+                )) => {
+                    results.push(refused(FetchPartitionError::FencedLeaderEpoch));
+                    continue;
+                }
+                Err(_) => {
+                    results.push(refused(FetchPartitionError::UnknownLeaderEpoch));
+                    continue;
+                }
+            }
+            let fetch = FollowerFetch {
+                replica: request.replica_id,
+                fetch_offset: wanted.fetch_offset,
+                last_fetched_epoch: Some(wanted.last_fetched_epoch),
+            };
+            let result = match partition.read_for_follower(&fetch, 64 * 1024, true, now_ms) {
+                Ok(FollowerRead::Records { read, isr_expansion }) => {
+                    if let Some(change) = isr_expansion {
+                        expansions.push((index, change));
+                    }
+                    let records = read
+                        .records
+                        .map(|slice| slice.to_bytes().expect("the slice reads"))
+                        .unwrap_or_default();
+                    PartitionFetchResult::Records { records, high_watermark: read.high_watermark }
+                }
+                Ok(FollowerRead::Diverging { epoch, end_offset, high_watermark }) => {
+                    PartitionFetchResult::Diverging { epoch, end_offset, high_watermark }
+                }
+                Ok(FollowerRead::Refused(_)) => PartitionFetchResult::Error(FetchPartitionError::NotLeaderOrFollower),
+                Err(strom_replication::ReadFailure::Log(_)) => {
+                    PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange)
+                }
+                Err(error) => panic!("partition offline in the simulation: {error}"),
+            };
+            results.push((wanted.topic_partition.clone(), result));
+        }
+        for (index, change) in expansions {
+            self.propose_isr(id, index, change.isr.iter().copied().collect(), change.partition_epoch);
+        }
+        results
+    }
+
+    fn propose_isr(&mut self, id: i32, index: i32, new_isr: Vec<i32>, partition_epoch: i32) {
+        let now_ms = self.now_ms;
+        let broker = self.brokers.get_mut(&id).expect("broker");
+        if broker.isr_change_sent_ms.get(&index).is_some_and(|sent| now_ms - sent < 500) {
+            return;
+        }
+        let (Some(epoch), Some(image)) = (broker.registered(), broker.image.clone()) else { return };
+        let Some(topic) = image.topic_by_name(TOPIC) else { return };
+        let Ok(Ok(leader_epoch)) = broker.partitions[&index].leader_epoch() else { return };
+        broker.isr_change_sent_ms.insert(index, now_ms);
+        let request = AlterPartitionRequest {
+            broker_id: id,
+            broker_epoch: epoch,
+            topic_id: topic.id,
+            partition_index: index,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        };
+        self.send(Node::Broker(id), Node::Controller, Message::AlterPartition(request));
+    }
+
+    fn produce(&mut self, id: i32, partition: i32, sequence: i32) {
+        let now_ms = self.now_ms;
+        let broker = self.brokers.get_mut(&id).expect("broker");
+        let Some(replica) = broker.partitions.get(&partition) else {
+            self.send(Node::Broker(id), Node::Client, Message::ProduceReply { partition, sequence, offset: None });
+            return;
+        };
+        let batch = simple_batch(&BatchSpec {
+            producer_id: producer_id(partition),
+            producer_epoch: 0,
+            base_sequence: sequence,
+            records: 1,
+            base_timestamp: now_ms,
+            ..BatchSpec::default()
+        });
+        match replica.append(batch, true, now_ms) {
+            Ok(appended) => broker.waits.push(AckWait {
+                partition,
+                sequence,
+                leader_epoch: appended.leader_epoch,
+                required_offset: appended.info.last_offset + 1,
+                base_offset: appended.info.first_offset,
+                deadline_ms: now_ms + PRODUCE_TIMEOUT_MS,
+            }),
+            Err(error) => {
+                self.note(format!("broker {id}: produce p{partition} seq {sequence} refused: {error}"));
+                self.send(Node::Broker(id), Node::Client, Message::ProduceReply { partition, sequence, offset: None });
+            }
+        }
+    }
+
+    /// Periodic work of a live broker: heartbeats, fetches, ISR shrinks,
+    /// answering `acks=all` writes.
+    fn broker_tick(&mut self, id: i32) {
+        let now_ms = self.now_ms;
+        let broker = self.brokers.get_mut(&id).expect("broker");
+        if !broker.alive {
+            return;
+        }
+        let mut outgoing = Vec::new();
+        if now_ms >= broker.next_heartbeat_ms {
+            broker.next_heartbeat_ms = now_ms + HEARTBEAT_MS;
+            match broker.registered() {
+                Some(epoch) => outgoing.push((Node::Controller, Message::Heartbeat { broker: id, epoch })),
+                None => outgoing.push((
+                    Node::Controller,
+                    Message::Register { broker: id, incarnation: broker.incarnation },
+                )),
+            }
+        }
+        for (source, core) in &mut broker.fetchers {
+            if broker.fetching.contains(source)
+                || broker.next_fetch_ms.get(source).is_some_and(|at| *at > now_ms)
+            {
+                continue;
+            }
+            if let Some(request) = core.next_request(now_ms) {
+                broker.fetching.insert(*source);
+                // A lost request or answer is retried after a timeout.
+                broker.next_fetch_ms.insert(*source, now_ms + 300);
+                outgoing.push((Node::Broker(*source), Message::Fetch(request)));
+            }
+        }
+        // A fetch whose answer never came is given up after its timeout.
+        let expired: Vec<i32> = broker
+            .fetching
+            .iter()
+            .copied()
+            .filter(|source| broker.next_fetch_ms.get(source).is_some_and(|at| *at <= now_ms))
+            .collect();
+        for source in expired {
+            broker.fetching.remove(&source);
+        }
+        let mut shrinks = Vec::new();
+        for (index, partition) in &broker.partitions {
+            if let Some(change) = partition.isr_shrink(now_ms, LAG_TIME_MS) {
+                shrinks.push((*index, change));
+            }
+        }
+        let mut answered = Vec::new();
+        broker.waits.retain(|wait| {
+            let status = broker.partitions[&wait.partition].ack_status(wait.required_offset, wait.leader_epoch);
+            let offset = match status {
+                AckStatus::Committed => Some(wait.base_offset),
+                AckStatus::Waiting if now_ms < wait.deadline_ms => return true,
+                _ => None,
+            };
+            answered.push((wait.partition, wait.sequence, offset));
+            false
+        });
+        for (to, message) in outgoing {
+            self.send(Node::Broker(id), to, message);
+        }
+        for (index, change) in shrinks {
+            self.propose_isr(id, index, change.isr.iter().copied().collect(), change.partition_epoch);
+        }
+        for (partition, sequence, offset) in answered {
+            self.send(Node::Broker(id), Node::Client, Message::ProduceReply { partition, sequence, offset });
+        }
+    }
+}
+
+/// Records per partition the producers write in a run.
+const RECORDS_PER_PARTITION: i32 = 40;
+
+// The client, the faults and the run.
+impl Simulation {
+    fn client_receives(&mut self, message: Message) {
+        let Message::ProduceReply { partition, sequence, offset } = message else { return };
+        let now_ms = self.now_ms;
+        let producer = self.producers.get_mut(&partition).expect("producer");
+        if producer.in_flight.map(|(in_flight, _)| in_flight) != Some(sequence) {
+            return;
+        }
+        match offset {
+            Some(offset) => {
+                producer.acknowledged.push((sequence, offset));
+                producer.next_sequence += 1;
+                producer.in_flight = None;
+                self.note(format!("client: p{partition} seq {sequence} acknowledged at {offset}"));
+            }
+            // Retried after a short back-off.
+            None => producer.in_flight = Some((sequence, now_ms + 50 - PRODUCE_TIMEOUT_MS * 2)),
+        }
+    }
+
+    fn client_tick(&mut self) {
+        let now_ms = self.now_ms;
+        for partition in 0..PARTITIONS {
+            let producer = &self.producers[&partition];
+            let sequence = producer.next_sequence;
+            if sequence >= RECORDS_PER_PARTITION {
+                continue;
+            }
+            if producer
+                .in_flight
+                .is_some_and(|(_, sent_ms)| now_ms - sent_ms < PRODUCE_TIMEOUT_MS * 2)
+            {
+                continue;
+            }
+            // Metadata from one broker, possibly stale, as a client gets it.
+            let asked = BROKERS[self.rng.below(BROKERS.len() as u64) as usize];
+            let leader = self.brokers[&asked]
+                .image
+                .as_ref()
+                .and_then(|image| image.topic_by_name(TOPIC)?.partition(partition)?.leader);
+            let Some(leader) = leader else { continue };
+            self.producers.get_mut(&partition).expect("producer").in_flight = Some((sequence, now_ms));
+            self.send(Node::Client, Node::Broker(leader), Message::Produce { partition, sequence });
+        }
+    }
+
+    fn inject_fault(&mut self) {
+        if let Some((victim, lost)) = self.power_lost {
+            // After a power loss, no other fault until the victim is back
+            // under a new registration (out of every ISR): see `power_loss`.
+            let back = self
+                .image
+                .broker(victim)
+                .is_some_and(|broker| broker.incarnation_id != lost && !broker.fenced);
+            if back {
+                self.power_lost = None;
+            } else {
+                if !self.brokers[&victim].alive && self.rng.chance(20) {
+                    self.restart(victim);
+                }
+                return;
+            }
+        }
+        let roll = self.rng.below(1_000);
+        let down: Vec<i32> = BROKERS.into_iter().filter(|id| !self.brokers[id].alive).collect();
+        if roll < 3 && down.is_empty() {
+            let victim = BROKERS[self.rng.below(3) as usize];
+            self.kill(victim);
+        } else if roll < 4 && down.is_empty() {
+            let victim = BROKERS[self.rng.below(3) as usize];
+            self.power_loss(victim);
+        } else if roll < 25 && !down.is_empty() {
+            let id = down[0];
+            self.restart(id);
+        } else if roll < 30 && self.cut.len() < 2 {
+            let nodes = [Node::Controller, Node::Broker(1), Node::Broker(2), Node::Broker(3)];
+            let a = nodes[self.rng.below(4) as usize];
+            let b = nodes[self.rng.below(4) as usize];
+            if a != b {
+                self.cut.insert((a.min(b), a.max(b)));
+                self.note(format!("fault: link {a:?} - {b:?} cut"));
+            }
+        } else if roll < 45 && !self.cut.is_empty() {
+            self.cut.clear();
+            self.note("fault: links healed".to_owned());
+        } else if roll < 47 {
+            let jump = 200 + self.rng.below(1_500) as i64;
+            self.advance(jump);
+            self.note(format!("fault: the clock jumps {jump} ms"));
+        }
+    }
+
+    /// The process dies (kill -9): what it wrote stays in the page cache.
+    fn kill(&mut self, id: i32) {
+        self.stop(id);
+        self.note(format!("fault: broker {id} killed"));
+    }
+
+    /// The machine loses power: every byte not fsynced is lost (and the
+    /// file system may leave garbage after the last synced byte). Nothing
+    /// is fsynced on the produce path by default (Kafka relies on
+    /// replication, not fsync), so the victim comes back with little or
+    /// nothing. The promise holds while one in-sync replica keeps the
+    /// records: a power loss is injected only when every partition has
+    /// another ISR member, and no other fault until the victim is back out
+    /// of every ISR (re-registered). A power loss of the last ISR member
+    /// loses records, in Strom as in Kafka before KIP-966.
+    fn power_loss(&mut self, id: i32) {
+        let Some(topic) = self.image.topic_by_name(TOPIC) else { return };
+        let sole_member = (0..PARTITIONS).any(|index| {
+            topic
+                .partition(index)
+                .is_some_and(|state| state.isr.iter().all(|member| *member == id))
+        });
+        if sole_member || !self.cut.is_empty() {
+            return;
+        }
+        let garbage = self.rng.below(64);
+        self.stop(id);
+        self.brokers[&id].backend.crash(garbage).expect("the crash cuts the files");
+        self.power_lost = Some((id, self.brokers[&id].incarnation));
+        self.note(format!("fault: broker {id} lost power: unsynced bytes gone (+{garbage} garbage)"));
+    }
+
+    fn stop(&mut self, id: i32) {
+        let broker = self.brokers.get_mut(&id).expect("broker");
+        broker.alive = false;
+        broker.partitions.clear();
+        broker.fetchers.clear();
+        broker.fetching.clear();
+        broker.waits.clear();
+        broker.image = None;
+        self.network.retain(|envelope| envelope.to != Node::Broker(id) && envelope.from != Node::Broker(id));
+    }
+
+    fn restart(&mut self, id: i32) {
+        let dir = self.brokers[&id].dir.clone();
+        let broker = self.start_broker(id, dir);
+        self.brokers.insert(id, broker);
+        self.note(format!("fault: broker {id} restarted"));
+    }
+
+    fn advance(&mut self, ms: i64) {
+        self.now_ms += ms;
+        self.clock.set(self.now_ms);
+    }
+
+    fn deliver(&mut self) {
+        let now_ms = self.now_ms;
+        let mut due: Vec<Envelope> = Vec::new();
+        let mut index = 0;
+        while index < self.network.len() {
+            if self.network[index].at_ms <= now_ms {
+                due.push(self.network.swap_remove(index));
+            } else {
+                index += 1;
+            }
+        }
+        due.sort_by_key(|envelope| (envelope.at_ms, envelope.order));
+        for envelope in due {
+            if !self.linked(envelope.from, envelope.to) {
+                continue;
+            }
+            match envelope.to {
+                Node::Controller => self.controller_receives(envelope.from, envelope.message),
+                Node::Broker(id) if self.brokers[&id].alive => {
+                    self.broker_receives(id, envelope.from, envelope.message)
+                }
+                Node::Broker(_) => {}
+                Node::Client => self.client_receives(envelope.message),
+            }
+        }
+    }
+
+    fn step(&mut self) {
+        self.advance(STEP_MS);
+        if self.faults {
+            self.inject_fault();
+        }
+        self.deliver();
+        self.controller_tick();
+        for id in BROKERS {
+            self.broker_tick(id);
+        }
+        self.client_tick();
+        self.check_step_invariants();
+    }
+}
+
+// The invariants.
+impl Simulation {
+    fn check_step_invariants(&mut self) {
+        let mut leaders: BTreeMap<(i32, i32), i32> = BTreeMap::new();
+        let mut violations = Vec::new();
+        for (id, broker) in &self.brokers {
+            if !broker.alive {
+                continue;
+            }
+            for (index, partition) in &broker.partitions {
+                let RoleView::Leader { leader_epoch } = partition.role_view() else { continue };
+                if let Some(other) = leaders.insert((*index, leader_epoch), *id) {
+                    violations.push(format!("brokers {other} and {id} both lead p{index} at epoch {leader_epoch}"));
+                }
+                match self.leaders_seen.get(&(*index, leader_epoch)) {
+                    Some(seen) if seen != id => violations.push(format!(
+                        "p{index} epoch {leader_epoch} led by {seen} and later by {id}"
+                    )),
+                    _ => {}
+                }
+                let high_watermark = partition.high_watermark.current();
+                let key = (*id, *index, leader_epoch);
+                if self.high_watermarks.get(&key).is_some_and(|seen| *seen > high_watermark) {
+                    violations.push(format!(
+                        "the HW of p{index} on leader {id} at epoch {leader_epoch} went back to {high_watermark}"
+                    ));
+                }
+                self.high_watermarks.insert(key, high_watermark);
+            }
+        }
+        for (key, id) in leaders {
+            self.leaders_seen.entry(key).or_insert(id);
+        }
+        violations.extend(self.acknowledged_on_isr());
+        if let Some(violation) = violations.first() {
+            self.fail(violation);
+        }
+    }
+
+    /// Every acknowledged record is, at its offset, in the log of every
+    /// live and registered ISR member whose log reaches that far.
+    fn acknowledged_on_isr(&self) -> Vec<String> {
+        let mut violations = Vec::new();
+        let Some(topic) = self.image.topic_by_name(TOPIC) else { return violations };
+        for (partition, producer) in &self.producers {
+            let Some(state) = topic.partition(*partition) else { continue };
+            for member in &state.isr {
+                let broker = &self.brokers[member];
+                if !broker.alive || broker.registered().is_none() {
+                    continue;
+                }
+                let Some(replica) = broker.partitions.get(partition) else { continue };
+                let batches = read_batches(replica, i64::MAX);
+                for (sequence, offset) in &producer.acknowledged {
+                    if batches.last().is_none_or(|last| last.0 < *offset) {
+                        continue;
+                    }
+                    if !batches.iter().any(|batch| batch.0 == *offset && batch.1 == *sequence) {
+                        violations.push(format!(
+                            "ISR member {member} of p{partition} lacks acknowledged seq {sequence} at {offset}: {batches:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        violations
+    }
+
+    fn check_final(&self) {
+        let topic = self.image.topic_by_name(TOPIC).expect("the topic");
+        for (partition, producer) in &self.producers {
+            let state = topic.partition(*partition).expect("the partition");
+            let Some(leader) = state.leader else {
+                self.fail(&format!("p{partition} has no leader at the end"));
+            };
+            let replica = &self.brokers[&leader].partitions[partition];
+            let high_watermark = replica.high_watermark.current();
+            let committed = read_batches(replica, high_watermark);
+            let sequences: Vec<i32> = committed.iter().map(|batch| batch.1).collect();
+            let mut seen = BTreeSet::new();
+            for sequence in &sequences {
+                if !seen.insert(*sequence) {
+                    self.fail(&format!("p{partition}: seq {sequence} stored twice: {sequences:?}"));
+                }
+            }
+            if sequences.windows(2).any(|pair| pair[0] >= pair[1]) {
+                self.fail(&format!("p{partition}: records out of order: {sequences:?}"));
+            }
+            for (sequence, offset) in &producer.acknowledged {
+                if !committed.iter().any(|batch| batch.0 == *offset && batch.1 == *sequence) {
+                    self.fail(&format!(
+                        "p{partition}: acknowledged seq {sequence} at {offset} lost: {committed:?}"
+                    ));
+                }
+            }
+            for member in &state.isr {
+                let other = read_batches(&self.brokers[member].partitions[partition], high_watermark);
+                if other != committed {
+                    self.fail(&format!(
+                        "p{partition}: ISR member {member} differs from leader {leader} below the HW {high_watermark}"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// (base offset, base sequence, crc) of every batch below `upto`.
+fn read_batches(partition: &Partition, upto: i64) -> Vec<(i64, i32, u32)> {
+    partition
+        .with_log(|log| {
+            let mut batches = Vec::new();
+            let mut offset = log.log_start_offset();
+            let end = log.log_end_offset().min(upto);
+            while offset < end {
+                let Ok(read) = log.read(offset, 1 << 20, end, true) else { break };
+                let Some(bytes) = read.records.and_then(|slice| slice.to_bytes().ok()) else { break };
+                let mut position = 0;
+                let mut next = offset;
+                while position < bytes.len() {
+                    let Ok(header) = parse_header(&bytes[position..], position) else { break };
+                    if header.base_offset >= offset && header.base_offset < end {
+                        batches.push((header.base_offset, header.base_sequence, header.crc));
+                    }
+                    next = header.base_offset + i64::from(header.last_offset_delta) + 1;
+                    position += 12 + header.batch_length as usize;
+                }
+                if next <= offset {
+                    break;
+                }
+                offset = next;
+            }
+            batches
+        })
+        .expect("online")
+}
+
+/// Runs one seed: `steps` steps with faults, then a calm period in which
+/// every broker is back, every link heals and the producers finish.
+fn run_seed(seed: u64, steps: u32) -> usize {
+    let mut simulation = Simulation::new(seed);
+    // Registration before the topic exists, as a cluster starts.
+    simulation.faults = false;
+    for _ in 0..100 {
+        simulation.step();
+    }
+    simulation.create_topic();
+    simulation.faults = true;
+    for _ in 0..steps {
+        simulation.step();
+    }
+    simulation.faults = false;
+    simulation.cut.clear();
+    let down: Vec<i32> = BROKERS.into_iter().filter(|id| !simulation.brokers[id].alive).collect();
+    for id in down {
+        simulation.restart(id);
+    }
+    simulation.note("faults stop".to_owned());
+    let mut calm_steps = 0;
+    loop {
+        simulation.step();
+        calm_steps += 1;
+        let done = simulation
+            .producers
+            .values()
+            .all(|producer| producer.next_sequence >= RECORDS_PER_PARTITION);
+        let settled = simulation.image.topic_by_name(TOPIC).is_some_and(|topic| {
+            (0..PARTITIONS).all(|index| topic.partition(index).is_some_and(|p| p.isr.len() == 3))
+        });
+        if done && settled && calm_steps > 400 {
+            break;
+        }
+        if calm_steps > 20_000 {
+            simulation.fail("the cluster did not settle after the faults stopped");
+        }
+    }
+    simulation.check_final();
+    simulation.producers.values().map(|producer| producer.acknowledged.len()).sum()
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn replication_keeps_its_invariants_under_seeded_faults() {
+    let seeds = env_u64("STROM_REPLICATION_SIM_SEEDS", 100);
+    let first = env_u64("STROM_REPLICATION_SIM_FIRST_SEED", 1);
+    let steps = env_u64("STROM_REPLICATION_SIM_STEPS", 1_500) as u32;
+    let mut acknowledged = 0;
+    for seed in first..first + seeds {
+        acknowledged += run_seed(seed, steps);
+    }
+    assert_eq!(
+        acknowledged as u64,
+        seeds * u64::from(RECORDS_PER_PARTITION as u32) * PARTITIONS as u64,
+        "every record was eventually acknowledged"
+    );
+}
