@@ -102,8 +102,14 @@ enum Node {
 
 #[derive(Debug, Clone)]
 enum Message {
-    Register { broker: i32, incarnation: Uuid },
-    Heartbeat { broker: i32, epoch: i64 },
+    Register {
+        broker: i32,
+        incarnation: Uuid,
+    },
+    Heartbeat {
+        broker: i32,
+        epoch: i64,
+    },
     AlterPartition(AlterPartitionRequest),
     Image(Arc<MetadataImage>),
     Fetch(ReplicaFetchRequest),
@@ -111,8 +117,15 @@ enum Message {
         request: ReplicaFetchRequest,
         results: Vec<(TopicPartition, PartitionFetchResult)>,
     },
-    Produce { partition: i32, sequence: i32 },
-    ProduceReply { partition: i32, sequence: i32, offset: Option<i64> },
+    Produce {
+        partition: i32,
+        sequence: i32,
+    },
+    ProduceReply {
+        partition: i32,
+        sequence: i32,
+        offset: Option<i64>,
+    },
 }
 
 struct Envelope {
@@ -248,7 +261,14 @@ impl Simulation {
 
     fn start_broker(&mut self, id: i32, dir: PathBuf) -> Broker {
         let incarnation = Uuid::from_u128(u128::from(self.rng.next()));
-        self.send(Node::Broker(id), Node::Controller, Message::Register { broker: id, incarnation });
+        self.send(
+            Node::Broker(id),
+            Node::Controller,
+            Message::Register {
+                broker: id,
+                incarnation,
+            },
+        );
         Broker {
             id,
             dir,
@@ -268,13 +288,20 @@ impl Simulation {
 
     fn note(&mut self, event: String) {
         // A loop repeating the same few events is shown once.
-        if self.history.iter().rev().take(8).any(|last| last.ends_with(&event)) {
+        if self
+            .history
+            .iter()
+            .rev()
+            .take(8)
+            .any(|last| last.ends_with(&event))
+        {
             return;
         }
         if self.history.len() == 400 {
             self.history.pop_front();
         }
-        self.history.push_back(format!("{:>7} {event}", self.now_ms - 1_000_000));
+        self.history
+            .push_back(format!("{:>7} {event}", self.now_ms - 1_000_000));
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -295,7 +322,11 @@ impl Simulation {
         if self.faults && self.rng.chance(20) {
             return;
         }
-        let copies = if self.faults && self.rng.chance(10) { 2 } else { 1 };
+        let copies = if self.faults && self.rng.chance(10) {
+            2
+        } else {
+            1
+        };
         for _ in 0..copies {
             let delay = 1 + self.rng.below(if self.faults { 40 } else { 5 }) as i64;
             self.order += 1;
@@ -325,7 +356,11 @@ impl Simulation {
                 .expect("the controller's records apply");
             self.image = Arc::new(image);
             for id in BROKERS {
-                self.send(Node::Controller, Node::Broker(id), Message::Image(Arc::clone(&self.image)));
+                self.send(
+                    Node::Controller,
+                    Node::Broker(id),
+                    Message::Image(Arc::clone(&self.image)),
+                );
             }
         }
         result.response
@@ -350,7 +385,10 @@ impl Simulation {
             .create_topics(&self.image, &request)
             .expect("create applies");
         let outcome = self.commit(result);
-        assert!(outcome.iter().all(|topic| topic.result.is_ok()), "{outcome:?}");
+        assert!(
+            outcome.iter().all(|topic| topic.result.is_ok()),
+            "{outcome:?}"
+        );
     }
 }
 
@@ -359,7 +397,10 @@ impl Simulation {
     fn controller_receives(&mut self, from: Node, message: Message) {
         let now_ms = self.now_ms as u64;
         match message {
-            Message::Register { broker, incarnation } => {
+            Message::Register {
+                broker,
+                incarnation,
+            } => {
                 let request = BrokerRegistrationRequest {
                     broker_id: broker,
                     incarnation_id: incarnation,
@@ -395,7 +436,9 @@ impl Simulation {
                 let changed = !result.records.is_empty();
                 let _ = self.commit(result);
                 if changed {
-                    self.note(format!("controller: heartbeat of {broker} changed the image"));
+                    self.note(format!(
+                        "controller: heartbeat of {broker} changed the image"
+                    ));
                 }
                 // A broker follows the metadata log continuously (a lost
                 // image is fetched again): each heartbeat is answered with
@@ -443,7 +486,11 @@ impl Simulation {
             Message::Image(image) => self.apply_image(id, image),
             Message::Fetch(request) => {
                 let results = self.serve_fetch(id, &request);
-                self.send(Node::Broker(id), from, Message::FetchReply { request, results });
+                self.send(
+                    Node::Broker(id),
+                    from,
+                    Message::FetchReply { request, results },
+                );
             }
             Message::FetchReply { request, results } => {
                 let Node::Broker(source) = from else { return };
@@ -458,8 +505,14 @@ impl Simulation {
                     .insert(source, now_ms + if empty { 50 } else { 1 });
                 let mut notes = Vec::new();
                 for (topic_partition, result) in &results {
-                    if let PartitionFetchResult::Diverging { epoch, end_offset, .. } = result {
-                        let sent = request.partitions.iter().find(|p| &p.topic_partition == topic_partition);
+                    if let PartitionFetchResult::Diverging {
+                        epoch, end_offset, ..
+                    } = result
+                    {
+                        let sent = request
+                            .partitions
+                            .iter()
+                            .find(|p| &p.topic_partition == topic_partition);
                         notes.push(format!(
                             "broker {id}: {source} says {topic_partition} diverges: epoch {epoch} ends at {end_offset} (sent {:?})",
                             sent.map(|p| (p.fetch_offset, p.last_fetched_epoch, p.current_leader_epoch))
@@ -468,7 +521,11 @@ impl Simulation {
                 }
                 if let Some(core) = broker.fetchers.get_mut(&source) {
                     for event in core.handle_response(&request, results, now_ms) {
-                        if let strom_replication::PartitionEvent::Truncated { topic_partition, log_end_offset } = event {
+                        if let strom_replication::PartitionEvent::Truncated {
+                            topic_partition,
+                            log_end_offset,
+                        } = event
+                        {
                             let latest = broker.partitions[&topic_partition.partition]
                                 .with_log(|log| log.epoch_cache().latest_epoch())
                                 .ok()
@@ -483,7 +540,10 @@ impl Simulation {
                     self.note(note);
                 }
             }
-            Message::Produce { partition, sequence } => self.produce(id, partition, sequence),
+            Message::Produce {
+                partition,
+                sequence,
+            } => self.produce(id, partition, sequence),
             _ => {}
         }
     }
@@ -504,10 +564,14 @@ impl Simulation {
         if broker.registered().is_none() {
             return;
         }
-        let Some(topic) = image.topic_by_name(TOPIC) else { return };
+        let Some(topic) = image.topic_by_name(TOPIC) else {
+            return;
+        };
         let mut notes = Vec::new();
         for index in 0..PARTITIONS {
-            let Some(state) = topic.partition(index) else { continue };
+            let Some(state) = topic.partition(index) else {
+                continue;
+            };
             if !state.replicas.contains(&id) {
                 continue;
             }
@@ -520,7 +584,11 @@ impl Simulation {
                         log.epoch_cache().latest_epoch()
                     ));
                 }
-                Arc::new(Partition::open(topic_partition(index), log, Arc::new(ManualClock::new(now_ms))))
+                Arc::new(Partition::open(
+                    topic_partition(index),
+                    log,
+                    Arc::new(ManualClock::new(now_ms)),
+                ))
             }));
             match state.leader {
                 Some(leader) if leader == id => {
@@ -536,9 +604,13 @@ impl Simulation {
                         min_insync_replicas: MIN_INSYNC,
                     };
                     if !partition.update_leadership(&assignment).expect("online") {
-                        partition.become_leader(&assignment, now_ms).expect("online");
+                        partition
+                            .become_leader(&assignment, now_ms)
+                            .expect("online");
                         let (end, latest) = partition
-                            .with_log(|log| (log.log_end_offset(), log.epoch_cache().latest_epoch()))
+                            .with_log(|log| {
+                                (log.log_end_offset(), log.epoch_cache().latest_epoch())
+                            })
                             .expect("online");
                         notes.push(format!(
                             "broker {id}: leads p{index} at epoch {} isr {:?} (LEO {end}, latest epoch {latest:?})",
@@ -548,19 +620,36 @@ impl Simulation {
                     broker.isr_change_sent_ms.remove(&index);
                 }
                 Some(leader) => {
-                    let view = RoleView::Follower { leader, leader_epoch: state.leader_epoch };
+                    let view = RoleView::Follower {
+                        leader,
+                        leader_epoch: state.leader_epoch,
+                    };
                     if partition.role_view() != view {
-                        partition.become_follower(leader, state.leader_epoch).expect("online");
+                        partition
+                            .become_follower(leader, state.leader_epoch)
+                            .expect("online");
                         for core in broker.fetchers.values_mut() {
                             core.remove_partition(&topic_partition(index));
                         }
-                        let core = broker
-                            .fetchers
-                            .entry(leader)
-                            .or_insert_with(|| FetcherCore::new(leader, FetcherConfig { backoff_ms: 100, ..FetcherConfig::new(id) }));
-                        core.add_partition(topic_partition(index), Arc::clone(&partition), state.leader_epoch)
-                            .expect("online");
-                        notes.push(format!("broker {id}: follows {leader} for p{index} at epoch {}", state.leader_epoch));
+                        let core = broker.fetchers.entry(leader).or_insert_with(|| {
+                            FetcherCore::new(
+                                leader,
+                                FetcherConfig {
+                                    backoff_ms: 100,
+                                    ..FetcherConfig::new(id)
+                                },
+                            )
+                        });
+                        core.add_partition(
+                            topic_partition(index),
+                            Arc::clone(&partition),
+                            state.leader_epoch,
+                        )
+                        .expect("online");
+                        notes.push(format!(
+                            "broker {id}: follows {leader} for p{index} at epoch {}",
+                            state.leader_epoch
+                        ));
                     }
                 }
                 None => {
@@ -591,7 +680,12 @@ impl Simulation {
         let broker = self.brokers.get(&id).expect("broker");
         for wanted in &request.partitions {
             let index = wanted.topic_partition.partition;
-            let refused = |error| (wanted.topic_partition.clone(), PartitionFetchResult::Error(error));
+            let refused = |error| {
+                (
+                    wanted.topic_partition.clone(),
+                    PartitionFetchResult::Error(error),
+                )
+            };
             let Some(partition) = broker.partitions.get(&index).filter(|p| p.is_leader()) else {
                 results.push(refused(FetchPartitionError::NotLeaderOrFollower));
                 continue;
@@ -615,7 +709,10 @@ impl Simulation {
                 last_fetched_epoch: Some(wanted.last_fetched_epoch),
             };
             let result = match partition.read_for_follower(&fetch, 64 * 1024, true, now_ms) {
-                Ok(FollowerRead::Records { read, isr_expansion }) => {
+                Ok(FollowerRead::Records {
+                    read,
+                    isr_expansion,
+                }) => {
                     if let Some(change) = isr_expansion {
                         expansions.push((index, change));
                     }
@@ -623,12 +720,23 @@ impl Simulation {
                         .records
                         .map(|slice| slice.to_bytes().expect("the slice reads"))
                         .unwrap_or_default();
-                    PartitionFetchResult::Records { records, high_watermark: read.high_watermark }
+                    PartitionFetchResult::Records {
+                        records,
+                        high_watermark: read.high_watermark,
+                    }
                 }
-                Ok(FollowerRead::Diverging { epoch, end_offset, high_watermark }) => {
-                    PartitionFetchResult::Diverging { epoch, end_offset, high_watermark }
+                Ok(FollowerRead::Diverging {
+                    epoch,
+                    end_offset,
+                    high_watermark,
+                }) => PartitionFetchResult::Diverging {
+                    epoch,
+                    end_offset,
+                    high_watermark,
+                },
+                Ok(FollowerRead::Refused(_)) => {
+                    PartitionFetchResult::Error(FetchPartitionError::NotLeaderOrFollower)
                 }
-                Ok(FollowerRead::Refused(_)) => PartitionFetchResult::Error(FetchPartitionError::NotLeaderOrFollower),
                 Err(strom_replication::ReadFailure::Log(_)) => {
                     PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange)
                 }
@@ -637,7 +745,12 @@ impl Simulation {
             results.push((wanted.topic_partition.clone(), result));
         }
         for (index, change) in expansions {
-            self.propose_isr(id, index, change.isr.iter().copied().collect(), change.partition_epoch);
+            self.propose_isr(
+                id,
+                index,
+                change.isr.iter().copied().collect(),
+                change.partition_epoch,
+            );
         }
         results
     }
@@ -645,12 +758,22 @@ impl Simulation {
     fn propose_isr(&mut self, id: i32, index: i32, new_isr: Vec<i32>, partition_epoch: i32) {
         let now_ms = self.now_ms;
         let broker = self.brokers.get_mut(&id).expect("broker");
-        if broker.isr_change_sent_ms.get(&index).is_some_and(|sent| now_ms - sent < 500) {
+        if broker
+            .isr_change_sent_ms
+            .get(&index)
+            .is_some_and(|sent| now_ms - sent < 500)
+        {
             return;
         }
-        let (Some(epoch), Some(image)) = (broker.registered(), broker.image.clone()) else { return };
-        let Some(topic) = image.topic_by_name(TOPIC) else { return };
-        let Ok(Ok(leader_epoch)) = broker.partitions[&index].leader_epoch() else { return };
+        let (Some(epoch), Some(image)) = (broker.registered(), broker.image.clone()) else {
+            return;
+        };
+        let Some(topic) = image.topic_by_name(TOPIC) else {
+            return;
+        };
+        let Ok(Ok(leader_epoch)) = broker.partitions[&index].leader_epoch() else {
+            return;
+        };
         broker.isr_change_sent_ms.insert(index, now_ms);
         let request = AlterPartitionRequest {
             broker_id: id,
@@ -661,14 +784,26 @@ impl Simulation {
             partition_epoch,
             new_isr,
         };
-        self.send(Node::Broker(id), Node::Controller, Message::AlterPartition(request));
+        self.send(
+            Node::Broker(id),
+            Node::Controller,
+            Message::AlterPartition(request),
+        );
     }
 
     fn produce(&mut self, id: i32, partition: i32, sequence: i32) {
         let now_ms = self.now_ms;
         let broker = self.brokers.get_mut(&id).expect("broker");
         let Some(replica) = broker.partitions.get(&partition) else {
-            self.send(Node::Broker(id), Node::Client, Message::ProduceReply { partition, sequence, offset: None });
+            self.send(
+                Node::Broker(id),
+                Node::Client,
+                Message::ProduceReply {
+                    partition,
+                    sequence,
+                    offset: None,
+                },
+            );
             return;
         };
         let batch = simple_batch(&BatchSpec {
@@ -689,8 +824,18 @@ impl Simulation {
                 deadline_ms: now_ms + PRODUCE_TIMEOUT_MS,
             }),
             Err(error) => {
-                self.note(format!("broker {id}: produce p{partition} seq {sequence} refused: {error}"));
-                self.send(Node::Broker(id), Node::Client, Message::ProduceReply { partition, sequence, offset: None });
+                self.note(format!(
+                    "broker {id}: produce p{partition} seq {sequence} refused: {error}"
+                ));
+                self.send(
+                    Node::Broker(id),
+                    Node::Client,
+                    Message::ProduceReply {
+                        partition,
+                        sequence,
+                        offset: None,
+                    },
+                );
             }
         }
     }
@@ -707,16 +852,24 @@ impl Simulation {
         if now_ms >= broker.next_heartbeat_ms {
             broker.next_heartbeat_ms = now_ms + HEARTBEAT_MS;
             match broker.registered() {
-                Some(epoch) => outgoing.push((Node::Controller, Message::Heartbeat { broker: id, epoch })),
+                Some(epoch) => {
+                    outgoing.push((Node::Controller, Message::Heartbeat { broker: id, epoch }))
+                }
                 None => outgoing.push((
                     Node::Controller,
-                    Message::Register { broker: id, incarnation: broker.incarnation },
+                    Message::Register {
+                        broker: id,
+                        incarnation: broker.incarnation,
+                    },
                 )),
             }
         }
         for (source, core) in &mut broker.fetchers {
             if broker.fetching.contains(source)
-                || broker.next_fetch_ms.get(source).is_some_and(|at| *at > now_ms)
+                || broker
+                    .next_fetch_ms
+                    .get(source)
+                    .is_some_and(|at| *at > now_ms)
             {
                 continue;
             }
@@ -732,7 +885,12 @@ impl Simulation {
             .fetching
             .iter()
             .copied()
-            .filter(|source| broker.next_fetch_ms.get(source).is_some_and(|at| *at <= now_ms))
+            .filter(|source| {
+                broker
+                    .next_fetch_ms
+                    .get(source)
+                    .is_some_and(|at| *at <= now_ms)
+            })
             .collect();
         for source in expired {
             broker.fetching.remove(&source);
@@ -745,7 +903,8 @@ impl Simulation {
         }
         let mut answered = Vec::new();
         broker.waits.retain(|wait| {
-            let status = broker.partitions[&wait.partition].ack_status(wait.required_offset, wait.leader_epoch);
+            let status = broker.partitions[&wait.partition]
+                .ack_status(wait.required_offset, wait.leader_epoch);
             let offset = match status {
                 AckStatus::Committed => Some(wait.base_offset),
                 AckStatus::Waiting if now_ms < wait.deadline_ms => return true,
@@ -758,10 +917,23 @@ impl Simulation {
             self.send(Node::Broker(id), to, message);
         }
         for (index, change) in shrinks {
-            self.propose_isr(id, index, change.isr.iter().copied().collect(), change.partition_epoch);
+            self.propose_isr(
+                id,
+                index,
+                change.isr.iter().copied().collect(),
+                change.partition_epoch,
+            );
         }
         for (partition, sequence, offset) in answered {
-            self.send(Node::Broker(id), Node::Client, Message::ProduceReply { partition, sequence, offset });
+            self.send(
+                Node::Broker(id),
+                Node::Client,
+                Message::ProduceReply {
+                    partition,
+                    sequence,
+                    offset,
+                },
+            );
         }
     }
 }
@@ -772,7 +944,14 @@ const RECORDS_PER_PARTITION: i32 = 40;
 // The client, the faults and the run.
 impl Simulation {
     fn client_receives(&mut self, message: Message) {
-        let Message::ProduceReply { partition, sequence, offset } = message else { return };
+        let Message::ProduceReply {
+            partition,
+            sequence,
+            offset,
+        } = message
+        else {
+            return;
+        };
         let now_ms = self.now_ms;
         let producer = self.producers.get_mut(&partition).expect("producer");
         if producer.in_flight.map(|(in_flight, _)| in_flight) != Some(sequence) {
@@ -783,7 +962,9 @@ impl Simulation {
                 producer.acknowledged.push((sequence, offset));
                 producer.next_sequence += 1;
                 producer.in_flight = None;
-                self.note(format!("client: p{partition} seq {sequence} acknowledged at {offset}"));
+                self.note(format!(
+                    "client: p{partition} seq {sequence} acknowledged at {offset}"
+                ));
             }
             // Retried after a short back-off.
             None => producer.in_flight = Some((sequence, now_ms + 50 - PRODUCE_TIMEOUT_MS * 2)),
@@ -811,8 +992,18 @@ impl Simulation {
                 .as_ref()
                 .and_then(|image| image.topic_by_name(TOPIC)?.partition(partition)?.leader);
             let Some(leader) = leader else { continue };
-            self.producers.get_mut(&partition).expect("producer").in_flight = Some((sequence, now_ms));
-            self.send(Node::Client, Node::Broker(leader), Message::Produce { partition, sequence });
+            self.producers
+                .get_mut(&partition)
+                .expect("producer")
+                .in_flight = Some((sequence, now_ms));
+            self.send(
+                Node::Client,
+                Node::Broker(leader),
+                Message::Produce {
+                    partition,
+                    sequence,
+                },
+            );
         }
     }
 
@@ -834,7 +1025,10 @@ impl Simulation {
             }
         }
         let roll = self.rng.below(1_000);
-        let down: Vec<i32> = BROKERS.into_iter().filter(|id| !self.brokers[id].alive).collect();
+        let down: Vec<i32> = BROKERS
+            .into_iter()
+            .filter(|id| !self.brokers[id].alive)
+            .collect();
         if roll < 3 && down.is_empty() {
             let victim = BROKERS[self.rng.below(3) as usize];
             self.kill(victim);
@@ -845,7 +1039,12 @@ impl Simulation {
             let id = down[0];
             self.restart(id);
         } else if roll < 30 && self.cut.len() < 2 {
-            let nodes = [Node::Controller, Node::Broker(1), Node::Broker(2), Node::Broker(3)];
+            let nodes = [
+                Node::Controller,
+                Node::Broker(1),
+                Node::Broker(2),
+                Node::Broker(3),
+            ];
             let a = nodes[self.rng.below(4) as usize];
             let b = nodes[self.rng.below(4) as usize];
             if a != b {
@@ -874,24 +1073,41 @@ impl Simulation {
     /// replication, not fsync), so the victim comes back with little or
     /// nothing. The promise holds while one in-sync replica keeps the
     /// records: a power loss is injected only when every partition has
-    /// another ISR member, and no other fault until the victim is back out
-    /// of every ISR (re-registered). A power loss of the last ISR member
+    /// another ISR member that is up, registered and unfenced, and no other
+    /// fault follows until the victim is back out of every ISR
+    /// (re-registered). A power loss of the last ISR member
     /// loses records, in Strom as in Kafka before KIP-966.
     fn power_loss(&mut self, id: i32) {
-        let Some(topic) = self.image.topic_by_name(TOPIC) else { return };
-        let sole_member = (0..PARTITIONS).any(|index| {
+        let Some(topic) = self.image.topic_by_name(TOPIC) else {
+            return;
+        };
+        // Another ISR member that is up, registered and unfenced.
+        let keeper = |member: &i32| {
+            *member != id
+                && self.brokers[member].alive
+                && self.brokers[member].registered().is_some()
+                && self.image.broker(*member).is_some_and(|broker| {
+                    broker.incarnation_id == self.brokers[member].incarnation && !broker.fenced
+                })
+        };
+        let kept = (0..PARTITIONS).all(|index| {
             topic
                 .partition(index)
-                .is_some_and(|state| state.isr.iter().all(|member| *member == id))
+                .is_some_and(|state| state.isr.iter().any(keeper))
         });
-        if sole_member || !self.cut.is_empty() {
+        if !kept || !self.cut.is_empty() {
             return;
         }
         let garbage = self.rng.below(64);
         self.stop(id);
-        self.brokers[&id].backend.crash(garbage).expect("the crash cuts the files");
+        self.brokers[&id]
+            .backend
+            .crash(garbage)
+            .expect("the crash cuts the files");
         self.power_lost = Some((id, self.brokers[&id].incarnation));
-        self.note(format!("fault: broker {id} lost power: unsynced bytes gone (+{garbage} garbage)"));
+        self.note(format!(
+            "fault: broker {id} lost power: unsynced bytes gone (+{garbage} garbage)"
+        ));
     }
 
     fn stop(&mut self, id: i32) {
@@ -902,7 +1118,9 @@ impl Simulation {
         broker.fetching.clear();
         broker.waits.clear();
         broker.image = None;
-        self.network.retain(|envelope| envelope.to != Node::Broker(id) && envelope.from != Node::Broker(id));
+        self.network.retain(|envelope| {
+            envelope.to != Node::Broker(id) && envelope.from != Node::Broker(id)
+        });
     }
 
     fn restart(&mut self, id: i32) {
@@ -969,9 +1187,13 @@ impl Simulation {
                 continue;
             }
             for (index, partition) in &broker.partitions {
-                let RoleView::Leader { leader_epoch } = partition.role_view() else { continue };
+                let RoleView::Leader { leader_epoch } = partition.role_view() else {
+                    continue;
+                };
                 if let Some(other) = leaders.insert((*index, leader_epoch), *id) {
-                    violations.push(format!("brokers {other} and {id} both lead p{index} at epoch {leader_epoch}"));
+                    violations.push(format!(
+                        "brokers {other} and {id} both lead p{index} at epoch {leader_epoch}"
+                    ));
                 }
                 match self.leaders_seen.get(&(*index, leader_epoch)) {
                     Some(seen) if seen != id => violations.push(format!(
@@ -981,7 +1203,11 @@ impl Simulation {
                 }
                 let high_watermark = partition.high_watermark.current();
                 let key = (*id, *index, leader_epoch);
-                if self.high_watermarks.get(&key).is_some_and(|seen| *seen > high_watermark) {
+                if self
+                    .high_watermarks
+                    .get(&key)
+                    .is_some_and(|seen| *seen > high_watermark)
+                {
                     violations.push(format!(
                         "the HW of p{index} on leader {id} at epoch {leader_epoch} went back to {high_watermark}"
                     ));
@@ -1002,21 +1228,30 @@ impl Simulation {
     /// live and registered ISR member whose log reaches that far.
     fn acknowledged_on_isr(&self) -> Vec<String> {
         let mut violations = Vec::new();
-        let Some(topic) = self.image.topic_by_name(TOPIC) else { return violations };
+        let Some(topic) = self.image.topic_by_name(TOPIC) else {
+            return violations;
+        };
         for (partition, producer) in &self.producers {
-            let Some(state) = topic.partition(*partition) else { continue };
+            let Some(state) = topic.partition(*partition) else {
+                continue;
+            };
             for member in &state.isr {
                 let broker = &self.brokers[member];
                 if !broker.alive || broker.registered().is_none() {
                     continue;
                 }
-                let Some(replica) = broker.partitions.get(partition) else { continue };
+                let Some(replica) = broker.partitions.get(partition) else {
+                    continue;
+                };
                 let batches = read_batches(replica, i64::MAX);
                 for (sequence, offset) in &producer.acknowledged {
                     if batches.last().is_none_or(|last| last.0 < *offset) {
                         continue;
                     }
-                    if !batches.iter().any(|batch| batch.0 == *offset && batch.1 == *sequence) {
+                    if !batches
+                        .iter()
+                        .any(|batch| batch.0 == *offset && batch.1 == *sequence)
+                    {
                         violations.push(format!(
                             "ISR member {member} of p{partition} lacks acknowledged seq {sequence} at {offset}: {batches:?}"
                         ));
@@ -1041,21 +1276,29 @@ impl Simulation {
             let mut seen = BTreeSet::new();
             for sequence in &sequences {
                 if !seen.insert(*sequence) {
-                    self.fail(&format!("p{partition}: seq {sequence} stored twice: {sequences:?}"));
+                    self.fail(&format!(
+                        "p{partition}: seq {sequence} stored twice: {sequences:?}"
+                    ));
                 }
             }
             if sequences.windows(2).any(|pair| pair[0] >= pair[1]) {
-                self.fail(&format!("p{partition}: records out of order: {sequences:?}"));
+                self.fail(&format!(
+                    "p{partition}: records out of order: {sequences:?}"
+                ));
             }
             for (sequence, offset) in &producer.acknowledged {
-                if !committed.iter().any(|batch| batch.0 == *offset && batch.1 == *sequence) {
+                if !committed
+                    .iter()
+                    .any(|batch| batch.0 == *offset && batch.1 == *sequence)
+                {
                     self.fail(&format!(
                         "p{partition}: acknowledged seq {sequence} at {offset} lost: {committed:?}"
                     ));
                 }
             }
             for member in &state.isr {
-                let other = read_batches(&self.brokers[member].partitions[partition], high_watermark);
+                let other =
+                    read_batches(&self.brokers[member].partitions[partition], high_watermark);
                 if other != committed {
                     self.fail(&format!(
                         "p{partition}: ISR member {member} differs from leader {leader} below the HW {high_watermark}"
@@ -1074,12 +1317,18 @@ fn read_batches(partition: &Partition, upto: i64) -> Vec<(i64, i32, u32)> {
             let mut offset = log.log_start_offset();
             let end = log.log_end_offset().min(upto);
             while offset < end {
-                let Ok(read) = log.read(offset, 1 << 20, end, true) else { break };
-                let Some(bytes) = read.records.and_then(|slice| slice.to_bytes().ok()) else { break };
+                let Ok(read) = log.read(offset, 1 << 20, end, true) else {
+                    break;
+                };
+                let Some(bytes) = read.records.and_then(|slice| slice.to_bytes().ok()) else {
+                    break;
+                };
                 let mut position = 0;
                 let mut next = offset;
                 while position < bytes.len() {
-                    let Ok(header) = parse_header(&bytes[position..], position) else { break };
+                    let Ok(header) = parse_header(&bytes[position..], position) else {
+                        break;
+                    };
                     if header.base_offset >= offset && header.base_offset < end {
                         batches.push((header.base_offset, header.base_sequence, header.crc));
                     }
@@ -1112,7 +1361,10 @@ fn run_seed(seed: u64, steps: u32) -> usize {
     }
     simulation.faults = false;
     simulation.cut.clear();
-    let down: Vec<i32> = BROKERS.into_iter().filter(|id| !simulation.brokers[id].alive).collect();
+    let down: Vec<i32> = BROKERS
+        .into_iter()
+        .filter(|id| !simulation.brokers[id].alive)
+        .collect();
     for id in down {
         simulation.restart(id);
     }
@@ -1136,7 +1388,11 @@ fn run_seed(seed: u64, steps: u32) -> usize {
         }
     }
     simulation.check_final();
-    simulation.producers.values().map(|producer| producer.acknowledged.len()).sum()
+    simulation
+        .producers
+        .values()
+        .map(|producer| producer.acknowledged.len())
+        .sum()
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
