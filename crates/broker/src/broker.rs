@@ -387,9 +387,8 @@ fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
     ]
 }
 
-/// Starts the follower fetchers of a cluster node (one per source broker;
-/// `num.replica.fetchers` is accepted and not used yet) and follows what
-/// the current image assigns here.
+/// Starts the follower fetchers of a cluster node (`num.replica.fetchers`
+/// per source broker) and follows what the current image assigns here.
 fn start_replica_fetchers(
     context: &Arc<BrokerContext>,
     cluster: &crate::cluster_config::ClusterConfig,
@@ -404,6 +403,7 @@ fn start_replica_fetchers(
         config,
         transport,
         Arc::clone(context.replicas.clock()),
+        context.config.num_replica_fetchers,
     ));
     context.replicas.start_fetching(fetchers);
     context.sync_metadata();

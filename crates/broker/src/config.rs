@@ -146,6 +146,8 @@ pub struct BrokerConfig {
     pub replica_fetch_min_bytes: i32,
     /// `replica.fetch.backoff.ms`.
     pub replica_fetch_backoff: Duration,
+    /// `num.replica.fetchers`: fetch tasks per source broker.
+    pub num_replica_fetchers: usize,
     /// `log.retention.check.interval.ms`.
     pub log_retention_check_interval: Duration,
     /// `log.flush.scheduler.interval.ms`.
@@ -209,6 +211,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("replica.fetch.wait.max.ms", "500"),
     ("replica.fetch.min.bytes", "1"),
     ("replica.fetch.backoff.ms", "1000"),
+    ("num.replica.fetchers", "1"),
     ("log.retention.check.interval.ms", "300000"),
     ("log.flush.scheduler.interval.ms", "9223372036854775807"),
     ("log.flush.offset.checkpoint.interval.ms", "60000"),
@@ -236,7 +239,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "log.cleaner.threads",
-    "num.replica.fetchers",
     "group.coordinator.rebalance.protocols",
     "zookeeper.connect",
 ];
@@ -311,6 +313,7 @@ impl BrokerConfig {
             replica_fetch_wait_max: lookup.millis("replica.fetch.wait.max.ms")?,
             replica_fetch_min_bytes: lookup.int32("replica.fetch.min.bytes", 1)?,
             replica_fetch_backoff: lookup.millis("replica.fetch.backoff.ms")?,
+            num_replica_fetchers: lookup.int32("num.replica.fetchers", 1)? as usize,
             log_retention_check_interval: lookup.millis("log.retention.check.interval.ms")?,
             log_flush_scheduler_interval: lookup.millis("log.flush.scheduler.interval.ms")?,
             log_flush_offset_checkpoint_interval: lookup

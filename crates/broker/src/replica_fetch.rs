@@ -76,7 +76,9 @@ pub struct TcpFetchTransport {
     controller: Arc<dyn ControllerClient>,
     listener: String,
     max_frame_bytes: usize,
-    connections: tokio::sync::Mutex<HashMap<BrokerId, TcpStream>>,
+    /// Idle connections per leader: each of its `num.replica.fetchers`
+    /// fetchers takes one while it fetches and puts it back after.
+    connections: tokio::sync::Mutex<HashMap<BrokerId, Vec<TcpStream>>>,
 }
 
 impl TcpFetchTransport {
@@ -175,15 +177,25 @@ impl FetchTransport for TcpFetchTransport {
                 source: Box::new(source),
             }
         })?;
-        // The connection is taken out while in use: fetchers of other
-        // leaders do not wait for this one's long poll.
-        let reused = self.connections.lock().await.remove(&leader);
+        // The connection is taken out while in use: other fetchers do not
+        // wait for this one's long poll.
+        let reused = self
+            .connections
+            .lock()
+            .await
+            .get_mut(&leader)
+            .and_then(Vec::pop);
         let mut stream = match reused {
             Some(stream) => stream,
             None => self.connect(leader).await?,
         };
         let response = self.exchange(&mut stream, leader, &frame).await?;
-        self.connections.lock().await.insert(leader, stream);
+        self.connections
+            .lock()
+            .await
+            .entry(leader)
+            .or_default()
+            .push(stream);
         match response {
             Response::Fetch(response) if response.error_code == 0 => Ok(results(response)),
             Response::Fetch(response) => Err(TransportError::Refused {

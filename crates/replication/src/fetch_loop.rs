@@ -1,9 +1,9 @@
-//! The async edge of follower fetching: one task per source broker drives a
-//! [`FetcherCore`] over a [`FetchTransport`], and a [`FetcherManager`]
-//! moves partitions between those tasks as leadership changes.
-//!
-//! Kafka runs `num.replica.fetchers` threads per source broker; Strom runs
-//! one task per source broker for now (the setting is accepted and ignored).
+//! The async edge of follower fetching: `num.replica.fetchers` tasks per
+//! source broker, each driving a [`FetcherCore`] over a [`FetchTransport`],
+//! and a [`FetcherManager`] that moves partitions between those tasks as
+//! leadership changes. A partition always goes to the same task of its
+//! leader, chosen as Kafka chooses its fetcher thread:
+//! `abs(31 * topic.hashCode() + partition) % num.replica.fetchers`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -77,17 +77,47 @@ pub struct FetcherManager<L, T> {
     config: FetcherConfig,
     transport: Arc<T>,
     clock: Arc<dyn Clock>,
-    fetchers: Mutex<HashMap<BrokerId, Fetcher<L>>>,
+    per_source: usize,
+    fetchers: Mutex<HashMap<(BrokerId, usize), Fetcher<L>>>,
     paused: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// Which of a source broker's `per_source` fetchers follows
+/// `topic_partition` (Kafka's `AbstractFetcherManager.getFetcherId`).
+pub fn fetcher_index(topic_partition: &TopicPartition, per_source: usize) -> usize {
+    // Java's String.hashCode over UTF-16 code units.
+    let topic_hash = topic_partition
+        .topic
+        .encode_utf16()
+        .fold(0i32, |hash, unit| {
+            hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+        });
+    let hash = topic_hash
+        .wrapping_mul(31)
+        .wrapping_add(topic_partition.partition);
+    // Kafka's Utils.abs: i32::MIN maps to 0.
+    let positive = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
+    positive as usize % per_source.max(1)
+}
+
 impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
-    /// A manager with no fetchers yet.
-    pub fn new(config: FetcherConfig, transport: Arc<T>, clock: Arc<dyn Clock>) -> Self {
+    /// A manager with no fetchers yet, which will run `per_source`
+    /// fetchers (`num.replica.fetchers`, at least 1) per source broker.
+    pub fn new(
+        config: FetcherConfig,
+        transport: Arc<T>,
+        clock: Arc<dyn Clock>,
+        per_source: usize,
+    ) -> Self {
         FetcherManager {
             config,
             transport,
             clock,
+            per_source: per_source.max(1),
             fetchers: Mutex::new(HashMap::new()),
             paused: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
@@ -104,7 +134,7 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
         }
     }
 
-    fn fetchers(&self) -> MutexGuard<'_, HashMap<BrokerId, Fetcher<L>>> {
+    fn fetchers(&self) -> MutexGuard<'_, HashMap<(BrokerId, usize), Fetcher<L>>> {
         self.fetchers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -117,7 +147,7 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
     /// tokio runtime.
     pub fn follow(&self, wanted: BTreeMap<TopicPartition, FollowTarget<L>>) {
         let mut fetchers = self.fetchers();
-        for (source, fetcher) in fetchers.iter() {
+        for ((source, _), fetcher) in fetchers.iter() {
             let mut core = fetcher.shared.core();
             let doomed: Vec<TopicPartition> = wanted_removals(&core, *source, &wanted);
             for topic_partition in doomed {
@@ -125,8 +155,9 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
             }
         }
         for (topic_partition, target) in wanted {
+            let index = fetcher_index(&topic_partition, self.per_source);
             let fetcher = fetchers
-                .entry(target.leader)
+                .entry((target.leader, index))
                 .or_insert_with(|| self.spawn(target.leader));
             let mut core = fetcher.shared.core();
             if core.leader_epoch(&topic_partition) == Some(target.leader_epoch) {
@@ -140,10 +171,10 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
             drop(core);
             fetcher.shared.changed.notify_one();
         }
-        let idle: Vec<BrokerId> = fetchers
+        let idle: Vec<(BrokerId, usize)> = fetchers
             .iter()
             .filter(|(_, fetcher)| fetcher.shared.core().is_empty())
-            .map(|(source, _)| *source)
+            .map(|(key, _)| *key)
             .collect();
         for source in idle {
             if let Some(fetcher) = fetchers.remove(&source) {
@@ -154,10 +185,20 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
 
     /// The partitions followed from each source broker.
     pub fn followed(&self) -> BTreeMap<BrokerId, usize> {
-        self.fetchers()
-            .iter()
-            .map(|(source, fetcher)| (*source, fetcher.shared.core().len()))
-            .collect()
+        let mut followed = BTreeMap::new();
+        for ((source, _), fetcher) in self.fetchers().iter() {
+            *followed.entry(*source).or_default() += fetcher.shared.core().len();
+        }
+        followed
+    }
+
+    /// How many fetch tasks run, per source broker.
+    pub fn fetcher_counts(&self) -> BTreeMap<BrokerId, usize> {
+        let mut counts = BTreeMap::new();
+        for (source, _) in self.fetchers().keys() {
+            *counts.entry(*source).or_default() += 1;
+        }
+        counts
     }
 
     /// Stops every fetcher and waits for their tasks.

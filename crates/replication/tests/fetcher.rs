@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use strom_replication::fetch_loop::fetcher_index;
 use strom_replication::{
     FetchPartitionError, FetchTransport, FetcherConfig, FetcherCore, FetcherManager, FollowTarget,
     FollowerLog, LogOffsets, PartitionEvent, PartitionFetchResult, ReplicaFetchRequest,
@@ -448,7 +449,7 @@ async fn a_newer_leader_retargets_the_fetcher() {
         .insert(1, (Arc::clone(&first), 1));
     let mut config = FetcherConfig::new(3);
     config.backoff_ms = 20;
-    let manager = FetcherManager::new(config, Arc::clone(&transport), Arc::new(SystemClock));
+    let manager = FetcherManager::new(config, Arc::clone(&transport), Arc::new(SystemClock), 1);
     let follower = FakeLog::with(&[]);
     let target = |leader, leader_epoch| {
         BTreeMap::from([(
@@ -486,6 +487,59 @@ async fn a_newer_leader_retargets_the_fetcher() {
     assert_eq!(follower.high_watermark(), 10);
     manager.follow(BTreeMap::new());
     assert!(manager.followed().is_empty(), "idle fetchers stop");
+    manager.shutdown().await;
+}
+
+#[test]
+fn a_partition_goes_to_the_fetcher_kafka_would_pick() {
+    // abs(31 * topic.hashCode() + partition) % fetchers, with Java's
+    // String.hashCode ("orders" hashes negative).
+    let pick = |topic: &str, partition, fetchers| {
+        fetcher_index(&TopicPartition::new(topic.to_owned(), partition), fetchers)
+    };
+    assert_eq!(pick("test", 0, 3), 1);
+    assert_eq!(pick("test", 0, 4), 2);
+    assert_eq!(pick("orders", 7, 3), 1);
+    assert_eq!(pick("__consumer_offsets", 13, 4), 2);
+    assert_eq!(pick("test", 1, 1), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn num_replica_fetchers_splits_one_leaders_partitions_across_tasks() {
+    let transport = Arc::new(FakeTransport::default());
+    let leader = FakeLog::with(&[(0, 4), (1, 3)]);
+    leader.set_hw(7);
+    transport
+        .leaders
+        .lock()
+        .unwrap()
+        .insert(1, (Arc::clone(&leader), 1));
+    let manager = FetcherManager::new(
+        FetcherConfig::new(3),
+        Arc::clone(&transport),
+        Arc::new(SystemClock),
+        2,
+    );
+    // test-0 and test-1 go to fetchers 0 and 1 of broker 1.
+    let followers = [FakeLog::with(&[]), FakeLog::with(&[])];
+    let wanted = (0..2)
+        .map(|index| {
+            (
+                TopicPartition::new("test".to_owned(), index),
+                FollowTarget {
+                    leader: 1,
+                    leader_epoch: 1,
+                    log: Arc::clone(&followers[index as usize]),
+                },
+            )
+        })
+        .collect();
+    manager.follow(wanted);
+    assert_eq!(manager.fetcher_counts(), BTreeMap::from([(1, 2)]));
+    assert_eq!(manager.followed(), BTreeMap::from([(1, 2)]));
+    for follower in &followers {
+        eventually("each fetcher copies the leader", || follower.end() == 7).await;
+    }
     manager.shutdown().await;
 }
 
