@@ -63,6 +63,9 @@ pub struct LeaderState {
     isr: BTreeSet<BrokerId>,
     remotes: BTreeMap<BrokerId, ReplicaProgress>,
     local_log_end_offset: i64,
+    /// The LEO when this leadership began (Kafka's leader epoch start
+    /// offset): a follower joins the ISR only once it has reached it.
+    epoch_start_offset: i64,
     high_watermark: i64,
     min_insync_replicas: usize,
 }
@@ -106,6 +109,7 @@ impl LeaderState {
             isr,
             remotes,
             local_log_end_offset,
+            epoch_start_offset: local_log_end_offset,
             high_watermark: high_watermark.clamp(0, local_log_end_offset),
             min_insync_replicas: min_insync_replicas.max(1),
         };
@@ -230,17 +234,23 @@ impl LeaderState {
         progress.last_fetch_time_ms = now_ms;
         progress.leader_end_offset_at_last_fetch = leader_end_offset;
         let follower_end_offset = progress.log_end_offset;
-        let isr_expansion =
-            if !self.isr.contains(&replica) && follower_end_offset >= self.high_watermark {
-                let mut isr = self.isr.clone();
-                isr.insert(replica);
-                Some(IsrChange {
-                    isr,
-                    partition_epoch: self.partition_epoch,
-                })
-            } else {
-                None
-            };
+        // Kafka's rule for joining: at or past the HW, and past the start
+        // of this leader epoch, so that a follower has replicated at least
+        // one record of the current leader before it counts (its log up to
+        // there then matches this leader's).
+        let isr_expansion = if !self.isr.contains(&replica)
+            && follower_end_offset >= self.high_watermark
+            && follower_end_offset >= self.epoch_start_offset
+        {
+            let mut isr = self.isr.clone();
+            isr.insert(replica);
+            Some(IsrChange {
+                isr,
+                partition_epoch: self.partition_epoch,
+            })
+        } else {
+            None
+        };
         Ok(FollowerFetchOutcome {
             high_watermark_advanced_to: self.maybe_advance_high_watermark(),
             isr_expansion,
@@ -328,6 +338,21 @@ mod tests {
 
     fn three_replicas(now_ms: i64) -> LeaderState {
         LeaderState::new(1, 5, 7, vec![1, 2, 3], set(&[1, 2, 3]), 0, 0, 2, now_ms)
+    }
+
+    #[test]
+    fn a_follower_joins_the_isr_only_past_the_start_of_the_leader_epoch() {
+        // Leader of epoch 5 from LEO 10 with a checkpointed HW of 4 that
+        // stays there until ISR member 3 fetches.
+        let mut state = LeaderState::new(1, 5, 7, vec![1, 2, 3], set(&[1, 3]), 10, 4, 1, 0);
+        assert_eq!(state.high_watermark(), 4);
+        let below_start = state.on_follower_fetch(2, 8, 1).unwrap();
+        assert_eq!(below_start.isr_expansion, None, "past the HW, not past 10");
+        let at_start = state.on_follower_fetch(2, 10, 2).unwrap();
+        assert_eq!(
+            at_start.isr_expansion.map(|change| change.isr),
+            Some(set(&[1, 2, 3]))
+        );
     }
 
     #[test]
