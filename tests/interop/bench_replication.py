@@ -11,7 +11,9 @@ STROM_BROKER_BIN at target/release/strom-broker):
 While the replication factor 3 rounds run, the leader's
 `strom_replica_follower_lag` (its log end offset minus each follower's, as
 of that follower's last fetch) is sampled from its metrics endpoint every
-20 ms; p50 and p99 over all samples of both followers are printed.
+20 ms; p50 and p99 over all samples of both followers are printed. Then
+consumers read each topic from the start, alternating, ROUNDS times: the
+replicated topic's read rate against the unreplicated one's.
 
 RECORDS (default 200000) records of 1 KiB per round, ROUNDS (default 3)
 rounds of each kind. Each round's producer first has one record
@@ -30,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from conftest import broker_binary  # noqa: E402
@@ -59,6 +61,25 @@ def produce(bootstrap, topic, acks):
         producer.poll(0)
     assert producer.flush(300) == 0
     return RECORDS / (time.perf_counter() - start)
+
+
+def consume(bootstrap, topic, expected):
+    """Records/s reading `expected` records of `topic` from the start."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time()}",
+                         "enable.auto.commit": False, "fetch.max.bytes": 52_428_800})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    start = None
+    deadline = time.monotonic() + 300
+    while seen < expected and time.monotonic() < deadline:
+        batch = consumer.consume(num_messages=10_000, timeout=1.0)
+        if batch and start is None:
+            start = time.perf_counter()
+        seen += sum(1 for message in batch if message.error() is None)
+    elapsed = time.perf_counter() - (start or time.perf_counter())
+    consumer.close()
+    assert seen >= expected, f"read {seen} of {expected} records of {topic}"
+    return seen / elapsed
 
 
 LAG = re.compile(r'^strom_replica_follower_lag\{[^}]*topic="rf3"[^}]*\} (\d+)', re.M)
@@ -125,6 +146,18 @@ def main():
             if lags:
                 print(f"follower lag (records): p50 {percentile(lags, 0.5)}, "
                       f"p99 {percentile(lags, 0.99)}, max {max(lags)} over {len(lags)} samples")
+            # Consumers read each topic from the start (from its leader, as
+            # Kafka's consumers do): the replicated topic against the other.
+            stored = ROUNDS * (RECORDS + 1)
+            reads = {"rf1": [], "rf3": []}
+            for _ in range(ROUNDS):
+                for topic in ("rf1", "rf3"):
+                    reads[topic].append(consume(bootstrap, topic, stored))
+            for topic, values in reads.items():
+                print(f"consume {topic}: median {statistics.median(values):,.0f} records/s "
+                      f"({', '.join(f'{v:,.0f}' for v in values)})")
+            print(f"consume ratio rf3 / rf1: "
+                  f"{statistics.median(reads['rf3']) / statistics.median(reads['rf1']):.2f}")
         finally:
             for broker in brokers.values():
                 broker.kill()
