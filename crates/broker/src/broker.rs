@@ -316,10 +316,16 @@ async fn open_logs(
         })
         .collect();
     let manager_config = log_manager_config(config, default_log_config(config));
-    tokio::task::spawn_blocking(move || LogManager::open(manager_config, topic_configs, now_ms))
-        .await
-        .map_err(StartError::StoragePanicked)?
-        .map_err(StartError::Storage)
+    let logs = tokio::task::spawn_blocking(move || {
+        LogManager::open(manager_config, topic_configs, now_ms)
+    })
+    .await
+    .map_err(StartError::StoragePanicked)?
+    .map_err(StartError::Storage)?;
+    // The background `flush.ms` flushes count in LogFlushRateAndTimeMs
+    // beside the produce path's.
+    logs.observe_flushes(|took| crate::metrics::LOG_FLUSH_TIME.observe(took));
+    Ok(logs)
 }
 
 /// What the handlers share: replicas over the logs, producer ids, the group

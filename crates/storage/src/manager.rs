@@ -130,6 +130,17 @@ pub struct LogManager {
     page_cache: Option<Arc<WriteBehind>>,
     /// The thread that makes rolled segments durable (see [`crate::flusher`]).
     flusher: Arc<Flusher>,
+    /// Told how long each `flush.ms` fsync took (the broker's flush metric).
+    flush_observer: std::sync::OnceLock<FlushObserver>,
+}
+
+/// Told how long each `flush.ms` flush of a log took.
+struct FlushObserver(Box<dyn Fn(std::time::Duration) + Send + Sync>);
+
+impl std::fmt::Debug for FlushObserver {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("FlushObserver")
+    }
 }
 
 fn lock_directory(path: &Path) -> Result<LogDirectory, ManagerError> {
@@ -366,7 +377,15 @@ impl LogManager {
             reported_poisoned: Mutex::default(),
             page_cache,
             flusher,
+            flush_observer: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Calls `observer` with the duration of every flush that `flush.ms`
+    /// makes due (the background flushes; the produce path times its own).
+    /// Only the first observer set is kept.
+    pub fn observe_flushes(&self, observer: impl Fn(std::time::Duration) + Send + Sync + 'static) {
+        let _ = self.flush_observer.set(FlushObserver(Box::new(observer)));
     }
 
     fn logs_read(
@@ -567,7 +586,11 @@ impl LogManager {
         };
         self.report_poisoned_logs();
         for log in &handles {
-            note(flush_by_time(log, now_ms));
+            note(flush_by_time(log, now_ms).map(|took| {
+                if let (Some(took), Some(observer)) = (took, self.flush_observer.get()) {
+                    (observer.0)(took);
+                }
+            }));
             if let Some(mut log) = write_log(log) {
                 note(log.delete_pending_files(now_ms).map_err(ManagerError::from));
             }
@@ -750,16 +773,23 @@ impl LogManager {
 
 /// The `flush.ms` flush of one log, with the fsync done holding no lock on
 /// it (appends to the partition go on meanwhile; see [`crate::flush`]).
-fn flush_by_time(log: &LogHandle, now_ms: i64) -> Result<(), ManagerError> {
+/// Returns how long the fsync took, if one was due.
+fn flush_by_time(
+    log: &LogHandle,
+    now_ms: i64,
+) -> Result<Option<std::time::Duration>, ManagerError> {
     let ticket =
         read_log(log).and_then(|log| log.flush_ms_due(now_ms).then(|| log.prepare_flush()));
-    if let Some(ticket) = ticket {
-        ticket.sync()?;
-        if let Some(mut log) = write_log(log) {
-            log.complete_flush(&ticket, now_ms);
-        }
+    let Some(ticket) = ticket else {
+        return Ok(None);
+    };
+    let started = std::time::Instant::now();
+    ticket.sync()?;
+    let took = started.elapsed();
+    if let Some(mut log) = write_log(log) {
+        log.complete_flush(&ticket, now_ms);
     }
-    Ok(())
+    Ok(Some(took))
 }
 
 /// The log for a change, or `None` when its lock is poisoned: such a log

@@ -136,6 +136,40 @@ fn tick_applies_retention_and_deleting_a_partition_removes_its_directory() {
 }
 
 #[test]
+fn flush_ms_flushes_are_timed_for_the_observer() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let dirs = vec![root.path().join("logs")];
+    let mut topic_config = small_config();
+    topic_config.flush_ms = Some(100);
+    let topics = BTreeMap::from([("timed".to_owned(), topic_config)]);
+    let manager = LogManager::open(manager_config(&dirs), topics, 0).expect("open");
+    let flushes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&flushes);
+    manager.observe_flushes(move |took| seen.lock().expect("lock").push(took));
+    let log = manager
+        .get_or_create(&TopicPartition::new("timed", 0), 0)
+        .expect("create");
+    log.write()
+        .expect("lock")
+        .append_as_leader(batch(2, 0), 0, 0)
+        .expect("append");
+    manager.tick(50).expect("tick");
+    assert!(
+        flushes.lock().expect("lock").is_empty(),
+        "not due before 100 ms"
+    );
+    manager.tick(150).expect("tick");
+    assert_eq!(flushes.lock().expect("lock").len(), 1, "one flush, timed");
+    assert_eq!(log.read().expect("lock").recovery_point(), 2);
+    manager.tick(300).expect("tick");
+    assert_eq!(
+        flushes.lock().expect("lock").len(),
+        1,
+        "nothing new to flush"
+    );
+}
+
+#[test]
 fn invalid_topic_names_are_refused() {
     let root = tempfile::tempdir().expect("tempdir");
     let dirs = vec![root.path().join("logs")];

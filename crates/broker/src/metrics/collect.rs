@@ -45,7 +45,7 @@ impl Collector for BrokerCollector {
         histogram(
             &mut encoder,
             "kafka_log_logflushstats_logflushrateandtime_seconds",
-            "Time of the log flushes the produce path makes (LogFlushRateAndTimeMs)",
+            "Time of the log flushes made for flush.messages and flush.ms (LogFlushRateAndTimeMs)",
             vec![(Vec::new(), super::LOG_FLUSH_TIME.snapshot())],
         )?;
         counter(

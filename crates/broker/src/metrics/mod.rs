@@ -32,8 +32,9 @@ use crate::network::{Answer, Reply};
 use histogram::AtomicHistogram;
 use requests::{ApiMetrics, RequestMetrics};
 
-/// Time of each flush the produce path makes when `flush.messages` makes
-/// one due, Kafka's `LogFlushRateAndTimeMs` (process-wide, like
+/// Time of each log flush: those the produce path makes when
+/// `flush.messages` makes one due and those the log manager makes when
+/// `flush.ms` passes; Kafka's `LogFlushRateAndTimeMs` (process-wide, like
 /// [`network::NETWORK`]).
 pub static LOG_FLUSH_TIME: AtomicHistogram = AtomicHistogram::new();
 
