@@ -701,7 +701,8 @@ impl ReplicaManager {
                 match partition.leader {
                     Some(leader) if leader == self.node_id => {
                         plan.wanted.insert(topic_partition.clone(), topic.id);
-                        if !self.keep_leading(image, &topic_partition, topic.id, partition) {
+                        if !self.keep_leading(image, &topic_partition, topic.id, partition, now_ms)
+                        {
                             plan.to_lead
                                 .push((topic_partition, topic.id, partition.clone()));
                         }
@@ -716,13 +717,17 @@ impl ReplicaManager {
         }
         // Stop leading first, then move the fetchers (which stops fetching
         // what is led here from now on), then lead.
-        self.remove_unwanted(
+        self.remove_unwanted(&plan.wanted, &plan.assigned, now_ms);
+        self.follow(&plan.to_follow, now_ms);
+        // Replicas removed from this broker (a topic deleted, or a
+        // reassignment moved them away) are deleted once no fetcher
+        // writes to them.
+        self.delete_unassigned_logs(
             &plan.wanted,
             &plan.assigned,
             image.topic_count() > 0,
             now_ms,
         );
-        self.follow(&plan.to_follow, now_ms);
         let mut became_leader = 0usize;
         for (topic_partition, topic_id, partition) in &plan.to_lead {
             match self.become_leader(image, topic_partition, *topic_id, partition, now_ms) {
@@ -748,6 +753,7 @@ impl ReplicaManager {
         topic_partition: &TopicPartition,
         topic_id: Uuid,
         partition: &strom_controller::image::PartitionImage,
+        now_ms: i64,
     ) -> bool {
         let Some(replica) = self.get(topic_partition) else {
             return false;
@@ -762,6 +768,9 @@ impl ReplicaManager {
                 );
                 if leader.partition_epoch() == partition.partition_epoch {
                     return true;
+                }
+                if leader.replicas() != partition.replicas.as_slice() {
+                    leader.set_replicas(partition.replicas.clone(), now_ms);
                 }
                 leader.apply_isr(
                     partition.isr.iter().copied().collect(),
@@ -865,7 +874,6 @@ impl ReplicaManager {
         &self,
         wanted: &HashMap<TopicPartition, Uuid>,
         assigned: &HashMap<TopicPartition, Uuid>,
-        any_topics: bool,
         now_ms: i64,
     ) {
         let removed: Vec<(TopicPartition, Arc<PartitionReplica>)> = {
@@ -911,17 +919,29 @@ impl ReplicaManager {
                 self.topic_metrics.remove(&topic_partition.topic);
             }
         }
-        // Logs on disk for partitions the image no longer has (deleted while
-        // this broker was down). An image with no topics at all is more
-        // likely a lost metadata directory than a deliberate deletion of
-        // everything, so data is kept then.
+    }
+
+    /// Deletes logs on disk for partitions neither led nor assigned here:
+    /// deleted topics (also while this broker was down) and replicas a
+    /// reassignment removed. An image with no topics at all is more likely
+    /// a lost metadata directory than a deliberate deletion of everything,
+    /// so data is kept then.
+    fn delete_unassigned_logs(
+        &self,
+        wanted: &HashMap<TopicPartition, Uuid>,
+        assigned: &HashMap<TopicPartition, Uuid>,
+        any_topics: bool,
+        now_ms: i64,
+    ) {
         if !any_topics {
             return;
         }
         for topic_partition in self.logs.partitions() {
             if !wanted.contains_key(&topic_partition) && !assigned.contains_key(&topic_partition) {
-                if let Err(error) = self.logs.delete(&topic_partition, now_ms) {
-                    warn!(%topic_partition, %error, "cannot delete stale partition");
+                match self.logs.delete(&topic_partition, now_ms) {
+                    Ok(true) => info!(%topic_partition, "deleted a partition not assigned here"),
+                    Ok(false) => {}
+                    Err(error) => warn!(%topic_partition, %error, "cannot delete stale partition"),
                 }
             }
         }
@@ -997,6 +1017,7 @@ mod tests {
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                ..PartitionRecord::default()
             })),
         ]
     }
@@ -1246,7 +1267,7 @@ mod tests {
                     partition_index: 0,
                     isr: None,
                     leader: Some(leader),
-                    replicas: None,
+                    ..Default::default()
                 },
             ))
         };
