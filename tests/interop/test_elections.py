@@ -13,6 +13,15 @@ confluent-kafka producer writes continuously:
     no longer has the partition's log directory.
 
 Every acknowledged record is then read back exactly once, in order.
+
+A second test checks the answers of ElectLeaders through confluent-kafka
+(PREFERRED_LEADER_NOT_AVAILABLE while the preferred replica is down,
+UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED for an unclean election of
+a led partition), the controller's automatic rebalancing
+(`leader.imbalance.check.interval.seconds=1`) moving leadership back to a
+restarted preferred replica, and `--verify`/`--cancel` of a reassignment
+to a broker that is down.
+
 ListPartitionReassignments is checked with hand-encoded frames
 (clusterwire.py); the `strom` command speaks the other two APIs.
 """
@@ -33,6 +42,8 @@ from cluster import Cluster
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "moving-events"
 ELECTION_NOT_NEEDED = 84
+PREFERRED_LEADER_NOT_AVAILABLE = 80
+UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def strom_cli() -> Path:
@@ -252,3 +263,78 @@ def test_preferred_election_and_reassignment_while_producing(cluster):
         "every acknowledged record once, in order"
     )
 
+
+
+@pytest.fixture
+def rebalancing_cluster(strom_binary, tmp_path):
+    cluster = Cluster(
+        strom_binary,
+        tmp_path,
+        nodes=3,
+        extra={"leader.imbalance.check.interval.seconds": "1"},
+    )
+    cluster.add_broker(4)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.kill_all()
+
+
+def test_automatic_rebalance_election_errors_and_cancellation(rebalancing_cluster):
+    cluster = rebalancing_cluster
+    node = {n.node_id: n for n in cluster.nodes}
+    bootstrap = ",".join(n.bootstrap for n in cluster.nodes)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(TOPIC, num_partitions=1, replica_assignment=[[1, 2, 3]])])
+    futures[TOPIC].result(30)
+    cluster.wait_until(lambda: isr_of(node[2]) == [1, 2, 3], 60, "a full ISR on {1,2,3}")
+    partition = TopicPartition(TOPIC, 0)
+
+    # While the preferred replica is down, a preferred election cannot run.
+    node[1].terminate()
+    cluster.wait_until(lambda: leader_of(node[2]) in (2, 3), 60, "leadership moved off broker 1")
+    outcome = admin.elect_leaders(ElectionType.PREFERRED, [partition]).result(30)
+    assert outcome[partition].code() == PREFERRED_LEADER_NOT_AVAILABLE, outcome
+    unknown = TopicPartition("no-such-topic", 0)
+    outcome = admin.elect_leaders(ElectionType.PREFERRED, [unknown]).result(30)
+    assert outcome[unknown].code() == UNKNOWN_TOPIC_OR_PARTITION, outcome
+    # An unclean election is not needed: the partition has a live leader.
+    outcome = admin.elect_leaders(ElectionType.UNCLEAN, [partition]).result(30)
+    assert outcome[partition].code() == ELECTION_NOT_NEEDED, outcome
+
+    # Back and in sync, broker 1 leads again without being asked: broker
+    # 1's imbalance (its one preferred partition led elsewhere) is above 10 %.
+    node[1].start()
+    cluster.wait_until(lambda: leader_of(node[3]) == 1, 90, "the rebalance moved leadership back to 1")
+
+    # A reassignment to a broker that is down stays in progress until it
+    # is cancelled; cancelling restores the replicas.
+    node[4].terminate()
+    plan = cluster.base_dir / "plan.json"
+    plan.write_text(json.dumps(
+        {"version": 1, "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [1, 2, 4]}]}
+    ))
+    strom(node[2].bootstrap, "reassign-partitions", "--execute", "--reassignment-json-file", str(plan))
+    error_code, ongoing = cw.list_partition_reassignments(node[2].port)
+    assert error_code == cw.NONE
+    assert ongoing == {(TOPIC, 0): ([1, 2, 4, 3], [4], [3])}, ongoing
+    verify = strom(node[3].bootstrap, "reassign-partitions", "--verify", "--reassignment-json-file", str(plan))
+    assert f"Reassignment of partition {TOPIC}-0 is still in progress." in verify.stdout, verify.stdout
+    result = strom(node[3].bootstrap, "reassign-partitions", "--cancel", "--reassignment-json-file", str(plan))
+    assert f"Successfully cancelled partition reassignments for: {TOPIC}-0" in result.stdout, result.stdout
+    assert cw.list_partition_reassignments(node[2].port) == (cw.NONE, {})
+    cluster.wait_until(
+        lambda: (partition_state(node[2]) or cw.PartitionState(0, 0, -1, 0, [], [], [])).replicas == [1, 2, 3],
+        30,
+        "the replicas restored",
+    )
+    assert leader_of(node[2]) == 1
+    # Cancelling again: nothing is in progress.
+    again = strom(node[3].bootstrap, "reassign-partitions", "--cancel", "--reassignment-json-file", str(plan), check=False)
+    assert again.returncode == 1, (again.stdout, again.stderr)
+    assert "NO_REASSIGNMENT_IN_PROGRESS" in again.stdout, again.stdout
+    # And the replica set now differs from the plan: --verify fails.
+    verify = strom(node[3].bootstrap, "reassign-partitions", "--verify", "--reassignment-json-file", str(plan), check=False)
+    assert verify.returncode == 1
+    assert "but replica set is 1,2,3 rather than 1,2,4." in verify.stdout, verify.stdout

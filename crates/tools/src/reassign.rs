@@ -274,9 +274,27 @@ async fn verify(cluster: &Cluster, plan: &[Assignment], out: &mut Output) -> Res
         })
         .collect();
     let current = current_assignment(cluster, plan).await?;
+    let (text, mismatched) = status_text(plan, &current, &ongoing);
+    out.bytes(text.as_bytes())?;
+    if mismatched > 0 {
+        return Err(ToolError::PartitionsFailed {
+            operation: "reassignment verification",
+            failed: mismatched,
+        });
+    }
+    Ok(())
+}
+
+/// `--verify`'s report, and how many partitions have no reassignment but
+/// other replicas than the plan's.
+fn status_text(
+    plan: &[Assignment],
+    current: &[Assignment],
+    ongoing: &[(String, i32)],
+) -> (String, usize) {
     let mut text = String::from("Status of partition reassignment:\n");
     let mut mismatched = 0;
-    for ((topic, partition, target), (_, _, replicas)) in plan.iter().zip(&current) {
+    for ((topic, partition, target), (_, _, replicas)) in plan.iter().zip(current) {
         if ongoing.contains(&(topic.clone(), *partition)) {
             text.push_str(&format!(
                 "Reassignment of partition {topic}-{partition} is still in progress.\n"
@@ -294,14 +312,7 @@ async fn verify(cluster: &Cluster, plan: &[Assignment], out: &mut Output) -> Res
             ));
         }
     }
-    out.bytes(text.as_bytes())?;
-    if mismatched > 0 {
-        return Err(ToolError::PartitionsFailed {
-            operation: "reassignment verification",
-            failed: mismatched,
-        });
-    }
-    Ok(())
+    (text, mismatched)
 }
 
 fn join(ids: &[i32]) -> String {
@@ -512,6 +523,29 @@ mod tests {
             plan_file_assignments(&path),
             Err(ToolError::JsonShape { .. })
         ));
+    }
+
+    #[test]
+    fn verify_reports_completed_in_progress_and_mismatched() {
+        let plan = vec![
+            ("t".to_owned(), 0, vec![2, 3]),
+            ("t".to_owned(), 1, vec![2, 3]),
+            ("t".to_owned(), 2, vec![2, 3]),
+        ];
+        let current = vec![
+            ("t".to_owned(), 0, vec![2, 3]),
+            ("t".to_owned(), 1, vec![2, 3, 1]),
+            ("t".to_owned(), 2, vec![1, 2]),
+        ];
+        let (text, mismatched) = status_text(&plan, &current, &[("t".to_owned(), 1)]);
+        assert_eq!(
+            text,
+            "Status of partition reassignment:\n\
+             Reassignment of partition t-0 is completed.\n\
+             Reassignment of partition t-1 is still in progress.\n\
+             There is no active reassignment of partition t-2, but replica set is 1,2 rather than 2,3.\n"
+        );
+        assert_eq!(mismatched, 1);
     }
 
     #[test]

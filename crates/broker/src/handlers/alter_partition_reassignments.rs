@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use strom_controller::controller::PartitionReassignment;
+use strom_controller::controller::{PartitionReassignment, ReassignmentOutcome};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
@@ -74,6 +74,11 @@ pub async fn handle(
         Err(error) => return respond(top_level(runtime_error_code(&error), error.to_string())),
     };
     broker.sync_metadata();
+    respond(AlterPartitionReassignmentsResponse::default().with_responses(responses(outcomes)))
+}
+
+/// Per-partition results, by topic.
+fn responses(outcomes: Vec<ReassignmentOutcome>) -> Vec<ReassignableTopicResponse> {
     let mut by_topic: BTreeMap<String, Vec<ReassignablePartitionResponse>> = BTreeMap::new();
     for outcome in outcomes {
         let mut result =
@@ -85,13 +90,12 @@ pub async fn handle(
         }
         by_topic.entry(outcome.topic).or_default().push(result);
     }
-    let responses = by_topic
+    by_topic
         .into_iter()
         .map(|(name, partitions)| {
             ReassignableTopicResponse::default()
                 .with_name(StrBytes::from_string(name).into())
                 .with_partitions(partitions)
         })
-        .collect();
-    respond(AlterPartitionReassignmentsResponse::default().with_responses(responses))
+        .collect()
 }
