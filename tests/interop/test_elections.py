@@ -19,8 +19,9 @@ A second test checks the answers of ElectLeaders through confluent-kafka
 UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED for an unclean election of
 a led partition), the controller's automatic rebalancing
 (`leader.imbalance.check.interval.seconds=1`) moving leadership back to a
-restarted preferred replica, and `--verify`/`--cancel` of a reassignment
-to a broker that is down.
+restarted preferred replica, `--verify`/`--cancel` of a reassignment
+to a broker that is down, and the same reassignment completed once the
+broker is back, removing a follower (which deletes its log).
 
 ListPartitionReassignments is checked with hand-encoded frames
 (clusterwire.py); the `strom` command speaks the other two APIs.
@@ -338,3 +339,23 @@ def test_automatic_rebalance_election_errors_and_cancellation(rebalancing_cluste
     verify = strom(node[3].bootstrap, "reassign-partitions", "--verify", "--reassignment-json-file", str(plan), check=False)
     assert verify.returncode == 1
     assert "but replica set is 1,2,3 rather than 1,2,4." in verify.stdout, verify.stdout
+
+    # With broker 4 back, the same plan runs to completion: it removes a
+    # follower (3), which stops fetching and deletes its log.
+    node[4].start()
+    cluster.wait_ready()
+    strom(node[2].bootstrap, "reassign-partitions", "--execute", "--reassignment-json-file", str(plan))
+
+    def completed():
+        verify = strom(node[2].bootstrap, "reassign-partitions", "--verify", "--reassignment-json-file", str(plan), check=False)
+        return f"Reassignment of partition {TOPIC}-0 is completed." in verify.stdout
+
+    cluster.wait_until(completed, 90, "the reassignment completed", interval_s=0.5)
+    assert leader_of(node[4]) == 1
+    assert partition_state(node[4]).replicas == [1, 2, 4]
+    cluster.wait_until(
+        lambda: not (node[3].data_dir / f"{TOPIC}-0").exists(),
+        30,
+        "broker 3 deleted its log of the partition",
+    )
+    assert (node[4].data_dir / f"{TOPIC}-0").is_dir()
