@@ -17,7 +17,9 @@ Every acknowledged record is then read back exactly once, in order.
 A second test checks the answers of ElectLeaders through confluent-kafka
 (PREFERRED_LEADER_NOT_AVAILABLE while the preferred replica is down,
 UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED for an unclean election of
-a led partition), the controller's automatic rebalancing
+a led partition; `strom leader-election --all-topic-partitions` exiting 1
+on the failure), `strom reassign-partitions --generate`, the controller's
+automatic rebalancing
 (`leader.imbalance.check.interval.seconds=1`) moving leadership back to a
 restarted preferred replica, `--verify`/`--cancel` of a reassignment
 to a broker that is down, and the same reassignment completed once the
@@ -303,11 +305,38 @@ def test_automatic_rebalance_election_errors_and_cancellation(rebalancing_cluste
     # An unclean election is not needed: the partition has a live leader.
     outcome = admin.elect_leaders(ElectionType.UNCLEAN, [partition]).result(30)
     assert outcome[partition].code() == ELECTION_NOT_NEEDED, outcome
+    # The command over every partition reports the failure and exits 1.
+    result = strom(
+        node[2].bootstrap, "leader-election", "--election-type", "preferred", "--all-topic-partitions",
+        check=False,
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert (
+        f"Error completing leader election (PREFERRED) for partition: {TOPIC}-0: PREFERRED_LEADER_NOT_AVAILABLE"
+        in result.stdout
+    ), result.stdout
 
     # Back and in sync, broker 1 leads again without being asked: broker
     # 1's imbalance (its one preferred partition led elsewhere) is above 10 %.
     node[1].start()
     cluster.wait_until(lambda: leader_of(node[3]) == 1, 90, "the rebalance moved leadership back to 1")
+
+    # --generate proposes Kafka's placement over the given brokers.
+    topics = cluster.base_dir / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": TOPIC}]}))
+    result = strom(
+        node[2].bootstrap, "reassign-partitions", "--generate",
+        "--topics-to-move-json-file", str(topics), "--broker-list", "4,3,2",
+    )
+    current, proposed = result.stdout.split("Proposed partition reassignment configuration\n")
+    assert json.loads(current.split("Current partition replica assignment\n")[1]) == {
+        "version": 1,
+        "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [1, 2, 3], "log_dirs": ["any"] * 3}],
+    }
+    assert json.loads(proposed) == {
+        "version": 1,
+        "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [2, 3, 4], "log_dirs": ["any"] * 3}],
+    }
 
     # A reassignment to a broker that is down stays in progress until it
     # is cancelled; cancelling restores the replicas.
