@@ -360,8 +360,9 @@ def test_automatic_rebalance_election_errors_and_cancellation(rebalancing_cluste
         {"version": 1, "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [1, 2, 4]}]}
     ))
     strom(node[2].bootstrap, "reassign-partitions", "--execute", "--reassignment-json-file", str(plan))
-    # Each broker answers from its own metadata image, which may be a
-    # moment behind the active controller's: the checks below wait for it.
+    # ListPartitionReassignments is answered by the active controller;
+    # Metadata (which --verify also reads) by each broker's own image, a
+    # moment behind: the checks wait for both.
     ongoing = {(TOPIC, 0): ([1, 2, 4, 3], [4], [3])}
     for each in (node[1], node[2], node[3]):
         cluster.wait_until(

@@ -304,6 +304,11 @@ async fn reassignments_and_elections_sent_to_a_follower_reach_the_active_control
         "{outcomes:?}"
     );
     assert_eq!(outcomes[2].result, Ok(()));
+    let ongoing = client
+        .list_partition_reassignments(Some(vec![("moved".into(), 0)]))
+        .await
+        .expect("forwarded");
+    assert!(ongoing.is_empty(), "{ongoing:?}");
     let elections = client
         .elect_leaders(ElectLeadersRequest {
             election_type: ElectionType::Preferred,

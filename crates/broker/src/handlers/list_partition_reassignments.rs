@@ -1,12 +1,15 @@
 //! ListPartitionReassignments (v0): the ongoing reassignments, of every
 //! partition (null topics) or of the named ones (partitions that do not
-//! exist or are not being reassigned are left out, as Kafka does), from
-//! this node's metadata image. Needs DESCRIBE on the cluster
-//! (CLUSTER_AUTHORIZATION_FAILED at the top level).
+//! exist or are not being reassigned are left out, as Kafka does), read
+//! from the active controller's image (Kafka forwards the request to its
+//! controller too), so an answer never lags a reassignment the controller
+//! has started or completed. Needs DESCRIBE on the cluster
+//! (CLUSTER_AUTHORIZATION_FAILED at the top level); a controller that
+//! cannot answer gives the top-level code of any forwarded request.
 
 use std::collections::BTreeMap;
 
-use strom_controller::controller::ongoing_reassignments;
+use strom_controller::controller::OngoingReassignment;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::list_partition_reassignments_response::{
     OngoingPartitionReassignment, OngoingTopicReassignment,
@@ -17,18 +20,26 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::errors::runtime_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
 use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 
 /// Handles a ListPartitionReassignments request.
-pub fn handle(
+pub async fn handle(
     broker: &BrokerContext,
     context: &RequestContext,
     request: ListPartitionReassignmentsRequest,
 ) -> Reply {
     let respond = |response: ListPartitionReassignmentsResponse| {
         Reply::Response(Response::ListPartitionReassignments(response))
+    };
+    let refuse = |code: ErrorCode, message: String| {
+        respond(
+            ListPartitionReassignmentsResponse::default()
+                .with_error_code(code.code())
+                .with_error_message(Some(StrBytes::from_string(message))),
+        )
     };
     if !authorize(
         broker,
@@ -37,12 +48,9 @@ pub fn handle(
         resource::CLUSTER,
         CLUSTER_NAME,
     ) {
-        return respond(
-            ListPartitionReassignmentsResponse::default()
-                .with_error_code(ErrorCode::ClusterAuthorizationFailed.code())
-                .with_error_message(Some(StrBytes::from_static_str(
-                    "DESCRIBE on the cluster is required",
-                ))),
+        return refuse(
+            ErrorCode::ClusterAuthorizationFailed,
+            "DESCRIBE on the cluster is required".to_owned(),
         );
     }
     let named: Option<Vec<(String, i32)>> = request.topics.as_ref().map(|topics| {
@@ -57,25 +65,33 @@ pub fn handle(
             })
             .collect()
     });
-    let image = broker.controller.image();
-    let brokers = |ids: &[i32]| ids.iter().copied().map(BrokerId).collect::<Vec<_>>();
-    let mut by_topic: BTreeMap<&str, Vec<OngoingPartitionReassignment>> = BTreeMap::new();
-    for (topic, partition_index, partition) in ongoing_reassignments(&image, named.as_deref()) {
-        by_topic.entry(topic).or_default().push(
+    match broker.controller.list_partition_reassignments(named).await {
+        Ok(ongoing) => {
+            respond(ListPartitionReassignmentsResponse::default().with_topics(topics(ongoing)))
+        }
+        Err(error) => refuse(runtime_error_code(&error), error.to_string()),
+    }
+}
+
+/// The ongoing reassignments, by topic.
+fn topics(ongoing: Vec<OngoingReassignment>) -> Vec<OngoingTopicReassignment> {
+    let brokers = |ids: Vec<i32>| ids.into_iter().map(BrokerId).collect::<Vec<_>>();
+    let mut by_topic: BTreeMap<String, Vec<OngoingPartitionReassignment>> = BTreeMap::new();
+    for reassignment in ongoing {
+        by_topic.entry(reassignment.topic).or_default().push(
             OngoingPartitionReassignment::default()
-                .with_partition_index(partition_index)
-                .with_replicas(brokers(&partition.replicas))
-                .with_adding_replicas(brokers(&partition.adding_replicas))
-                .with_removing_replicas(brokers(&partition.removing_replicas)),
+                .with_partition_index(reassignment.partition_index)
+                .with_replicas(brokers(reassignment.replicas))
+                .with_adding_replicas(brokers(reassignment.adding_replicas))
+                .with_removing_replicas(brokers(reassignment.removing_replicas)),
         );
     }
-    let topics = by_topic
+    by_topic
         .into_iter()
         .map(|(name, partitions)| {
             OngoingTopicReassignment::default()
-                .with_name(StrBytes::from_string(name.to_owned()).into())
+                .with_name(StrBytes::from_string(name).into())
                 .with_partitions(partitions)
         })
-        .collect();
-    respond(ListPartitionReassignmentsResponse::default().with_topics(topics))
+        .collect()
 }

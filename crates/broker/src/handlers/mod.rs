@@ -277,7 +277,7 @@ impl Dispatcher {
                 alter_partition_reassignments::handle(broker, &request_context, request).await
             }
             Request::ListPartitionReassignments(request) => {
-                list_partition_reassignments::handle(broker, &request_context, request)
+                list_partition_reassignments::handle(broker, &request_context, request).await
             }
         }
     }

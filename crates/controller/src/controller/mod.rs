@@ -35,7 +35,9 @@ pub use configs::{
 };
 pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
 pub use producer_ids::{AllocateProducerIdsRequest, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
-pub use reassignments::{ongoing_reassignments, PartitionReassignment, ReassignmentOutcome};
+pub use reassignments::{
+    ongoing_reassignments, OngoingReassignment, PartitionReassignment, ReassignmentOutcome,
+};
 pub use security::ScramChange;
 pub use topics::{
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, DeletedTopic,

@@ -322,6 +322,47 @@ fn find_partition<'a>(
     }
 }
 
+/// An ongoing reassignment, as ListPartitionReassignments reports it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OngoingReassignment {
+    /// The topic name.
+    pub topic: String,
+    /// The partition index.
+    pub partition_index: i32,
+    /// The replicas: target, then the current ones being removed.
+    pub replicas: Vec<BrokerId>,
+    /// The replicas being added.
+    pub adding_replicas: Vec<BrokerId>,
+    /// The replicas being removed.
+    pub removing_replicas: Vec<BrokerId>,
+}
+
+impl Controller {
+    /// ListPartitionReassignments: the ongoing reassignments of every
+    /// partition (`None`) or of the named ones, read from the active
+    /// controller's image (no records).
+    pub fn list_partition_reassignments(
+        &self,
+        image: &MetadataImage,
+        partitions: Option<&[(String, i32)]>,
+    ) -> ControllerResult<Vec<OngoingReassignment>> {
+        let ongoing = ongoing_reassignments(image, partitions)
+            .into_iter()
+            .map(|(topic, partition_index, partition)| OngoingReassignment {
+                topic: topic.to_owned(),
+                partition_index,
+                replicas: partition.replicas.clone(),
+                adding_replicas: partition.adding_replicas.clone(),
+                removing_replicas: partition.removing_replicas.clone(),
+            })
+            .collect();
+        ControllerResult {
+            records: Vec::new(),
+            response: ongoing,
+        }
+    }
+}
+
 /// The ongoing reassignments in `image`, or those of the named partitions
 /// (unknown ones and ones not being reassigned are left out), as
 /// ListPartitionReassignments answers: topic, partition index and the

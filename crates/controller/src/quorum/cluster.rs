@@ -25,8 +25,8 @@ use crate::controller::{
     BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
     DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
-    PartitionReassignment, ProducerIdBlock, ReassignmentOutcome, ResourceOutcome, ScramChange,
-    TopicOutcome, TopicReference,
+    OngoingReassignment, PartitionReassignment, ProducerIdBlock, ReassignmentOutcome,
+    ResourceOutcome, ScramChange, TopicOutcome, TopicReference,
 };
 use crate::error::{ControllerError, RuntimeError};
 use crate::image::MetadataImage;
@@ -360,6 +360,17 @@ impl ControllerClient for ClusterController {
             self,
             RemoteCommand::AlterPartitionReassignments(partitions),
             RemoteReply::AlterPartitionReassignments
+        )
+    }
+
+    async fn list_partition_reassignments(
+        &self,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<OngoingReassignment>, RuntimeError> {
+        forward!(
+            self,
+            RemoteCommand::ListPartitionReassignments(partitions),
+            RemoteReply::ListPartitionReassignments
         )
     }
 

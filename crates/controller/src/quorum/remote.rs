@@ -22,8 +22,8 @@ use crate::controller::{
     BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
     DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
-    PartitionReassignment, ProducerIdBlock, ReassignmentOutcome, ResourceOutcome, ScramChange,
-    TopicOutcome, TopicReference,
+    OngoingReassignment, PartitionReassignment, ProducerIdBlock, ReassignmentOutcome,
+    ResourceOutcome, ScramChange, TopicOutcome, TopicReference,
 };
 use crate::error::{CodecError, ControllerError, RuntimeError};
 use crate::quorum::node::QuorumController;
@@ -61,6 +61,8 @@ pub enum RemoteCommand {
     AlterPartition(AlterPartitionRequest),
     /// AlterPartitionReassignments.
     AlterPartitionReassignments(Vec<PartitionReassignment>),
+    /// ListPartitionReassignments (`None`: every partition).
+    ListPartitionReassignments(Option<Vec<(String, i32)>>),
     /// AllocateProducerIds.
     AllocateProducerIds(AllocateProducerIdsRequest),
     /// AlterUserScramCredentials.
@@ -106,6 +108,8 @@ pub enum RemoteReply {
     AlterPartition(Result<AlterPartitionReply, ControllerError>),
     /// To AlterPartitionReassignments.
     AlterPartitionReassignments(Vec<ReassignmentOutcome>),
+    /// To ListPartitionReassignments.
+    ListPartitionReassignments(Vec<OngoingReassignment>),
     /// To AllocateProducerIds.
     AllocateProducerIds(Result<ProducerIdBlock, ControllerError>),
     /// To AlterUserScramCredentials.
@@ -274,6 +278,10 @@ pub async fn execute(node: &QuorumController, command: RemoteCommand) -> RemoteR
         RemoteCommand::AlterPartitionReassignments(partitions) => reply(
             node.alter_partition_reassignments(partitions).await,
             RemoteReply::AlterPartitionReassignments,
+        ),
+        RemoteCommand::ListPartitionReassignments(partitions) => reply(
+            node.list_partition_reassignments(partitions).await,
+            RemoteReply::ListPartitionReassignments,
         ),
         RemoteCommand::AllocateProducerIds(request) => reply(
             node.allocate_producer_ids(request).await,
