@@ -632,8 +632,9 @@ fn changed_partition(
 }
 
 /// Checks a partition's invariants: replicas non-empty and distinct, ISR
-/// distinct and within the replicas, leader (if any) in the ISR, epochs
-/// non-negative. `raw_leader` is the record's leader field, so a leader of
+/// distinct and within the replicas, replicas being added or removed by a
+/// reassignment within the replicas and never both, leader (if any) in the
+/// ISR, epochs non-negative. `raw_leader` is the record's leader field, so a leader of
 /// -2 is reported rather than silently read as a broker.
 fn validate_partition(partition: &PartitionImage, raw_leader: i32) -> Result<(), PartitionProblem> {
     if partition.replicas.is_empty() {
