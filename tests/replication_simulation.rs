@@ -603,7 +603,10 @@ impl Simulation {
                         isr: state.isr.iter().copied().collect(),
                         min_insync_replicas: MIN_INSYNC,
                     };
-                    if !partition.update_leadership(&assignment).expect("online") {
+                    if !partition
+                        .update_leadership(&assignment, now_ms)
+                        .expect("online")
+                    {
                         partition
                             .become_leader(&assignment, now_ms)
                             .expect("online");

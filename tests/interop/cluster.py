@@ -314,6 +314,13 @@ class Cluster:
             f"{node.node_id}@127.0.0.1:{node.controller_port}" for node in self.nodes if node.is_controller
         )
 
+    def add_broker(self, node_id: int) -> Node:
+        """Adds a broker-only node (`process.roles=broker`, not a voter)
+        with its own ports; start it with `start_nodes` (or `start`)."""
+        node = Node(self, node_id, "broker")
+        self.nodes.append(node)
+        return node
+
     def node(self, node_id: int) -> Node:
         (found,) = [node for node in self.nodes if node.node_id == node_id]
         return found

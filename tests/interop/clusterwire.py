@@ -405,3 +405,58 @@ def describe_quorum(port: int, timeout_s: float = 10.0, version: int = 0) -> Quo
     with wire.Connection(port, timeout_s=timeout_s) as connection:
         reader = call_flexible(connection, API_DESCRIBE_QUORUM, version, describe_quorum_body())
         return decode_describe_quorum(reader, version)
+
+
+# --- ListPartitionReassignments v0 (flexible) ----------------------------------
+
+API_LIST_PARTITION_REASSIGNMENTS = 46
+
+
+def list_partition_reassignments_body(topics=None, timeout_ms: int = 10000) -> bytes:
+    """`topics`: {name: [partition, ...]}, or None for every ongoing one."""
+    if topics is None:
+        encoded = uvarint(0)
+    else:
+        encoded = compact_array(
+            compact_string(name)
+            + compact_array(struct.pack(">i", index) for index in partitions)
+            + NO_TAGS
+            for name, partitions in topics.items()
+        )
+    return struct.pack(">i", timeout_ms) + encoded + NO_TAGS
+
+
+def list_partition_reassignments(port: int, topics=None, timeout_s: float = 10.0):
+    """Returns (error_code, {(topic, partition): (replicas, adding, removing)})."""
+    with wire.Connection(port, timeout_s=timeout_s) as connection:
+        reader = call_flexible(
+            connection, API_LIST_PARTITION_REASSIGNMENTS, 0, list_partition_reassignments_body(topics)
+        )
+    reader.int32()  # throttle time
+    error_code = reader.int16()
+    reader.compact_string()  # error message
+
+    def ids(r):
+        return r.int32()
+
+    def partition(r):
+        index = r.int32()
+        replicas = r.compact_array(ids) or []
+        adding = r.compact_array(ids) or []
+        removing = r.compact_array(ids) or []
+        r.tagged_fields()
+        return index, (replicas, adding, removing)
+
+    def topic(r):
+        name = r.compact_string()
+        partitions = r.compact_array(partition) or []
+        r.tagged_fields()
+        return name, partitions
+
+    ongoing = {}
+    for name, partitions in reader.compact_array(topic) or []:
+        for index, state in partitions:
+            ongoing[(name, index)] = state
+    reader.tagged_fields()
+    reader.done()
+    return error_code, ongoing

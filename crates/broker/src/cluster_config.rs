@@ -25,6 +25,9 @@ pub const CLUSTER_KEYS: &[(&str, &str)] = &[
     ("controller.quorum.request.timeout.ms", "2000"),
     ("strom.cluster.id", ""),
     ("strom.metadata.snapshot.interval.entries", "1000"),
+    ("auto.leader.rebalance.enable", "true"),
+    ("leader.imbalance.per.broker.percentage", "10"),
+    ("leader.imbalance.check.interval.seconds", "300"),
 ];
 
 /// What `process.roles` asks this node to be.
@@ -63,6 +66,12 @@ pub struct ClusterConfig {
     /// image and truncate the quorum log after this many entries (Kafka
     /// counts bytes: `metadata.log.max.record.bytes.between.snapshots`).
     pub snapshot_interval_entries: u64,
+    /// `auto.leader.rebalance.enable`.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_per_broker_percentage: u32,
+    /// `leader.imbalance.check.interval.seconds`.
+    pub leader_imbalance_check_interval: Duration,
 }
 
 fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
@@ -262,6 +271,17 @@ pub fn parse(
         election_timeout: millis("controller.quorum.election.timeout.ms")?,
         request_timeout: millis("controller.quorum.request.timeout.ms")?,
         snapshot_interval_entries,
+        auto_leader_rebalance_enable: lookup.boolean("auto.leader.rebalance.enable")?,
+        leader_imbalance_per_broker_percentage: lookup.unsigned(
+            "leader.imbalance.per.broker.percentage",
+            0,
+            100,
+        )? as u32,
+        leader_imbalance_check_interval: Duration::from_secs(lookup.unsigned(
+            "leader.imbalance.check.interval.seconds",
+            1,
+            i64::from(u32::MAX),
+        )?),
     }))
 }
 

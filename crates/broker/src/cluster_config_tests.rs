@@ -177,3 +177,41 @@ fn inconsistent_cluster_settings_are_refused_with_the_key() {
         assert!(!reason.is_empty());
     }
 }
+
+#[test]
+fn leader_rebalance_keys_have_kafka_defaults_and_are_checked() {
+    let config = with(combined("1"), &[]).unwrap();
+    let cluster = config.cluster.expect("a cluster node");
+    assert!(cluster.auto_leader_rebalance_enable);
+    assert_eq!(cluster.leader_imbalance_per_broker_percentage, 10);
+    assert_eq!(
+        cluster.leader_imbalance_check_interval,
+        std::time::Duration::from_secs(300)
+    );
+    let config = with(
+        combined("1"),
+        &[
+            ("auto.leader.rebalance.enable", "false"),
+            ("leader.imbalance.per.broker.percentage", "25"),
+            ("leader.imbalance.check.interval.seconds", "5"),
+        ],
+    )
+    .unwrap();
+    let cluster = config.cluster.expect("a cluster node");
+    assert!(!cluster.auto_leader_rebalance_enable);
+    assert_eq!(cluster.leader_imbalance_per_broker_percentage, 25);
+    assert_eq!(
+        cluster.leader_imbalance_check_interval,
+        std::time::Duration::from_secs(5)
+    );
+    assert!(with(
+        combined("1"),
+        &[("leader.imbalance.per.broker.percentage", "101")]
+    )
+    .is_err());
+    assert!(with(
+        combined("1"),
+        &[("leader.imbalance.check.interval.seconds", "0")]
+    )
+    .is_err());
+}

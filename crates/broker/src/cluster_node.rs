@@ -73,6 +73,9 @@ impl QuorumMember {
             default_partitions: config.num_partitions,
             default_replication_factor: config.default_replication_factor,
             broker_session_timeout_ms: millis(cluster.session_timeout),
+            auto_leader_rebalance_enable: cluster.auto_leader_rebalance_enable,
+            leader_imbalance_per_broker_percentage: cluster.leader_imbalance_per_broker_percentage,
+            leader_imbalance_check_interval_ms: millis(cluster.leader_imbalance_check_interval),
             ..ControllerConfig::default()
         };
         quorum.election_timeout_ms = millis(cluster.election_timeout);

@@ -598,7 +598,7 @@ impl Lookup<'_> {
         Ok(Duration::from_millis(self.unsigned(key, 0, i64::MAX)?))
     }
 
-    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
+    pub(crate) fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
         let text = self.string(key);
         topic_config::parse_boolean(&text).map_err(|_| ConfigError::Invalid {
             key: key.to_owned(),

@@ -246,7 +246,7 @@ impl ReplicaManager {
         *applied = image.last_offset();
         let now_ms = self.now_ms();
         let plan = self.plan(image);
-        self.remove_unassigned(&plan.assigned, image.topic_count() > 0, now_ms);
+        let removed = self.remove_unassigned(&plan.assigned);
         let mut follow = BTreeMap::new();
         for (topic_partition, topic_id, wanted) in &plan.roles {
             let Some(replica) = self.host(topic_partition, *topic_id, now_ms) else {
@@ -282,6 +282,9 @@ impl ReplicaManager {
         if let Some(fetchers) = self.fetchers.get() {
             fetchers.follow(follow);
         }
+        // Removed replicas (a topic deleted, or a reassignment moved them
+        // away) are deleted once no fetcher writes to them.
+        self.delete_unassigned_logs(removed, &plan.assigned, image.topic_count() > 0, now_ms);
         self.lead(&plan, now_ms);
     }
 
@@ -332,7 +335,7 @@ impl ReplicaManager {
                 continue;
             };
             // An offline replica stays offline until the broker restarts.
-            let Ok(kept) = replica.update_leadership(assignment) else {
+            let Ok(kept) = replica.update_leadership(assignment, now_ms) else {
                 continue;
             };
             if kept {
@@ -390,15 +393,14 @@ impl ReplicaManager {
         Some(replica)
     }
 
-    /// Stops hosting, and deletes the logs of, the replicas not in
-    /// `assigned` (or assigned for another topic id: a topic deleted and
-    /// created again under its name).
+    /// Stops hosting the replicas not in `assigned` (or assigned for
+    /// another topic id: a topic deleted and created again under its name)
+    /// and returns them: idle, so appends that found them are refused and
+    /// their waiters wake.
     fn remove_unassigned(
         &self,
         assigned: &HashMap<TopicPartition, Uuid>,
-        any_topics: bool,
-        now_ms: i64,
-    ) {
+    ) -> Vec<Arc<PartitionReplica>> {
         let removed: Vec<Arc<PartitionReplica>> = {
             // Single removes (see `get_hosted`).
             let mut partitions = self
@@ -417,15 +419,31 @@ impl ReplicaManager {
                 .filter_map(|topic_partition| partitions.remove(topic_partition))
                 .collect()
         };
-        for replica in removed {
-            let topic_partition = &replica.topic_partition;
-            // Refuse appends that found it before, and wake anyone waiting
-            // on the partition; they will find it gone.
+        for replica in &removed {
             if let Err(error) = replica.become_idle() {
+                let topic_partition = &replica.topic_partition;
                 debug!(%topic_partition, %error, "removing an offline partition");
             }
+        }
+        removed
+    }
+
+    /// Deletes the logs of the `removed` replicas and of partitions on disk
+    /// that are not assigned here (deleted while this broker was down). An
+    /// image with no topics at all is more likely a lost metadata directory
+    /// than a deliberate deletion of everything, so data on disk is kept
+    /// then.
+    fn delete_unassigned_logs(
+        &self,
+        removed: Vec<Arc<PartitionReplica>>,
+        assigned: &HashMap<TopicPartition, Uuid>,
+        any_topics: bool,
+        now_ms: i64,
+    ) {
+        for replica in removed {
+            let topic_partition = &replica.topic_partition;
             match self.logs.delete(topic_partition, now_ms) {
-                Ok(_) => info!(%topic_partition, "deleted partition"),
+                Ok(_) => info!(%topic_partition, "deleted a partition no longer assigned here"),
                 Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
             }
             if !assigned
@@ -435,17 +453,15 @@ impl ReplicaManager {
                 self.topic_metrics.remove(&topic_partition.topic);
             }
         }
-        // Logs on disk for partitions the image no longer has (deleted while
-        // this broker was down). An image with no topics at all is more
-        // likely a lost metadata directory than a deliberate deletion of
-        // everything, so data is kept then.
         if !any_topics {
             return;
         }
         for topic_partition in self.logs.partitions() {
             if !assigned.contains_key(&topic_partition) {
-                if let Err(error) = self.logs.delete(&topic_partition, now_ms) {
-                    warn!(%topic_partition, %error, "cannot delete stale partition");
+                match self.logs.delete(&topic_partition, now_ms) {
+                    Ok(true) => info!(%topic_partition, "deleted a partition not assigned here"),
+                    Ok(false) => {}
+                    Err(error) => warn!(%topic_partition, %error, "cannot delete stale partition"),
                 }
             }
         }
@@ -525,6 +541,7 @@ mod tests {
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                ..PartitionRecord::default()
             })),
         ]
     }
@@ -757,7 +774,7 @@ mod tests {
                     partition_index: 0,
                     isr: None,
                     leader: Some(leader),
-                    replicas: None,
+                    ..Default::default()
                 },
             ))
         };

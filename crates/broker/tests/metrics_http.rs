@@ -229,6 +229,17 @@ async fn the_exposition_counts_what_was_produced_and_fetched() {
     assert_eq!(
         sample(
             &text,
+            "kafka_controller_kafkacontroller_preferredreplicaimbalancecount"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(&text, "kafka_server_replicamanager_reassigningpartitions"),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
             "kafka_controller_kafkacontroller_activecontrollercount"
         ),
         Some(1.0)

@@ -76,6 +76,18 @@ pub enum PartitionProblem {
     /// An epoch is negative.
     #[error("negative epoch")]
     NegativeEpoch,
+    /// A replica being added or removed by a reassignment is not a replica.
+    #[error("reassigned broker {broker_id} is not a replica")]
+    ReassignedNotReplica {
+        /// The stray broker.
+        broker_id: i32,
+    },
+    /// A replica is both being added and being removed.
+    #[error("broker {broker_id} is both being added and being removed")]
+    AddedAndRemoved {
+        /// The broker.
+        broker_id: i32,
+    },
 }
 
 /// A record does not fit the image it is applied to.
@@ -718,6 +730,15 @@ pub enum ControllerError {
     /// `ELIGIBLE_LEADERS_NOT_AVAILABLE`.
     #[error("no eligible leader for partition {partition_index} of topic {topic}")]
     EligibleLeadersNotAvailable {
+        /// The topic name.
+        topic: String,
+        /// The partition index.
+        partition_index: i32,
+    },
+    /// `NO_REASSIGNMENT_IN_PROGRESS`: a cancellation for a partition that
+    /// is not being reassigned.
+    #[error("partition {partition_index} of topic {topic} is not being reassigned")]
+    NoReassignmentInProgress {
         /// The topic name.
         topic: String,
         /// The partition index.

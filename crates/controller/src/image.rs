@@ -64,7 +64,7 @@ pub struct BrokerImage {
 }
 
 /// One partition's replica assignment and leadership.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PartitionImage {
     /// Assigned replicas, preferred leader first.
     pub replicas: Vec<BrokerId>,
@@ -76,6 +76,28 @@ pub struct PartitionImage {
     pub leader_epoch: i32,
     /// The partition epoch.
     pub partition_epoch: i32,
+    /// Replicas an ongoing reassignment adds (within `replicas`; empty when
+    /// no reassignment is ongoing).
+    pub adding_replicas: Vec<BrokerId>,
+    /// Replicas an ongoing reassignment removes (within `replicas`).
+    pub removing_replicas: Vec<BrokerId>,
+}
+
+impl PartitionImage {
+    /// Whether a reassignment is ongoing.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas the partition will have once its reassignment
+    /// completes: `replicas` without the ones being removed, in order.
+    pub fn target_replicas(&self) -> Vec<BrokerId> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|id| !self.removing_replicas.contains(id))
+            .collect()
+    }
 }
 
 /// A topic and its partitions.
@@ -460,6 +482,8 @@ impl MetadataImage {
             leader: leader_from_record(record.leader),
             leader_epoch: record.leader_epoch,
             partition_epoch: record.partition_epoch,
+            adding_replicas: record.adding_replicas.clone(),
+            removing_replicas: record.removing_replicas.clone(),
         };
         validate_partition(&partition, record.leader).map_err(|problem| {
             ApplyError::InvalidPartition {
@@ -582,6 +606,12 @@ fn changed_partition(
     if let Some(isr) = &record.isr {
         next.isr = isr.broker_ids.clone();
     }
+    if let Some(adding) = &record.adding_replicas {
+        next.adding_replicas = adding.broker_ids.clone();
+    }
+    if let Some(removing) = &record.removing_replicas {
+        next.removing_replicas = removing.broker_ids.clone();
+    }
     let mut raw_leader = leader_to_record(current.leader);
     if let Some(leader) = record.leader {
         raw_leader = leader;
@@ -602,8 +632,9 @@ fn changed_partition(
 }
 
 /// Checks a partition's invariants: replicas non-empty and distinct, ISR
-/// distinct and within the replicas, leader (if any) in the ISR, epochs
-/// non-negative. `raw_leader` is the record's leader field, so a leader of
+/// distinct and within the replicas, replicas being added or removed by a
+/// reassignment within the replicas and never both, leader (if any) in the
+/// ISR, epochs non-negative. `raw_leader` is the record's leader field, so a leader of
 /// -2 is reported rather than silently read as a broker.
 fn validate_partition(partition: &PartitionImage, raw_leader: i32) -> Result<(), PartitionProblem> {
     if partition.replicas.is_empty() {
@@ -621,6 +652,24 @@ fn validate_partition(partition: &PartitionImage, raw_leader: i32) -> Result<(),
         .find(|member| !partition.replicas.contains(member))
     {
         return Err(PartitionProblem::IsrMemberNotReplica {
+            broker_id: *broker_id,
+        });
+    }
+    let reassigned = partition.adding_replicas.iter();
+    if let Some(broker_id) = reassigned
+        .chain(&partition.removing_replicas)
+        .find(|member| !partition.replicas.contains(member))
+    {
+        return Err(PartitionProblem::ReassignedNotReplica {
+            broker_id: *broker_id,
+        });
+    }
+    if let Some(broker_id) = partition
+        .adding_replicas
+        .iter()
+        .find(|member| partition.removing_replicas.contains(member))
+    {
+        return Err(PartitionProblem::AddedAndRemoved {
             broker_id: *broker_id,
         });
     }
@@ -674,6 +723,8 @@ pub fn partition_record(
         leader: leader_to_record(partition.leader),
         leader_epoch: partition.leader_epoch,
         partition_epoch: partition.partition_epoch,
+        adding_replicas: partition.adding_replicas.clone(),
+        removing_replicas: partition.removing_replicas.clone(),
     }
 }
 

@@ -36,6 +36,7 @@ fn partition(id: Uuid, index: i32, replicas: &[i32], isr: &[i32], leader: i32) -
         leader,
         leader_epoch: 0,
         partition_epoch: 0,
+        ..PartitionRecord::default()
     }))
 }
 
@@ -45,7 +46,7 @@ fn change(id: Uuid, index: i32, isr: Option<&[i32]>, leader: Option<i32>) -> Met
         partition_index: index,
         isr: isr.map(|isr| ReplicaList::from(isr.to_vec())),
         leader,
-        replicas: None,
+        ..PartitionChangeRecord::default()
     }))
 }
 
@@ -548,4 +549,60 @@ fn snapshot_records_rebuild_the_image() {
     ]);
     let rebuilt = MetadataImage::from_snapshot_records(8, &image.to_snapshot_records()).unwrap();
     assert_eq!(rebuilt, image);
+}
+
+fn reassignment_change(adding: &[i32], removing: &[i32]) -> MetadataRecord {
+    MetadataRecord::new(Record::PartitionChange(PartitionChangeRecord {
+        topic_id: uuid_to_bytes(T1),
+        partition_index: 0,
+        adding_replicas: Some(ReplicaList::from(adding.to_vec())),
+        removing_replicas: Some(ReplicaList::from(removing.to_vec())),
+        ..PartitionChangeRecord::default()
+    }))
+}
+
+#[test]
+fn reassignment_fields_are_applied_and_checked() {
+    let image = apply_next(&base(), &reassignment_change(&[3], &[1])).unwrap();
+    let partition = image.topic_by_id(T1).unwrap().partition(0).unwrap();
+    assert_eq!(partition.adding_replicas, vec![3]);
+    assert_eq!(partition.removing_replicas, vec![1]);
+    assert_eq!(partition.target_replicas(), vec![2, 3]);
+    assert!(partition.is_reassigning());
+    assert!(matches!(
+        apply_next(&base(), &reassignment_change(&[4], &[])),
+        Err(ApplyError::InvalidPartition {
+            problem: PartitionProblem::ReassignedNotReplica { broker_id: 4 },
+            ..
+        })
+    ));
+    assert!(matches!(
+        apply_next(&base(), &reassignment_change(&[2], &[2])),
+        Err(ApplyError::InvalidPartition {
+            problem: PartitionProblem::AddedAndRemoved { broker_id: 2 },
+            ..
+        })
+    ));
+    // Empty lists end the reassignment.
+    let done = apply_next(&image, &reassignment_change(&[], &[])).unwrap();
+    assert!(!done.topic_by_id(T1).unwrap().partitions[0].is_reassigning());
+}
+
+#[test]
+fn a_partition_record_without_reassignment_fields_decodes_as_not_reassigning() {
+    // A PartitionRecord as written before the fields existed: tags 1 to 7.
+    let old = PartitionRecord {
+        topic_id: uuid_to_bytes(T1),
+        partition_index: 0,
+        replicas: vec![1, 2],
+        isr: vec![1],
+        leader: 1,
+        leader_epoch: 3,
+        partition_epoch: 4,
+        ..PartitionRecord::default()
+    };
+    let bytes = prost::Message::encode_to_vec(&old);
+    let decoded: PartitionRecord = prost::Message::decode(bytes.as_slice()).unwrap();
+    assert!(decoded.adding_replicas.is_empty() && decoded.removing_replicas.is_empty());
+    assert_eq!(decoded, old);
 }

@@ -5,8 +5,9 @@
 //! - [`records`]: the metadata log's record types, `prost` messages written
 //!   by hand (schema in `proto/metadata.proto`, documentation only): broker
 //!   registration, fencing and unfencing, topics with UUID ids, partitions
-//!   with replicas, ISR, leader, leader epoch and partition epoch, partition
-//!   changes, configs, topic removal, producer id blocks.
+//!   with replicas, ISR, leader, leader epoch, partition epoch and the
+//!   adding and removing replicas of a reassignment, partition changes,
+//!   configs, topic removal, producer id blocks.
 //! - [`image`]: the immutable [`MetadataImage`] those records build, shared
 //!   as `Arc<MetadataImage>` and advanced copy-on-write.
 //! - [`partition_state`] and [`replica_state`]: Kafka's partition and
@@ -24,7 +25,8 @@
 //!   its snapshots, with recovery.
 //! - [`controller`]: the sans-IO [`Controller`] that turns commands
 //!   (create/delete topics, create partitions, alter configs, register
-//!   broker, heartbeat, elect leaders, AlterPartition, session expiry) into
+//!   broker, heartbeat, elect leaders, AlterPartition, partition
+//!   reassignments, session expiry and automatic leader rebalancing) into
 //!   records and per-item results.
 //! - [`runtime`]: the [`ControllerClient`] trait brokers call, the
 //!   [`CommandRunner`] trait behind it, and [`LocalController`], the

@@ -20,6 +20,7 @@ fn topic_batch(name: &str, id: u128) -> Vec<MetadataRecord> {
             leader: 1,
             leader_epoch: 0,
             partition_epoch: 0,
+            ..PartitionRecord::default()
         })),
     ]
 }

@@ -136,6 +136,7 @@ mod tests {
             leader: Some(1),
             leader_epoch: 0,
             partition_epoch: 0,
+            ..PartitionImage::default()
         };
         assert_eq!(PartitionState::of(&partition, |id| id == 1), Online);
         assert_eq!(PartitionState::of(&partition, |id| id == 2), Offline);

@@ -199,6 +199,15 @@ pub struct PartitionRecord {
     /// Partition epoch; grows by one with every change of the partition.
     #[prost(int32, tag = "7")]
     pub partition_epoch: i32,
+    /// Replicas an ongoing reassignment adds (empty when none is ongoing).
+    /// Absent in records written before reassignment existed, which decode
+    /// as empty.
+    #[prost(int32, repeated, tag = "8")]
+    pub adding_replicas: Vec<i32>,
+    /// Replicas an ongoing reassignment removes (empty when none is
+    /// ongoing).
+    #[prost(int32, repeated, tag = "9")]
+    pub removing_replicas: Vec<i32>,
 }
 
 /// A list of broker ids, so that a change record can tell "unchanged"
@@ -230,6 +239,13 @@ pub struct PartitionChangeRecord {
     /// New replica assignment, if it changes (reassignment).
     #[prost(message, optional, tag = "5")]
     pub replicas: Option<ReplicaList>,
+    /// New replicas being added by a reassignment, if that changes (an
+    /// empty list ends the reassignment).
+    #[prost(message, optional, tag = "6")]
+    pub adding_replicas: Option<ReplicaList>,
+    /// New replicas being removed by a reassignment, if that changes.
+    #[prost(message, optional, tag = "7")]
+    pub removing_replicas: Option<ReplicaList>,
 }
 
 /// The kind of resource a configuration belongs to. The numbers are Kafka's
@@ -460,23 +476,15 @@ pub(crate) mod tests {
 
     fn partition() -> impl Strategy<Value = Record> {
         (
-            uuid_bytes(),
-            any::<i32>(),
-            broker_ids(),
-            broker_ids(),
-            any::<i32>(),
-            any::<i32>(),
-            any::<i32>(),
+            (uuid_bytes(), any::<i32>(), broker_ids(), broker_ids()),
+            (any::<i32>(), any::<i32>(), any::<i32>()),
+            (broker_ids(), broker_ids()),
         )
             .prop_map(
                 |(
-                    topic_id,
-                    partition_index,
-                    replicas,
-                    isr,
-                    leader,
-                    leader_epoch,
-                    partition_epoch,
+                    (topic_id, partition_index, replicas, isr),
+                    (leader, leader_epoch, partition_epoch),
+                    (adding_replicas, removing_replicas),
                 )| {
                     Record::Partition(PartitionRecord {
                         topic_id,
@@ -486,6 +494,8 @@ pub(crate) mod tests {
                         leader,
                         leader_epoch,
                         partition_epoch,
+                        adding_replicas,
+                        removing_replicas,
                     })
                 },
             )
@@ -498,16 +508,21 @@ pub(crate) mod tests {
             option::of(broker_ids()),
             option::of(any::<i32>()),
             option::of(broker_ids()),
+            (option::of(broker_ids()), option::of(broker_ids())),
         )
-            .prop_map(|(topic_id, partition_index, isr, leader, replicas)| {
-                Record::PartitionChange(PartitionChangeRecord {
-                    topic_id,
-                    partition_index,
-                    isr: isr.map(ReplicaList::from),
-                    leader,
-                    replicas: replicas.map(ReplicaList::from),
-                })
-            })
+            .prop_map(
+                |(topic_id, partition_index, isr, leader, replicas, (adding, removing))| {
+                    Record::PartitionChange(PartitionChangeRecord {
+                        topic_id,
+                        partition_index,
+                        isr: isr.map(ReplicaList::from),
+                        leader,
+                        replicas: replicas.map(ReplicaList::from),
+                        adding_replicas: adding.map(ReplicaList::from),
+                        removing_replicas: removing.map(ReplicaList::from),
+                    })
+                },
+            )
     }
 
     fn config() -> impl Strategy<Value = Record> {
@@ -602,11 +617,15 @@ pub(crate) mod tests {
             isr: Some(ReplicaList::default()),
             leader: None,
             replicas: None,
+            adding_replicas: None,
+            removing_replicas: Some(ReplicaList::default()),
         };
         let decoded = PartitionChangeRecord::decode(change.encode_to_vec().as_slice()).unwrap();
         assert_eq!(decoded.isr, Some(ReplicaList::default()));
         assert_eq!(decoded.leader, None);
         assert_eq!(decoded.replicas, None);
+        assert_eq!(decoded.adding_replicas, None);
+        assert_eq!(decoded.removing_replicas, Some(ReplicaList::default()));
     }
 
     #[test]

@@ -263,6 +263,7 @@ mod tests {
             leader: Some(1),
             leader_epoch: 0,
             partition_epoch: 0,
+            ..PartitionImage::default()
         };
         use crate::records::{MetadataRecord, Record, RegisterBrokerRecord};
         let mut image = MetadataImage::default();

@@ -30,8 +30,9 @@ use crate::controller::{
     BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, Controller, ControllerConfig, ControllerResult,
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, ElectLeadersRequest,
-    ElectionOutcome, IncrementalAlterConfigsRequest, ProducerIdBlock, ResourceOutcome, ScramChange,
-    TopicOutcome, TopicReference,
+    ElectionOutcome, IncrementalAlterConfigsRequest, OngoingReassignment, PartitionReassignment,
+    ProducerIdBlock, ReassignmentOutcome, ResourceOutcome, ScramChange, TopicOutcome,
+    TopicReference,
 };
 use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
@@ -102,6 +103,21 @@ pub trait ControllerClient: Send + Sync {
         &self,
         request: AlterPartitionRequest,
     ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError>;
+
+    /// AlterPartitionReassignments: starts, replaces or cancels partition
+    /// reassignments.
+    async fn alter_partition_reassignments(
+        &self,
+        partitions: Vec<PartitionReassignment>,
+    ) -> Result<Vec<ReassignmentOutcome>, RuntimeError>;
+
+    /// ListPartitionReassignments: the ongoing reassignments of every
+    /// partition (`None`) or of the named ones, as the active controller
+    /// knows them.
+    async fn list_partition_reassignments(
+        &self,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<OngoingReassignment>, RuntimeError>;
 
     /// AllocateProducerIds: the next block of producer ids for a broker.
     async fn allocate_producer_ids(
@@ -467,6 +483,26 @@ impl<R: CommandRunner> ControllerClient for R {
     ) -> Result<Result<AlterPartitionReply, ControllerError>, RuntimeError> {
         self.run(move |controller, image, _| controller.alter_partition(image, &request))
             .await
+    }
+
+    async fn alter_partition_reassignments(
+        &self,
+        partitions: Vec<PartitionReassignment>,
+    ) -> Result<Vec<ReassignmentOutcome>, RuntimeError> {
+        self.run(move |controller, image, _| {
+            controller.alter_partition_reassignments(image, &partitions)
+        })
+        .await
+    }
+
+    async fn list_partition_reassignments(
+        &self,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<OngoingReassignment>, RuntimeError> {
+        self.run(move |controller, image, _| {
+            Ok(controller.list_partition_reassignments(image, partitions.as_deref()))
+        })
+        .await
     }
 
     async fn allocate_producer_ids(

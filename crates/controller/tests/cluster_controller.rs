@@ -264,3 +264,63 @@ async fn a_command_waits_through_a_failover_and_times_out_without_a_majority() {
         .topic_by_name("no-majority")
         .is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reassignments_and_elections_sent_to_a_follower_reach_the_active_controller() {
+    use strom_controller::controller::{ElectLeadersRequest, ElectionType, PartitionReassignment};
+    use strom_controller::error::ControllerError;
+
+    let cluster = TcpCluster::start().await;
+    let active = cluster.active().await;
+    let follower = *cluster.voters.keys().find(|id| **id != active).unwrap();
+    let client = &cluster.clients[&follower];
+    register_broker(client).await;
+    create(client, "moved").await.expect("forwarded");
+    let reassign = |target: Option<Vec<i32>>| PartitionReassignment {
+        topic: "moved".into(),
+        partition_index: 0,
+        target_replicas: target,
+    };
+    let outcomes = client
+        .alter_partition_reassignments(vec![
+            reassign(Some(vec![100, 7])),
+            reassign(None),
+            reassign(Some(vec![100])),
+        ])
+        .await
+        .expect("forwarded");
+    assert!(
+        matches!(
+            outcomes[0].result,
+            Err(ControllerError::InvalidReplicaAssignment { .. })
+        ),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(
+            outcomes[1].result,
+            Err(ControllerError::NoReassignmentInProgress { .. })
+        ),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[2].result, Ok(()));
+    let ongoing = client
+        .list_partition_reassignments(Some(vec![("moved".into(), 0)]))
+        .await
+        .expect("forwarded");
+    assert!(ongoing.is_empty(), "{ongoing:?}");
+    let elections = client
+        .elect_leaders(ElectLeadersRequest {
+            election_type: ElectionType::Preferred,
+            partitions: Some(vec![("moved".into(), 0)]),
+        })
+        .await
+        .expect("forwarded");
+    assert!(
+        matches!(
+            elections[0].result,
+            Err(ControllerError::ElectionNotNeeded { .. })
+        ),
+        "{elections:?}"
+    );
+}

@@ -84,11 +84,25 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::SaslAuthenticate, "SaslAuthenticate", 0, 2),
     api(ApiKey::CreatePartitions, "CreatePartitions", 0, 3),
     api(ApiKey::DeleteGroups, "DeleteGroups", 0, 2),
+    api(ApiKey::ElectLeaders, "ElectLeaders", 0, 2),
     api(
         ApiKey::IncrementalAlterConfigs,
         "IncrementalAlterConfigs",
         0,
         1,
+    ),
+    // v1 (KIP-860: refusing a change of replication factor) is not served.
+    api(
+        ApiKey::AlterPartitionReassignments,
+        "AlterPartitionReassignments",
+        0,
+        0,
+    ),
+    api(
+        ApiKey::ListPartitionReassignments,
+        "ListPartitionReassignments",
+        0,
+        0,
     ),
     api(ApiKey::OffsetDelete, "OffsetDelete", 0, 0),
     api(
@@ -242,6 +256,9 @@ mod tests {
             ApiKey::DescribeUserScramCredentials,
             ApiKey::AlterUserScramCredentials,
             ApiKey::DescribeQuorum,
+            ApiKey::ElectLeaders,
+            ApiKey::AlterPartitionReassignments,
+            ApiKey::ListPartitionReassignments,
         ];
         for api_key in needed {
             assert!(

@@ -183,6 +183,9 @@ served_messages! {
     DeleteAcls(DeleteAclsRequest, DeleteAclsResponse),
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     AlterUserScramCredentials(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
+    ElectLeaders(ElectLeadersRequest, ElectLeadersResponse),
+    AlterPartitionReassignments(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
+    ListPartitionReassignments(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
 }
 
 /// The codec error for an API key that has no variant (unreachable after

@@ -286,6 +286,26 @@ impl LeaderState {
         })
     }
 
+    /// Applies a committed change of the assigned replicas (a
+    /// reassignment adding or removing replicas): an added replica is
+    /// tracked from an unknown LEO, as at election, and a removed one is
+    /// forgotten. The ISR is set by [`LeaderState::apply_isr`].
+    pub fn set_replicas(&mut self, replicas: Vec<BrokerId>, now_ms: i64) {
+        debug_assert!(replicas.contains(&self.local), "the leader is a replica");
+        self.remotes.retain(|replica, _| replicas.contains(replica));
+        for &replica in &replicas {
+            if replica != self.local {
+                self.remotes.entry(replica).or_insert(ReplicaProgress {
+                    log_end_offset: -1,
+                    last_caught_up_time_ms: now_ms,
+                    last_fetch_time_ms: now_ms,
+                    leader_end_offset_at_last_fetch: -1,
+                });
+            }
+        }
+        self.replicas = replicas;
+    }
+
     /// Applies an ISR committed by the controller; returns the new HW if a
     /// shrink let it advance.
     pub fn apply_isr(&mut self, isr: BTreeSet<BrokerId>, partition_epoch: i32) -> Option<i64> {
@@ -444,6 +464,27 @@ mod tests {
             state.on_follower_fetch(9, 0, 0),
             Err(ReplicationError::UnknownReplica { replica: 9 })
         );
+    }
+
+    #[test]
+    fn a_reassignment_adds_and_forgets_followers() {
+        let mut state = three_replicas(0);
+        state.on_local_append(10);
+        state.set_replicas(vec![1, 2, 3, 4], 5);
+        let outcome = state.on_follower_fetch(4, 10, 6).unwrap();
+        assert_eq!(
+            outcome.isr_expansion.map(|change| change.isr),
+            Some(set(&[1, 2, 3, 4]))
+        );
+        assert_eq!(state.progress(4).unwrap().log_end_offset, 10);
+        state.set_replicas(vec![1, 4], 7);
+        assert_eq!(state.replicas(), &[1, 4]);
+        assert_eq!(
+            state.on_follower_fetch(2, 10, 8),
+            Err(ReplicationError::UnknownReplica { replica: 2 })
+        );
+        // A kept follower keeps its progress.
+        assert_eq!(state.progress(4).unwrap().log_end_offset, 10);
     }
 
     #[test]

@@ -392,12 +392,14 @@ impl Partition {
         Ok(())
     }
 
-    /// Keeps leading at the assignment's epoch: applies a committed ISR
-    /// change and `min.insync.replicas`. `Ok(false)` when the partition is
-    /// not led here at that epoch (it must become leader first).
+    /// Keeps leading at the assignment's epoch: applies a committed change
+    /// of the replicas (a reassignment) and of the ISR, and
+    /// `min.insync.replicas`. `Ok(false)` when the partition is not led
+    /// here at that epoch (it must become leader first).
     pub fn update_leadership(
         &self,
         assignment: &LeaderAssignment,
+        now_ms: i64,
     ) -> Result<bool, PartitionOffline> {
         let mut log = self.log_mut()?;
         let advanced = {
@@ -411,6 +413,9 @@ impl Partition {
             leader.set_min_insync_replicas(assignment.min_insync_replicas);
             if leader.partition_epoch() == assignment.partition_epoch {
                 return Ok(true);
+            }
+            if leader.replicas() != assignment.replicas.as_slice() {
+                leader.set_replicas(assignment.replicas.clone(), now_ms);
             }
             leader.apply_isr(assignment.isr.clone(), assignment.partition_epoch)
         };

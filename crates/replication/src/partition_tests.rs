@@ -206,13 +206,13 @@ fn a_committed_isr_change_applies_only_at_the_current_leader_epoch() {
     assert_eq!(partition.high_watermark.current(), 0);
     // The controller removed 2 and 3: the HW follows the leader alone.
     assert!(partition
-        .update_leadership(&assignment(2, 1, &[1]))
+        .update_leadership(&assignment(2, 1, &[1]), 0)
         .expect("online"));
     assert_eq!(partition.high_watermark.current(), end);
     assert_eq!(partition.isr_size(), 1);
     // Another epoch is not an update: it must become leader again.
     assert!(!partition
-        .update_leadership(&assignment(3, 2, &[1]))
+        .update_leadership(&assignment(3, 2, &[1]), 0)
         .expect("online"));
 }
 

@@ -97,6 +97,30 @@ pub enum Command {
     /// Describe the metadata quorum, like kafka-metadata-quorum.sh.
     #[command(subcommand, name = "metadata-quorum")]
     MetadataQuorum(MetadataQuorumCommand),
+    /// Elect preferred or unclean leaders, like kafka-leader-election.sh.
+    #[command(
+        name = "leader-election",
+        after_help = "Examples:\n  \
+        strom leader-election --election-type preferred --all-topic-partitions\n  \
+        strom leader-election --election-type preferred --topic events --partition 0\n  \
+        strom leader-election --election-type unclean --path-to-json-file partitions.json\n\n\
+        The JSON file is Kafka's: {\"partitions\": [{\"topic\": \"events\", \"partition\": 0}]}.\n\
+        Exits with 1 when an election failed (ELECTION_NOT_NEEDED is not a failure)."
+    )]
+    LeaderElection(LeaderElectionArguments),
+    /// Move partition replicas between brokers, like
+    /// kafka-reassign-partitions.sh.
+    #[command(
+        name = "reassign-partitions",
+        after_help = "Examples:\n  \
+        strom reassign-partitions --generate --topics-to-move-json-file topics.json --broker-list 2,3,4\n  \
+        strom reassign-partitions --execute --reassignment-json-file plan.json\n  \
+        strom reassign-partitions --verify --reassignment-json-file plan.json\n  \
+        strom reassign-partitions --cancel --reassignment-json-file plan.json\n\n\
+        topics.json: {\"version\": 1, \"topics\": [{\"topic\": \"events\"}]}\n\
+        plan.json:   {\"version\": 1, \"partitions\": [{\"topic\": \"events\", \"partition\": 0, \"replicas\": [2, 3, 4]}]}"
+    )]
+    ReassignPartitions(ReassignPartitionsArguments),
     /// Print and verify a log segment (.log), offset index (.index) or
     /// time index (.timeindex), as Kafka's DumpLogSegments.
     #[command(after_help = "Examples:\n  \
@@ -113,6 +137,67 @@ pub enum Command {
         strom completions zsh > \"${fpath[1]}/_strom\"\n  \
         strom completions fish > ~/.config/fish/completions/strom.fish")]
     Completions(CompletionsArguments),
+}
+
+/// `strom leader-election`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("scope").required(true).args(["all_topic_partitions", "topic", "path_to_json_file"])))]
+pub struct LeaderElectionArguments {
+    /// `preferred` (move leadership to the first replica) or `unclean`
+    /// (elect a leader for leaderless partitions, from outside the ISR if
+    /// need be).
+    #[arg(long, value_enum)]
+    pub election_type: ElectionTypeArgument,
+    /// Every partition of the cluster.
+    #[arg(long)]
+    pub all_topic_partitions: bool,
+    /// One topic (with --partition).
+    #[arg(long, requires = "partition")]
+    pub topic: Option<String>,
+    /// The partition of --topic.
+    #[arg(long, requires = "topic")]
+    pub partition: Option<i32>,
+    /// A JSON file listing the partitions.
+    #[arg(long, value_name = "FILE")]
+    pub path_to_json_file: Option<PathBuf>,
+}
+
+/// The election types of `strom leader-election`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ElectionTypeArgument {
+    /// The preferred (first) replica.
+    Preferred,
+    /// Any live replica, even out of sync.
+    Unclean,
+}
+
+/// `strom reassign-partitions`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("action").required(true).args(["generate", "execute", "verify", "cancel"])))]
+pub struct ReassignPartitionsArguments {
+    /// Print the current assignment of the topics in
+    /// --topics-to-move-json-file and a proposal over --broker-list.
+    #[arg(long, requires_all = ["topics_to_move_json_file", "broker_list"])]
+    pub generate: bool,
+    /// Start the reassignment in --reassignment-json-file.
+    #[arg(long, requires = "reassignment_json_file")]
+    pub execute: bool,
+    /// Report, per partition of --reassignment-json-file, whether its
+    /// reassignment is complete or still in progress.
+    #[arg(long, requires = "reassignment_json_file")]
+    pub verify: bool,
+    /// Cancel the reassignments of --reassignment-json-file.
+    #[arg(long, requires = "reassignment_json_file")]
+    pub cancel: bool,
+    /// The topics to move (for --generate).
+    #[arg(long, value_name = "FILE")]
+    pub topics_to_move_json_file: Option<PathBuf>,
+    /// The brokers to place replicas on, comma separated (for --generate).
+    #[arg(long, value_name = "IDS")]
+    pub broker_list: Option<String>,
+    /// The reassignment plan (Kafka's JSON format).
+    #[arg(long, value_name = "FILE")]
+    pub reassignment_json_file: Option<PathBuf>,
 }
 
 /// `strom broker`.

@@ -284,6 +284,32 @@ pub enum ToolError {
         /// The cluster directory.
         dir: PathBuf,
     },
+    /// A JSON file does not parse.
+    #[error("{path} is not valid JSON")]
+    JsonFile {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A JSON file parses but lacks what the command needs.
+    #[error("{path} does not have the expected shape: {expected}")]
+    JsonShape {
+        /// The file.
+        path: PathBuf,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// Some partitions of a leader election or reassignment failed (each
+    /// was reported on stdout).
+    #[error("{operation} failed for {failed} partition(s)")]
+    PartitionsFailed {
+        /// What was attempted.
+        operation: &'static str,
+        /// How many partitions failed.
+        failed: usize,
+    },
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime {
@@ -303,6 +329,8 @@ impl ToolError {
             | ToolError::ReadFile { .. }
             | ToolError::BadInputLine { .. }
             | ToolError::InvalidArgument { .. }
+            | ToolError::JsonFile { .. }
+            | ToolError::JsonShape { .. }
             | ToolError::ClusterDirectory { .. }
             | ToolError::ClusterFile { .. } => ExitStatus::Usage,
             ToolError::Client { source, .. } if is_unreachable(source) => ExitStatus::Unreachable,

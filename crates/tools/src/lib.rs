@@ -5,7 +5,8 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`metadata_quorum`], [`cluster`], [`perf`], [`dump`]), output
+//! [`reset`], [`metadata_quorum`], [`leader_election`], [`reassign`],
+//! [`cluster`], [`perf`], [`dump`]), output
 //! formatting ([`format`](mod@format), [`output`]), progress bars
 //! ([`progress`]) and exit codes ([`error`]).
 //! It does not speak the protocol itself beyond assembling requests the
@@ -46,11 +47,13 @@ pub mod dump;
 pub mod error;
 pub mod format;
 pub mod groups;
+pub mod leader_election;
 pub mod metadata_quorum;
 pub mod output;
 pub mod perf;
 pub mod produce;
 pub mod progress;
+pub mod reassign;
 pub mod reset;
 pub mod topics;
 pub mod users;
@@ -118,6 +121,12 @@ fn run_networked(
             Command::Users(command) => users::run(&context, command, out).await,
             Command::Acls(command) => acls::run(&context, command, out).await,
             Command::MetadataQuorum(command) => metadata_quorum::run(&context, command, out).await,
+            Command::LeaderElection(arguments) => {
+                leader_election::run(&context, &arguments, out).await
+            }
+            Command::ReassignPartitions(arguments) => {
+                reassign::run(&context, &arguments, out).await
+            }
             Command::Perf(command) => perf::run(&context, command, out).await,
             Command::Broker(_)
             | Command::Cluster(_)

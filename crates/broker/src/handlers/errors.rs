@@ -137,6 +137,7 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
         ControllerError::EligibleLeadersNotAvailable { .. } => {
             ErrorCode::EligibleLeadersNotAvailable
         }
+        ControllerError::NoReassignmentInProgress { .. } => ErrorCode::NoReassignmentInProgress,
     }
 }
 

@@ -19,6 +19,7 @@ use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::ReplicaManager;
 
 mod alter_configs;
+mod alter_partition_reassignments;
 mod alter_user_scram_credentials;
 mod api_versions;
 mod authorize_request;
@@ -37,6 +38,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_quorum;
 mod describe_user_scram_credentials;
+mod elect_leaders;
 mod errors;
 mod fetch;
 mod find_coordinator;
@@ -47,6 +49,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_partition_reassignments;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -90,6 +93,9 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::DescribeGroups,
     ApiKey::ListGroups,
     ApiKey::DeleteGroups,
+    ApiKey::ElectLeaders,
+    ApiKey::AlterPartitionReassignments,
+    ApiKey::ListPartitionReassignments,
     ApiKey::OffsetDelete,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
@@ -263,6 +269,15 @@ impl Dispatcher {
             }
             Request::DescribeUserScramCredentials(request) => {
                 describe_user_scram_credentials::handle(broker, &request_context, request)
+            }
+            Request::ElectLeaders(request) => {
+                elect_leaders::handle(broker, &request_context, request).await
+            }
+            Request::AlterPartitionReassignments(request) => {
+                alter_partition_reassignments::handle(broker, &request_context, request).await
+            }
+            Request::ListPartitionReassignments(request) => {
+                list_partition_reassignments::handle(broker, &request_context, request).await
             }
         }
     }

@@ -296,7 +296,9 @@ struct PartitionCounts {
     leader: i64,
     under_replicated: i64,
     under_min_isr: i64,
+    reassigning: i64,
     offline: i64,
+    preferred_imbalance: i64,
     global: i64,
 }
 
@@ -311,6 +313,9 @@ fn partition_counts(broker: &BrokerContext) -> PartitionCounts {
             if partition.leader.is_none() {
                 counts.offline += 1;
             }
+            if partition.leader != partition.replicas.first().copied() {
+                counts.preferred_imbalance += 1;
+            }
             if partition.replicas.contains(&node_id) {
                 counts.hosted += 1;
             }
@@ -318,8 +323,17 @@ fn partition_counts(broker: &BrokerContext) -> PartitionCounts {
                 continue;
             }
             counts.leader += 1;
-            if partition.isr.len() < partition.replicas.len() {
+            // As in Kafka, replicas a reassignment is adding do not count
+            // until they are in sync.
+            let replication_factor = partition
+                .replicas
+                .len()
+                .saturating_sub(partition.adding_replicas.len());
+            if partition.isr.len() < replication_factor {
                 counts.under_replicated += 1;
+            }
+            if partition.is_reassigning() {
+                counts.reassigning += 1;
             }
             if partition.isr.len() < min_isr {
                 counts.under_min_isr += 1;
@@ -331,7 +345,7 @@ fn partition_counts(broker: &BrokerContext) -> PartitionCounts {
 
 fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -> fmt::Result {
     let counts = partition_counts(broker);
-    let gauges: [(&str, &str, i64); 6] = [
+    let gauges: [(&str, &str, i64); 8] = [
         (
             "kafka_server_replicamanager_partitioncount",
             "Partitions with a replica on this broker (PartitionCount)",
@@ -351,6 +365,16 @@ fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
             "kafka_server_replicamanager_underminisrpartitioncount",
             "Partitions led here whose ISR is below min.insync.replicas (UnderMinIsrPartitionCount)",
             counts.under_min_isr,
+        ),
+        (
+            "kafka_server_replicamanager_reassigningpartitions",
+            "Partitions led here with a reassignment in progress (ReassigningPartitions)",
+            counts.reassigning,
+        ),
+        (
+            "kafka_controller_kafkacontroller_preferredreplicaimbalancecount",
+            "Partitions not led by their preferred (first) replica (PreferredReplicaImbalanceCount)",
+            counts.preferred_imbalance,
         ),
         (
             "kafka_controller_kafkacontroller_offlinepartitionscount",

@@ -199,7 +199,10 @@ impl Controller {
     /// Fences every unfenced broker whose session expired at `now_ms`;
     /// returns their ids. A registered broker this controller has not
     /// heard from yet (e.g. after a controller restart) gets a full session
-    /// from now.
+    /// from now. Then, when `auto.leader.rebalance.enable` is set and
+    /// `leader.imbalance.check.interval.seconds` has passed since the last
+    /// check, moves leadership back to preferred replicas where a broker's
+    /// imbalance is too high (see the `rebalance` module).
     pub fn tick(
         &mut self,
         image: &MetadataImage,
@@ -219,6 +222,9 @@ impl Controller {
                 self.fence(&mut pending, broker_id, epoch, Departure::Fenced)?;
                 fenced.push(broker_id);
             }
+        }
+        for (topic, partition, leader) in self.maybe_rebalance(&mut pending, now_ms)? {
+            tracing::info!(%topic, partition, leader, "preferred leader elected by the rebalance");
         }
         Ok(pending.finish(fenced, false))
     }
@@ -458,7 +464,7 @@ impl Controller {
 }
 
 /// The change record that installs an election's leader and ISR.
-fn election_record(
+pub(super) fn election_record(
     image: &MetadataImage,
     topic: &TopicImage,
     index: usize,

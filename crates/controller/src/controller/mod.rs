@@ -18,6 +18,8 @@ mod brokers;
 mod configs;
 mod partitions;
 mod producer_ids;
+mod reassignments;
+mod rebalance;
 mod security;
 mod topics;
 
@@ -33,6 +35,9 @@ pub use configs::{
 };
 pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
 pub use producer_ids::{AllocateProducerIdsRequest, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
+pub use reassignments::{
+    ongoing_reassignments, OngoingReassignment, PartitionReassignment, ReassignmentOutcome,
+};
 pub use security::ScramChange;
 pub use topics::{
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, DeletedTopic,
@@ -60,6 +65,16 @@ pub struct ControllerConfig {
     /// Most partitions one topic may have (a guard against requests that
     /// would exhaust memory; Kafka has no such limit).
     pub max_partitions_per_topic: i32,
+    /// `auto.leader.rebalance.enable`: move leadership back to preferred
+    /// replicas when a broker's leader imbalance is too high.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.per.broker.percentage`: the share (in percent) of
+    /// a broker's preferred partitions that another broker may lead before
+    /// a rebalance.
+    pub leader_imbalance_per_broker_percentage: u32,
+    /// `leader.imbalance.check.interval.seconds`, in milliseconds: how
+    /// often [`Controller::tick`] checks the imbalance.
+    pub leader_imbalance_check_interval_ms: u64,
 }
 
 impl Default for ControllerConfig {
@@ -70,6 +85,9 @@ impl Default for ControllerConfig {
             broker_session_timeout_ms: 9_000,
             unclean_leader_election_enable: false,
             max_partitions_per_topic: 100_000,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_per_broker_percentage: 10,
+            leader_imbalance_check_interval_ms: 300_000,
         }
     }
 }
@@ -110,6 +128,9 @@ pub struct Controller {
     /// Last heartbeat time per broker, in `now_ms` units. Not part of the
     /// image: liveness is the active controller's own observation.
     last_heartbeat_ms: BTreeMap<BrokerId, u64>,
+    /// When the leader imbalance was last checked (`None`: not since this
+    /// controller became active; the first check is an interval later).
+    last_rebalance_check_ms: Option<u64>,
 }
 
 impl std::fmt::Debug for Controller {
@@ -130,6 +151,7 @@ impl Controller {
             config,
             random,
             last_heartbeat_ms: BTreeMap::new(),
+            last_rebalance_check_ms: None,
         }
     }
 
@@ -139,6 +161,7 @@ impl Controller {
     /// session from the first check on.
     pub fn reset_liveness(&mut self) {
         self.last_heartbeat_ms.clear();
+        self.last_rebalance_check_ms = None;
     }
 
     /// The configuration.
@@ -216,7 +239,7 @@ fn partition_change(
         partition_index: i32::try_from(partition_index).unwrap_or(i32::MAX),
         isr: isr.map(ReplicaList::from),
         leader: leader.map(leader_to_record),
-        replicas: None,
+        ..PartitionChangeRecord::default()
     }))
 }
 

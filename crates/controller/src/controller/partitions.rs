@@ -8,6 +8,7 @@
 
 use uuid::Uuid;
 
+use super::reassignments::completion_record;
 use super::{is_live, partition_change, Controller, ControllerResult, Pending};
 use crate::error::{ApplyError, ControllerError, PartitionProblem};
 use crate::image::{BrokerId, MetadataImage, PartitionImage};
@@ -64,6 +65,10 @@ impl Controller {
                 Some(request.new_isr.clone()),
                 None,
             )])?;
+            // An adding replica that joined the ISR may complete a
+            // reassignment.
+            let completion = completion_record(&pending.image, request.topic_id, index);
+            pending.push(completion.into_iter().collect())?;
         }
         let reply = pending
             .image

@@ -13,6 +13,7 @@ use crate::image::{ConfigResource, Endpoint, PartitionImage};
 mod brokers_tests;
 mod configs_tests;
 mod partitions_tests;
+mod reassignments_tests;
 mod simulation_tests;
 mod topics_tests;
 

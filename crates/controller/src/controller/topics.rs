@@ -578,6 +578,7 @@ fn new_partition_records(
             leader: leader_to_record(Some(election.leader)),
             leader_epoch: 0,
             partition_epoch: 0,
+            ..PartitionRecord::default()
         })));
     }
     Ok(records)

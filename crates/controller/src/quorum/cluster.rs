@@ -25,7 +25,8 @@ use crate::controller::{
     BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
     DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
-    ProducerIdBlock, ResourceOutcome, ScramChange, TopicOutcome, TopicReference,
+    OngoingReassignment, PartitionReassignment, ProducerIdBlock, ReassignmentOutcome,
+    ResourceOutcome, ScramChange, TopicOutcome, TopicReference,
 };
 use crate::error::{ControllerError, RuntimeError};
 use crate::image::MetadataImage;
@@ -348,6 +349,28 @@ impl ControllerClient for ClusterController {
             self,
             RemoteCommand::AlterPartition(request),
             RemoteReply::AlterPartition
+        )
+    }
+
+    async fn alter_partition_reassignments(
+        &self,
+        partitions: Vec<PartitionReassignment>,
+    ) -> Result<Vec<ReassignmentOutcome>, RuntimeError> {
+        forward!(
+            self,
+            RemoteCommand::AlterPartitionReassignments(partitions),
+            RemoteReply::AlterPartitionReassignments
+        )
+    }
+
+    async fn list_partition_reassignments(
+        &self,
+        partitions: Option<Vec<(String, i32)>>,
+    ) -> Result<Vec<OngoingReassignment>, RuntimeError> {
+        forward!(
+            self,
+            RemoteCommand::ListPartitionReassignments(partitions),
+            RemoteReply::ListPartitionReassignments
         )
     }
 

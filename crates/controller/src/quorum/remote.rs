@@ -22,7 +22,8 @@ use crate::controller::{
     BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
     DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
-    ProducerIdBlock, ResourceOutcome, ScramChange, TopicOutcome, TopicReference,
+    OngoingReassignment, PartitionReassignment, ProducerIdBlock, ReassignmentOutcome,
+    ResourceOutcome, ScramChange, TopicOutcome, TopicReference,
 };
 use crate::error::{CodecError, ControllerError, RuntimeError};
 use crate::quorum::node::QuorumController;
@@ -58,6 +59,10 @@ pub enum RemoteCommand {
     ElectLeaders(ElectLeadersRequest),
     /// AlterPartition.
     AlterPartition(AlterPartitionRequest),
+    /// AlterPartitionReassignments.
+    AlterPartitionReassignments(Vec<PartitionReassignment>),
+    /// ListPartitionReassignments (`None`: every partition).
+    ListPartitionReassignments(Option<Vec<(String, i32)>>),
     /// AllocateProducerIds.
     AllocateProducerIds(AllocateProducerIdsRequest),
     /// AlterUserScramCredentials.
@@ -101,6 +106,10 @@ pub enum RemoteReply {
     ElectLeaders(Vec<ElectionOutcome>),
     /// To AlterPartition.
     AlterPartition(Result<AlterPartitionReply, ControllerError>),
+    /// To AlterPartitionReassignments.
+    AlterPartitionReassignments(Vec<ReassignmentOutcome>),
+    /// To ListPartitionReassignments.
+    ListPartitionReassignments(Vec<OngoingReassignment>),
     /// To AllocateProducerIds.
     AllocateProducerIds(Result<ProducerIdBlock, ControllerError>),
     /// To AlterUserScramCredentials.
@@ -265,6 +274,14 @@ pub async fn execute(node: &QuorumController, command: RemoteCommand) -> RemoteR
         RemoteCommand::AlterPartition(request) => reply(
             node.alter_partition(request).await,
             RemoteReply::AlterPartition,
+        ),
+        RemoteCommand::AlterPartitionReassignments(partitions) => reply(
+            node.alter_partition_reassignments(partitions).await,
+            RemoteReply::AlterPartitionReassignments,
+        ),
+        RemoteCommand::ListPartitionReassignments(partitions) => reply(
+            node.list_partition_reassignments(partitions).await,
+            RemoteReply::ListPartitionReassignments,
         ),
         RemoteCommand::AllocateProducerIds(request) => reply(
             node.allocate_producer_ids(request).await,

@@ -22,6 +22,7 @@ fn create_with_defaults_on_a_single_node() {
             leader: Some(1),
             leader_epoch: 0,
             partition_epoch: 0,
+            ..PartitionImage::default()
         }]
     );
 }
