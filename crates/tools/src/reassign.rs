@@ -40,6 +40,11 @@ use crate::output::Output;
 
 /// How long the broker may take (`timeout_ms` of the requests).
 const REQUEST_TIMEOUT_MS: i32 = 30_000;
+/// `--verify` reads the replicas this many times before it reports that
+/// they differ from the plan (see `verify`).
+const METADATA_ATTEMPTS: u32 = 5;
+/// The pause between those reads.
+const METADATA_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// One partition's replicas: topic, partition index, broker ids.
 pub type Assignment = (String, i32, Vec<i32>);
@@ -273,8 +278,20 @@ async fn verify(cluster: &Cluster, plan: &[Assignment], out: &mut Output) -> Res
                 .map(move |partition| (name.clone(), partition.partition_index))
         })
         .collect();
-    let current = current_assignment(cluster, plan).await?;
-    let (text, mismatched) = status_text(plan, &current, &ongoing);
+    // ListPartitionReassignments comes from the active controller; the
+    // replicas come from a broker's metadata, which may not have applied a
+    // just-completed reassignment yet: a mismatch is asked again a few
+    // times before it is reported.
+    let mut attempts = 0;
+    let (text, mismatched) = loop {
+        let current = current_assignment(cluster, plan).await?;
+        let (text, mismatched) = status_text(plan, &current, &ongoing);
+        attempts += 1;
+        if mismatched == 0 || attempts >= METADATA_ATTEMPTS {
+            break (text, mismatched);
+        }
+        tokio::time::sleep(METADATA_RETRY_PAUSE).await;
+    };
     out.bytes(text.as_bytes())?;
     if mismatched > 0 {
         return Err(ToolError::PartitionsFailed {
