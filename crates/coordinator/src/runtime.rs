@@ -10,7 +10,7 @@
 //! `__consumer_offsets`. The log lock guards no state of its own and is
 //! reused.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -28,7 +28,7 @@ use crate::group::{
     SyncRequest, SyncResponse,
 };
 use crate::load::read_partition;
-use crate::log::OffsetsLog;
+use crate::log::{CommitWait, LogRecord, OffsetsLog};
 use crate::member::RequestId;
 use crate::offsets::{OffsetCommitRequest, PartitionOffset};
 use crate::state::GroupState;
@@ -49,16 +49,28 @@ impl Inner {
         self.next_request_id
     }
 
-    /// Appends the core's records, then answers resolved parked requests.
-    fn flush(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<(), GroupError> {
-        let mut appended = Ok(());
-        let records = self.core.take_records();
-        if !records.is_empty() {
+    /// Appends the core's records (one batch per partition, in order),
+    /// then answers resolved parked requests. Returns the last offset
+    /// appended to each partition.
+    fn flush(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<Vec<(i32, i64)>, GroupError> {
+        let mut appended = Ok(Vec::new());
+        let mut by_partition: BTreeMap<i32, Vec<LogRecord>> = BTreeMap::new();
+        for (partition, record) in self.core.take_records() {
+            by_partition.entry(partition).or_default().push(record);
+        }
+        if !by_partition.is_empty() {
             let mut log = lock(log);
-            for (partition, record) in records {
-                if let Err(source) = log.append(partition, std::slice::from_ref(&record)) {
-                    tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
-                    appended = Err(GroupError::LogAppendFailed { source });
+            for (partition, records) in by_partition {
+                match log.append(partition, &records) {
+                    Ok(last_offset) => {
+                        if let Ok(appended) = &mut appended {
+                            appended.push((partition, last_offset));
+                        }
+                    }
+                    Err(source) => {
+                        tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
+                        appended = Err(GroupError::LogAppendFailed { source });
+                    }
                 }
             }
         }
@@ -171,7 +183,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         let result = operation(&mut inner, now_ms);
         let flushed = inner.flush(&self.log);
         let value = result?;
-        flushed.map(|()| value)
+        flushed.map(|_appended| value)
     }
 
     /// Takes ownership of `partition` and replays it from the log. Until it
@@ -295,24 +307,53 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         self.with_core(|inner, now_ms| inner.core.leave_group(group_id, members, now_ms))
     }
 
-    /// OffsetCommit; the offsets are appended to the log before it returns.
-    /// If the append fails the commit is undone in memory and the request
-    /// fails with [`GroupError::LogAppendFailed`].
-    pub fn commit_offsets(
+    /// OffsetCommit: the offsets are appended to the log, then the answer
+    /// waits (without the coordinator's lock) until the log has committed
+    /// them ([`OffsetsLog::wait_committed`]: with replication, every
+    /// in-sync replica has them), as Kafka's coordinator appends with
+    /// `acks=-1`.
+    ///
+    /// If the append is refused the commit is undone in memory and the
+    /// request fails with [`GroupError::LogAppendFailed`]. If the append
+    /// is written but not committed in time, the request fails the same
+    /// way while the offsets stay in memory, as they are in the leader's
+    /// log (a reload would find them there too); if leadership moved, the
+    /// partition is unloaded anyway.
+    pub async fn commit_offsets(
         &self,
         request: &OffsetCommitRequest,
     ) -> Result<PartitionResults, GroupError> {
+        let (results, waits) = self.commit_and_append(request)?;
+        for wait in waits {
+            wait.await
+                .map_err(|source| GroupError::LogAppendFailed { source })?;
+        }
+        Ok(results)
+    }
+
+    /// The locked part of [`commit_offsets`](Self::commit_offsets): the
+    /// results and what to wait for before answering.
+    fn commit_and_append(
+        &self,
+        request: &OffsetCommitRequest,
+    ) -> Result<(PartitionResults, Vec<CommitWait>), GroupError> {
         let now_ms = self.now_ms();
         let mut inner = self.lock()?;
         let before = inner.core.offsets(&request.group_id).cloned();
         let result = inner.core.commit_offsets(request, now_ms);
         let flushed = inner.flush(&self.log);
         if flushed.is_err() {
-            // Not durable: forget the commit so that reads agree with the log.
+            // Not written: forget the commit so that reads agree with the log.
             inner.core.restore_offsets(&request.group_id, before);
         }
         let results = result?;
-        flushed.map(|()| results)
+        let appended = flushed?;
+        let log = lock(&self.log);
+        let waits = appended
+            .into_iter()
+            .map(|(partition, last_offset)| log.wait_committed(partition, last_offset))
+            .collect();
+        Ok((results, waits))
     }
 
     /// OffsetFetch for one group.

@@ -9,6 +9,8 @@
 //! others are committed. (READ on the group is checked before, for the
 //! whole request.)
 
+use std::collections::HashMap;
+
 use strom_coordinator::{
     GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
 };
@@ -29,25 +31,51 @@ pub fn handle(
     context: &RequestContext,
     request: OffsetCommitRequest,
 ) -> Reply {
-    let skipped = partitions::offset_refusals(
+    let skipped = skipped_partitions(broker, context, &request);
+    let commit = commit_request(context.api_version, &request, &skipped);
+    // Nothing left to commit: Kafka answers without asking the coordinator.
+    if commit.partitions.is_empty() {
+        let result = Ok(PartitionResults::new());
+        return Reply::Response(Response::OffsetCommit(response(&request, result, &skipped)));
+    }
+    // The answer waits until the in-sync replicas of the group's
+    // `__consumer_offsets` partition have the commit.
+    let coordinator = broker.groups.coordinator.clone();
+    Reply::Deferred(Box::pin(async move {
+        let result = coordinator.commit_offsets(&commit).await;
+        Some(Response::OffsetCommit(response(&request, result, &skipped)).into())
+    }))
+}
+
+/// The refusals of `request`'s partitions, decided now (the answer may be
+/// built later).
+fn skipped_partitions(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &OffsetCommitRequest,
+) -> impl Skipped {
+    let refusal = partitions::offset_refusals(
         broker,
         context,
         request.topics.iter().map(|topic| topic.name.0.as_str()),
     );
-    let commit = commit_request(context.api_version, &request, &skipped);
-    // Nothing left to commit: Kafka answers without asking the coordinator.
-    let result = if commit.partitions.is_empty() {
-        Ok(PartitionResults::new())
-    } else {
-        broker.groups.coordinator.commit_offsets(&commit)
-    };
-    Reply::Response(Response::OffsetCommit(response(&request, result, &skipped)))
+    let refused: HashMap<(String, i32), ErrorCode> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().filter_map(|partition| {
+                let index = partition.partition_index;
+                refusal(&topic.name.0, index).map(|code| ((topic.name.0.to_string(), index), code))
+            })
+        })
+        .collect();
+    move |topic: &str, partition: i32| refused.get(&(topic.to_owned(), partition)).copied()
 }
 
 /// Why a partition does not reach the coordinator, if it does not.
-trait Skipped: Fn(&str, i32) -> Option<ErrorCode> {}
+trait Skipped: Fn(&str, i32) -> Option<ErrorCode> + Send + 'static {}
 
-impl<F: Fn(&str, i32) -> Option<ErrorCode>> Skipped for F {}
+impl<F: Fn(&str, i32) -> Option<ErrorCode> + Send + 'static> Skipped for F {}
 
 /// The coordinator's request: the partitions of `request` not skipped.
 fn commit_request(
