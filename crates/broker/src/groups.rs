@@ -467,6 +467,10 @@ pub async fn ensure_offsets_topic(
 }
 
 #[cfg(test)]
+#[path = "groups_tests.rs"]
+mod service_tests;
+
+#[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 

@@ -265,4 +265,31 @@ mod tests {
             storage
         );
     }
+
+    #[test]
+    fn offsets_log_failures_map_as_kafka_s_coordinator_maps_them() {
+        use strom_coordinator::LogError as OffsetsLogError;
+        let code = |source| group_error_code(&GroupError::LogAppendFailed { source });
+        assert_eq!(
+            code(OffsetsLogError::NotLeader { partition: 3 }),
+            ErrorCode::NotCoordinator
+        );
+        assert_eq!(
+            code(OffsetsLogError::ReplicationTimeout {
+                partition: 3,
+                timeout_ms: 5000
+            }),
+            ErrorCode::RequestTimedOut
+        );
+        for after_append in [false, true] {
+            assert_eq!(
+                code(OffsetsLogError::NotEnoughReplicas {
+                    partition: 3,
+                    in_sync: 1,
+                    after_append
+                }),
+                ErrorCode::CoordinatorNotAvailable
+            );
+        }
+    }
 }
