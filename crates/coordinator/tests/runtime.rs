@@ -476,3 +476,98 @@ async fn a_commit_the_log_does_not_commit_fails_with_the_log_s_reason() {
         Err(GroupError::LogAppendFailed { source: not_leader })
     );
 }
+
+/// Two members joined to generation 2 of GROUP on `coordinator`: (leader
+/// id, follower id).
+async fn two_members(coordinator: &GroupCoordinator<ReplicatedLog>) -> (String, String) {
+    let first = coordinator
+        .join_group(GROUP, old_style_join("a"))
+        .await
+        .expect("joined");
+    let joining = coordinator.clone();
+    let second = tokio::spawn(async move { joining.join_group(GROUP, old_style_join("b")).await });
+    tokio::task::yield_now().await;
+    let mut rejoin = join_request(0, &first.member_id, "a");
+    rejoin.require_known_member_id = false;
+    let first_again = coordinator
+        .join_group(GROUP, rejoin)
+        .await
+        .expect("rejoined");
+    let second = second.await.expect("task").expect("joined");
+    assert_eq!((first_again.generation_id, second.generation_id), (2, 2));
+    (first.member_id, second.member_id)
+}
+
+/// The leader's and the follower's SyncGroup answers of generation 2.
+async fn sync_both(
+    coordinator: &GroupCoordinator<ReplicatedLog>,
+    leader: &str,
+    follower: &str,
+) -> (
+    tokio::task::JoinHandle<Result<strom_coordinator::SyncResponse, GroupError>>,
+    tokio::task::JoinHandle<Result<strom_coordinator::SyncResponse, GroupError>>,
+) {
+    let syncing = coordinator.clone();
+    let follower_id = follower.to_owned();
+    let follower_sync = tokio::spawn(async move {
+        syncing
+            .sync_group(GROUP, sync_request(0, &follower_id, 2, vec![]))
+            .await
+    });
+    tokio::task::yield_now().await;
+    let syncing = coordinator.clone();
+    let assignments = vec![
+        (leader.to_owned(), Bytes::from_static(b"p0")),
+        (follower.to_owned(), Bytes::from_static(b"p1")),
+    ];
+    let leader_id = leader.to_owned();
+    let leader_sync = tokio::spawn(async move {
+        syncing
+            .sync_group(GROUP, sync_request(0, &leader_id, 2, assignments))
+            .await
+    });
+    (leader_sync, follower_sync)
+}
+
+#[tokio::test(start_paused = true)]
+async fn sync_answers_wait_until_the_group_s_assignment_is_committed() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let (leader, follower) = two_members(&coordinator).await;
+    let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!leader_sync.is_finished() && !follower_sync.is_finished());
+    assert_eq!(
+        coordinator.heartbeat(GROUP, &heartbeat(&follower, 2)),
+        Ok(()),
+        "the coordinator is not held while the record commits"
+    );
+    coordinator.with_log(|log| log.committed.notify_waiters());
+    let leader_sync = leader_sync.await.expect("task").expect("synced");
+    let follower_sync = follower_sync.await.expect("task").expect("synced");
+    assert_eq!(leader_sync.assignment, Bytes::from_static(b"p0"));
+    assert_eq!(follower_sync.assignment, Bytes::from_static(b"p1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_assignment_not_committed_fails_every_member_s_sync() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let (leader, follower) = two_members(&coordinator).await;
+    let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };
+    coordinator.with_log_mut(|log| log.failure = Some(not_leader.clone()));
+    let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
+    let failed = Err(GroupError::LogAppendFailed { source: not_leader });
+    assert_eq!(leader_sync.await.expect("task"), failed);
+    assert_eq!(follower_sync.await.expect("task"), failed);
+}
