@@ -19,7 +19,8 @@ a client saw acknowledged" is exact for every partition. Checked:
   record, and at the end OffsetFetch equals the last commit it saw
   acknowledged, partition by partition;
 - every record the producer saw acknowledged is in the topic exactly once
-  (no duplicate from the producer's retries across a leader change).
+  (no duplicate from the producer's retries across the change of leader of
+  the partition the killed broker led).
 """
 import json
 import shutil
@@ -340,6 +341,8 @@ def run_failover(cluster: Cluster) -> None:
         wait_until(lambda: sum(len(c.acknowledged) for c in commits.values()) > total, 30,
                    "a fresh acknowledged commit", interval_s=0.001, details=progress)
         victim = cluster.node(first)
+        leaders = {p.leader for p in nodes[0].metadata([TOPIC]).topics[TOPIC].partitions.values()}
+        produced_at_kill = len(acknowledged)
         victim.kill()
         killed_at = time.monotonic()
         before = {name: c.last(before=killed_at) for name, c in commits.items()}
@@ -383,6 +386,9 @@ def run_failover(cluster: Cluster) -> None:
         assert committed(bootstrap, groups[name]) == client.last(), \
             f"{name}: OffsetFetch is not the last commit it saw acknowledged"
 
+    # The producer was writing when the broker died, to a partition it led.
+    assert first in leaders, f"node {first} led no partition of {TOPIC}: {leaders}"
+    assert produced_at_kill < RECORDS, "the producer had finished before the kill"
     assert not producer_errors, producer_errors[:5]
     assert len(acknowledged) == RECORDS
     values = read_back(bootstrap, RECORDS)
