@@ -1,7 +1,10 @@
 //! The group coordinator's home in the broker: `__consumer_offsets` as a
-//! compacted internal topic, an [`OffsetsLog`] over its partition logs, and
-//! the bookkeeping that loads the partitions this broker leads and removes
-//! the offsets of deleted topics.
+//! compacted internal topic, an [`OffsetsLog`] over its partition logs
+//! (replicated like any partition; the coordinator's appends are committed
+//! once the high watermark passes them), and the bookkeeping that follows
+//! the leadership of its partitions (loading those this broker comes to
+//! lead, unloading those it stops leading) and removes the offsets of
+//! deleted topics.
 //!
 //! The coordinator itself (`strom-coordinator`) is sans-IO with a thin async
 //! edge; this module only gives it storage and follows the metadata image.

@@ -1,6 +1,9 @@
-//! OffsetCommit: per-partition results; the offsets are durable in
-//! `__consumer_offsets` before the answer. v2-v4 carry a retention time,
-//! v6+ leader epochs, v7+ the group instance id.
+//! OffsetCommit: per-partition results; the answer is deferred until every
+//! in-sync replica of the group's `__consumer_offsets` partition has the
+//! offsets (Kafka's coordinator appends with acks -1), or the wait fails
+//! (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT after
+//! `offsets.commit.timeout.ms`). v2-v4 carry a retention time, v6+ leader
+//! epochs, v7+ the group instance id.
 //!
 //! As in Kafka, a partition of a topic the principal may not READ is
 //! answered `TOPIC_AUTHORIZATION_FAILED`, a partition that does not exist
