@@ -126,6 +126,9 @@ pub struct BrokerConfig {
     pub offsets_topic_replication_factor: i16,
     /// `offsets.retention.minutes`.
     pub offsets_retention: Duration,
+    /// `offsets.commit.timeout.ms`: how long an offset commit waits for the
+    /// in-sync replicas of its `__consumer_offsets` partition.
+    pub offsets_commit_timeout: Duration,
     /// `group.initial.rebalance.delay.ms`.
     pub group_initial_rebalance_delay: Duration,
     /// `group.min.session.timeout.ms`.
@@ -198,8 +201,9 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("connections.max.idle.ms", "600000"),
     ("max.connections", "2147483647"),
     ("offsets.topic.num.partitions", "50"),
-    ("offsets.topic.replication.factor", "1"),
+    ("offsets.topic.replication.factor", "3"),
     ("offsets.retention.minutes", "10080"),
+    ("offsets.commit.timeout.ms", "5000"),
     ("group.initial.rebalance.delay.ms", "3000"),
     ("max.incremental.fetch.session.cache.slots", "1000"),
     ("group.min.session.timeout.ms", "6000"),
@@ -302,6 +306,11 @@ impl BrokerConfig {
             offsets_retention: Duration::from_secs(
                 lookup.unsigned("offsets.retention.minutes", 1, i32::MAX.into())? * 60,
             ),
+            offsets_commit_timeout: Duration::from_millis(lookup.unsigned(
+                "offsets.commit.timeout.ms",
+                1,
+                i32::MAX.into(),
+            )?),
             group_initial_rebalance_delay: lookup.millis("group.initial.rebalance.delay.ms")?,
             group_min_session_timeout: lookup.millis("group.min.session.timeout.ms")?,
             group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,

@@ -1,7 +1,10 @@
 //! The group coordinator's home in the broker: `__consumer_offsets` as a
-//! compacted internal topic, an [`OffsetsLog`] over its partition logs, and
-//! the bookkeeping that loads the partitions this broker leads and removes
-//! the offsets of deleted topics.
+//! compacted internal topic, an [`OffsetsLog`] over its partition logs
+//! (replicated like any partition; the coordinator's appends are committed
+//! once the high watermark passes them), and the bookkeeping that follows
+//! the leadership of its partitions (loading those this broker comes to
+//! lead, unloading those it stops leading) and removes the offsets of
+//! deleted topics.
 //!
 //! The coordinator itself (`strom-coordinator`) is sans-IO with a thin async
 //! edge; this module only gives it storage and follows the metadata image.
@@ -9,25 +12,27 @@
 //! [`OffsetsTopicLog::append`] moves them off the reactor with
 //! `block_in_place` when it runs on a multi-threaded runtime worker.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use strom_controller::error::ControllerError;
 
+use bytes::Bytes;
 use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
 use strom_controller::runtime::ControllerClient;
 use strom_coordinator::{
-    BackendError, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError, LogOperation,
-    LogRecord, OffsetConfig, OffsetsLog,
+    BackendError, CommitWait, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError,
+    LogOperation, LogRecord, OffsetConfig, OffsetsLog,
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
+use strom_replication::{AckStatus, ReplicationError};
 use strom_storage::TopicPartition;
 use tracing::{debug, info, warn};
 
 use crate::blocking::blocking;
 use crate::config::BrokerConfig;
-use crate::replica_manager::ReplicaManager;
+use crate::replica_manager::{AppendFailure, PartitionReplica, ReadFailure, ReplicaManager};
 
 /// The internal topic of committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -42,25 +47,88 @@ const LOAD_READ_BYTES: u64 = 1024 * 1024;
 pub const COORDINATOR_TICK: Duration = Duration::from_millis(100);
 
 /// `__consumer_offsets` over the broker's partition logs: appends go through
-/// the replica manager as leader (so the high watermark advances), reads see
-/// records below the high watermark.
+/// the replica manager as leader with `acks=all` semantics (refused below
+/// `min.insync.replicas`, committed once the high watermark passes them, as
+/// Kafka's coordinator appends with required acks -1); loads read up to the
+/// log end, as Kafka's coordinator does: a new leader's whole log is what
+/// its followers will hold.
 pub struct OffsetsTopicLog {
     replicas: Arc<ReplicaManager>,
+    /// `offsets.commit.timeout.ms`.
+    commit_timeout: Duration,
+    /// The leader epoch of each append whose commit is not waited for yet,
+    /// by (partition, last offset): a commit is acknowledged only while the
+    /// partition is still led at the epoch it was written at.
+    append_epochs: Mutex<BTreeMap<(i32, i64), i32>>,
 }
 
 impl OffsetsTopicLog {
-    /// A log over the partitions `replicas` hosts.
-    pub fn new(replicas: Arc<ReplicaManager>) -> OffsetsTopicLog {
-        OffsetsTopicLog { replicas }
+    /// A log over the partitions `replicas` leads; commits wait at most
+    /// `commit_timeout` for the in-sync replicas.
+    pub fn new(replicas: Arc<ReplicaManager>, commit_timeout: Duration) -> OffsetsTopicLog {
+        OffsetsTopicLog {
+            replicas,
+            commit_timeout,
+            append_epochs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The partition's replica, if this broker leads it.
+    fn led(&self, partition: i32) -> Result<Arc<PartitionReplica>, LogError> {
+        self.replicas
+            .get(&TopicPartition::new(OFFSETS_TOPIC.to_owned(), partition))
+            .filter(|replica| !replica.is_deposed())
+            .ok_or(LogError::NotLeader { partition })
+    }
+}
+
+/// The coordinator's view of a refused append.
+fn append_error(partition: i32, error: AppendFailure) -> LogError {
+    match error {
+        AppendFailure::Replication(ReplicationError::NotEnoughReplicas { isr_size, .. }) => {
+            LogError::NotEnoughReplicas {
+                partition,
+                in_sync: isr_size,
+                after_append: false,
+            }
+        }
+        AppendFailure::Replication(ReplicationError::NotLeader) => {
+            LogError::NotLeader { partition }
+        }
+        error => backend(LogOperation::Append, error),
+    }
+}
+
+/// Waits until the high watermark of `replica` passes `last_offset`,
+/// written at `leader_epoch`.
+async fn wait_committed(
+    replica: Arc<PartitionReplica>,
+    partition: i32,
+    last_offset: i64,
+    leader_epoch: i32,
+    timeout: Duration,
+) -> Result<(), LogError> {
+    let required = last_offset.saturating_add(1);
+    match replica.wait_for_ack(required, leader_epoch, timeout).await {
+        AckStatus::Committed => Ok(()),
+        // Leadership moved while the commit waited (the role change woke
+        // the wait).
+        AckStatus::NotLeader => Err(LogError::NotLeader { partition }),
+        AckStatus::Waiting => Err(LogError::ReplicationTimeout {
+            partition,
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }),
+        AckStatus::NotEnoughReplicasAfterAppend => Err(LogError::NotEnoughReplicas {
+            partition,
+            in_sync: replica.isr_size(),
+            after_append: true,
+        }),
     }
 }
 
 impl OffsetsLog for OffsetsTopicLog {
     fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
-        let replica = self
-            .replicas
-            .get(&TopicPartition::new(OFFSETS_TOPIC.to_owned(), partition))
-            .ok_or(LogError::UnknownPartition { partition })?;
+        let replica = self.led(partition)?;
         let now_ms = self.replicas.now_ms();
         let mut builder = RecordBatchBuilder::new(Compression::None);
         for record in records {
@@ -71,14 +139,50 @@ impl OffsetsLog for OffsetsTopicLog {
         let batch = builder
             .build()
             .map_err(|source| backend(LogOperation::BuildBatch, source))?;
-        let appended = blocking(|| replica.append_flushing_here(batch, false, now_ms));
+        let appended = blocking(|| replica.append_flushing_here(batch, true, now_ms));
         match appended {
-            Ok(info) => Ok(info.last_offset),
+            Ok(appended) => {
+                let last_offset = appended.info.last_offset;
+                let high_watermark = replica.high_watermark.current();
+                let mut epochs = self
+                    .append_epochs
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                // Appends nobody waited for and that are committed by now
+                // are forgotten (a late wait uses the current epoch).
+                epochs
+                    .retain(|(other, offset), _| *other != partition || *offset >= high_watermark);
+                epochs.insert((partition, last_offset), appended.leader_epoch);
+                Ok(last_offset)
+            }
             Err(error) => {
                 warn!(partition, %error, "append to __consumer_offsets refused");
-                Err(backend(LogOperation::Append, error))
+                Err(append_error(partition, error))
             }
         }
+    }
+
+    fn wait_committed(&self, partition: i32, last_offset: i64) -> CommitWait {
+        let replica = self.led(partition);
+        let timeout = self.commit_timeout;
+        let leader_epoch = self
+            .append_epochs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&(partition, last_offset));
+        Box::pin(async move {
+            let replica = replica?;
+            // An append not recorded here (none should be) waits at the
+            // current epoch.
+            let leader_epoch = match leader_epoch {
+                Some(epoch) => epoch,
+                None => match replica.leader_epoch() {
+                    Ok(Ok(epoch)) => epoch,
+                    _ => return Err(LogError::NotLeader { partition }),
+                },
+            };
+            wait_committed(replica, partition, last_offset, leader_epoch, timeout).await
+        })
     }
 
     fn read(
@@ -96,10 +200,9 @@ impl OffsetsLog for OffsetsTopicLog {
         // Compaction may leave batches with no record at or past the offset
         // asked for: keep reading until something is found or the end.
         while records.is_empty() {
-            let read = replica
-                .read(next_offset, LOAD_READ_BYTES, true)
+            let (bytes, log_end_offset) = read_to_log_end(&replica, next_offset)
                 .map_err(|source| backend(LogOperation::Read, source))?;
-            let Some(bytes) = read.records else {
+            let Some(bytes) = bytes else {
                 break;
             };
             let mut last_next_offset = next_offset;
@@ -111,13 +214,32 @@ impl OffsetsLog for OffsetsTopicLog {
                 }
                 collect_batch(&batch, next_offset, max_records, &mut records)?;
             }
-            if last_next_offset <= next_offset || last_next_offset >= read.high_watermark {
+            if last_next_offset <= next_offset || last_next_offset >= log_end_offset {
                 break;
             }
             next_offset = last_next_offset;
         }
         Ok(records)
     }
+}
+
+/// Whole batches of `replica` from `from_offset` up to its log end (not
+/// only its high watermark), and the log end offset.
+fn read_to_log_end(
+    replica: &PartitionReplica,
+    from_offset: i64,
+) -> Result<(Option<Bytes>, i64), ReadFailure> {
+    let read = replica.with_log(|log| {
+        let log_end_offset = log.log_end_offset();
+        log.read(from_offset, LOAD_READ_BYTES, log_end_offset, true)
+            .map(|info| (info.records, log_end_offset))
+    })??;
+    let (records, log_end_offset) = read;
+    let bytes = records
+        .filter(|slice| !slice.is_empty())
+        .map(|slice| slice.to_bytes())
+        .transpose()?;
+    Ok((bytes, log_end_offset))
 }
 
 fn backend(
@@ -184,8 +306,9 @@ pub struct GroupService {
     /// The group coordinator over `__consumer_offsets`.
     pub coordinator: GroupCoordinator<OffsetsTopicLog>,
     node_id: i32,
-    /// Offsets partitions led here (loaded, loading or claimed).
-    owned: Mutex<BTreeSet<i32>>,
+    /// Offsets partitions led here (loaded, loading or claimed), with the
+    /// leader epoch they were claimed at.
+    owned: Mutex<BTreeMap<i32, i32>>,
     /// Claimed partitions whose load has not started yet.
     unloaded: Mutex<BTreeSet<i32>>,
     /// Topic names of the last image seen, to notice deletions.
@@ -207,10 +330,10 @@ impl GroupService {
         GroupService {
             coordinator: GroupCoordinator::new(
                 coordinator_config(config),
-                OffsetsTopicLog::new(replicas),
+                OffsetsTopicLog::new(replicas, config.offsets_commit_timeout),
             ),
             node_id: config.node_id,
-            owned: Mutex::new(BTreeSet::new()),
+            owned: Mutex::new(BTreeMap::new()),
             unloaded: Mutex::new(BTreeSet::new()),
             topics: Mutex::new(None),
         }
@@ -218,33 +341,51 @@ impl GroupService {
 
     /// Claims the offsets partitions this broker leads in `image` (their
     /// groups answer COORDINATOR_LOAD_IN_PROGRESS until loaded) and gives up
-    /// those it no longer leads. Fast: reads nothing. The broker calls it
-    /// before it starts serving, so no request sees NOT_COORDINATOR for a
-    /// partition that is about to load.
+    /// at once those it no longer leads (their groups answer
+    /// NOT_COORDINATOR, and members parked in JoinGroup or SyncGroup get it
+    /// too). A partition led again at another leader epoch is given up and
+    /// claimed again: another leader may have written to it meanwhile.
+    /// Fast: reads nothing. The broker calls it before it starts serving, so
+    /// no request sees NOT_COORDINATOR for a partition that is about to load.
     pub fn claim(&self, image: &MetadataImage) {
-        let led: BTreeSet<i32> = image
-            .topic_by_name(OFFSETS_TOPIC)
-            .map(|topic| {
-                topic
-                    .partitions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, partition)| partition.leader == Some(self.node_id))
-                    .filter_map(|(index, _)| i32::try_from(index).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let led = self.led_partitions(image);
         let mut owned = lock(&self.owned);
         let mut unloaded = lock(&self.unloaded);
-        for partition in owned.difference(&led) {
-            unloaded.remove(partition);
-            self.coordinator.unload_partition(*partition);
+        for (partition, epoch) in owned.iter() {
+            if led.get(partition) != Some(epoch) {
+                unloaded.remove(partition);
+                self.coordinator.unload_partition(*partition);
+                info!(
+                    partition,
+                    leader_epoch = epoch,
+                    "no longer coordinator of __consumer_offsets partition"
+                );
+            }
         }
-        for partition in led.difference(&owned) {
-            unloaded.insert(*partition);
-            self.coordinator.begin_loading(*partition);
+        for (partition, epoch) in &led {
+            if owned.get(partition) != Some(epoch) {
+                unloaded.insert(*partition);
+                self.coordinator.begin_loading(*partition);
+            }
         }
         *owned = led;
+    }
+
+    /// The offsets partitions this broker leads in `image`, with their
+    /// leader epochs.
+    fn led_partitions(&self, image: &MetadataImage) -> BTreeMap<i32, i32> {
+        let Some(topic) = image.topic_by_name(OFFSETS_TOPIC) else {
+            return BTreeMap::new();
+        };
+        topic
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, partition)| partition.leader == Some(self.node_id))
+            .filter_map(|(index, partition)| {
+                Some((i32::try_from(index).ok()?, partition.leader_epoch))
+            })
+            .collect()
     }
 
     /// Follows a new metadata image (after the replica manager applied it):
@@ -259,7 +400,7 @@ impl GroupService {
             .collect();
         let (mut loaded, mut replayed) = (0u64, 0u64);
         for partition in pending {
-            if !lock(&self.owned).contains(&partition) {
+            if !lock(&self.owned).contains_key(&partition) {
                 continue;
             }
             match self.coordinator.load_partition(partition) {
@@ -299,21 +440,40 @@ impl GroupService {
     }
 }
 
+/// The replication factor `__consumer_offsets` is created with:
+/// `offsets.topic.replication.factor`, capped to the live (registered and
+/// unfenced) brokers of `image`, and at least 1 (a single node's embedded
+/// controller may list no broker yet).
+pub fn offsets_topic_replication_factor(config: &BrokerConfig, image: &MetadataImage) -> i16 {
+    let live = i16::try_from(image.unfenced_broker_ids().len()).unwrap_or(i16::MAX);
+    config.offsets_topic_replication_factor.min(live).max(1)
+}
+
 /// Creates `__consumer_offsets` through the controller if it does not exist:
 /// `offsets.topic.num.partitions` partitions, `offsets.topic.replication.factor`
-/// replicas, compacted, with Kafka's segment size.
+/// replicas capped to the live brokers ([`offsets_topic_replication_factor`]),
+/// compacted, with Kafka's segment size.
 pub async fn ensure_offsets_topic(
     controller: &dyn ControllerClient,
     config: &BrokerConfig,
 ) -> bool {
-    if controller.image().topic_by_name(OFFSETS_TOPIC).is_some() {
+    let image = controller.image();
+    if image.topic_by_name(OFFSETS_TOPIC).is_some() {
         return true;
+    }
+    let replication_factor = offsets_topic_replication_factor(config, &image);
+    if replication_factor < config.offsets_topic_replication_factor {
+        warn!(
+            replication_factor,
+            configured = config.offsets_topic_replication_factor,
+            "creating __consumer_offsets with fewer replicas than offsets.topic.replication.factor: only that many brokers are live"
+        );
     }
     let request = CreateTopicsRequest {
         topics: vec![NewTopic {
             name: OFFSETS_TOPIC.to_owned(),
             partitions: Some(config.offsets_topic_num_partitions),
-            replication_factor: Some(config.offsets_topic_replication_factor),
+            replication_factor: Some(replication_factor),
             assignments: Vec::new(),
             configs: vec![
                 ConfigEntry {
@@ -342,6 +502,10 @@ pub async fn ensure_offsets_topic(
     }
     controller.image().topic_by_name(OFFSETS_TOPIC).is_some()
 }
+
+#[cfg(test)]
+#[path = "groups_tests.rs"]
+mod service_tests;
 
 #[cfg(test)]
 mod tests {

@@ -93,9 +93,12 @@ pub enum GroupError {
         /// The configured maximum.
         max_bytes: usize,
     },
-    /// The `__consumer_offsets` log refused an append
-    /// (Kafka's COORDINATOR_NOT_AVAILABLE, code 15, as Kafka maps storage
-    /// failures of the coordinator).
+    /// The `__consumer_offsets` log refused an append, or did not commit
+    /// it. The code depends on the source, as Kafka's coordinator maps the
+    /// errors of its `acks=-1` appends: [`LogError::NotLeader`] is
+    /// NOT_COORDINATOR (code 16), [`LogError::ReplicationTimeout`]
+    /// REQUEST_TIMED_OUT (code 7), every other one COORDINATOR_NOT_AVAILABLE
+    /// (code 15).
     #[error("appending to __consumer_offsets failed")]
     LogAppendFailed {
         /// The log's error.
@@ -112,6 +115,36 @@ pub enum LogError {
     UnknownPartition {
         /// The partition.
         partition: i32,
+    },
+    /// This broker does not lead the partition (any more): its replica is
+    /// a follower, or was removed, or leadership moved while the append
+    /// waited to be committed.
+    #[error("this broker does not lead partition {partition} of __consumer_offsets")]
+    NotLeader {
+        /// The partition.
+        partition: i32,
+    },
+    /// The partition's in-sync replicas are fewer than its
+    /// `min.insync.replicas`: refused before the append (nothing was
+    /// written), or found after it (the records are in the leader's log but
+    /// were not acknowledged).
+    #[error("partition {partition} of __consumer_offsets has {in_sync} in-sync replicas, fewer than its min.insync.replicas")]
+    NotEnoughReplicas {
+        /// The partition.
+        partition: i32,
+        /// The in-sync replicas when it was refused.
+        in_sync: usize,
+        /// Whether the records were appended (and then not acknowledged).
+        after_append: bool,
+    },
+    /// The in-sync replicas did not all have the appended records within
+    /// `offsets.commit.timeout.ms`.
+    #[error("partition {partition} of __consumer_offsets did not commit the append within {timeout_ms} ms")]
+    ReplicationTimeout {
+        /// The partition.
+        partition: i32,
+        /// `offsets.commit.timeout.ms`.
+        timeout_ms: u64,
     },
     /// The backend failed (disk error, shutdown, a corrupt batch, ...).
     #[error("the __consumer_offsets log failed to {operation}")]

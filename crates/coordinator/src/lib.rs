@@ -82,7 +82,7 @@ pub use group::{
     JoinedMember, LeaveMember, MemberDescription, Reply, SyncRequest, SyncResponse,
 };
 pub use load::read_partition;
-pub use log::{InMemoryOffsetsLog, LogRecord, OffsetsLog};
+pub use log::{CommitWait, InMemoryOffsetsLog, LogRecord, OffsetsLog};
 pub use member::{Member, Protocol, RequestId};
 pub use offsets::{
     CommittedOffset, GroupOffsets, OffsetCommitPartition, OffsetCommitRequest, OffsetConfig,

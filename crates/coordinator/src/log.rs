@@ -3,6 +3,8 @@
 //! tests and embedding.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 
 use bytes::Bytes;
 
@@ -18,15 +20,33 @@ pub struct LogRecord {
     pub value: Option<Bytes>,
 }
 
+/// Waits until appended records are committed (see
+/// [`OffsetsLog::wait_committed`]).
+pub type CommitWait = Pin<Box<dyn Future<Output = Result<(), LogError>> + Send + 'static>>;
+
 /// Append and read access to the partitions of `__consumer_offsets`.
 ///
 /// The broker backs it with `strom-storage` partitions (records in batches,
-/// compacted); the coordinator only needs ordered appends and reads back.
+/// compacted) replicated like any other partition; the coordinator only
+/// needs ordered appends, a way to wait until they are committed, and reads
+/// back.
 pub trait OffsetsLog {
-    /// Appends records to `partition` in order; returns the offset of the
-    /// last one. The records are durable (per the broker's policy) when this
-    /// returns.
+    /// Appends records to `partition` in order, as one batch; returns the
+    /// offset of the last one. The records are written (and durable per the
+    /// broker's policy) when this returns, but not necessarily committed:
+    /// see [`wait_committed`](Self::wait_committed).
     fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError>;
+
+    /// A future that resolves once the records of `partition` up to
+    /// `last_offset` are committed (with replication: every in-sync replica
+    /// has them, Kafka's `acks=-1`), or with why they are not. The
+    /// coordinator awaits it without holding its lock before it answers an
+    /// OffsetCommit. The default, for a log with no replicas, is ready at
+    /// once.
+    fn wait_committed(&self, partition: i32, last_offset: i64) -> CommitWait {
+        let _ = (partition, last_offset);
+        Box::pin(std::future::ready(Ok(())))
+    }
 
     /// Reads up to `max_records` records of `partition` starting at
     /// `from_offset`, with their offsets. An empty result means the end.

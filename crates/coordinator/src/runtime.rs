@@ -10,7 +10,7 @@
 //! `__consumer_offsets`. The log lock guards no state of its own and is
 //! reused.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -28,7 +28,7 @@ use crate::group::{
     SyncRequest, SyncResponse,
 };
 use crate::load::read_partition;
-use crate::log::OffsetsLog;
+use crate::log::{CommitWait, LogRecord, OffsetsLog};
 use crate::member::RequestId;
 use crate::offsets::{OffsetCommitRequest, PartitionOffset};
 use crate::state::GroupState;
@@ -49,35 +49,107 @@ impl Inner {
         self.next_request_id
     }
 
-    /// Appends the core's records, then answers resolved parked requests.
-    fn flush(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<(), GroupError> {
-        let mut appended = Ok(());
-        let records = self.core.take_records();
-        if !records.is_empty() {
-            let mut log = lock(log);
-            for (partition, record) in records {
-                if let Err(source) = log.append(partition, std::slice::from_ref(&record)) {
-                    tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
-                    appended = Err(GroupError::LogAppendFailed { source });
-                }
-            }
+    /// Appends the core's records (one batch per partition, in order),
+    /// then answers resolved parked requests. Returns the last offset
+    /// appended to each partition.
+    fn flush(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<Vec<(i32, i64)>, GroupError> {
+        let appended = self.append(log);
+        for delivery in self.take_deliveries() {
+            delivery.send(None);
         }
-        for completion in self.core.take_completions() {
-            match completion {
-                Completion::Join { request_id, result } => {
-                    if let Some(sender) = self.joins.remove(&request_id) {
-                        let _receiver_gone = sender.send(result);
+        appended
+    }
+
+    /// Appends the core's records (one batch per partition, in order);
+    /// returns the last offset appended to each partition.
+    fn append(&mut self, log: &Mutex<impl OffsetsLog>) -> Result<Vec<(i32, i64)>, GroupError> {
+        let mut appended = Ok(Vec::new());
+        let mut by_partition: BTreeMap<i32, Vec<LogRecord>> = BTreeMap::new();
+        for (partition, record) in self.core.take_records() {
+            by_partition.entry(partition).or_default().push(record);
+        }
+        if !by_partition.is_empty() {
+            let mut log = lock(log);
+            for (partition, records) in by_partition {
+                match log.append(partition, &records) {
+                    Ok(last_offset) => {
+                        if let Ok(appended) = &mut appended {
+                            appended.push((partition, last_offset));
+                        }
                     }
-                }
-                Completion::Sync { request_id, result } => {
-                    if let Some(sender) = self.syncs.remove(&request_id) {
-                        let _receiver_gone = sender.send(result);
+                    Err(source) => {
+                        tracing::warn!(partition, %source, "appending to __consumer_offsets failed");
+                        appended = Err(GroupError::LogAppendFailed { source });
                     }
                 }
             }
         }
         appended
     }
+
+    /// The answers to parked requests resolved since the last call, with
+    /// where they go.
+    fn take_deliveries(&mut self) -> Vec<Delivery> {
+        let mut deliveries = Vec::new();
+        for completion in self.core.take_completions() {
+            match completion {
+                Completion::Join { request_id, result } => {
+                    if let Some(sender) = self.joins.remove(&request_id) {
+                        deliveries.push(Delivery::Join(sender, result));
+                    }
+                }
+                Completion::Sync { request_id, result } => {
+                    if let Some(sender) = self.syncs.remove(&request_id) {
+                        deliveries.push(Delivery::Sync(sender, result));
+                    }
+                }
+            }
+        }
+        deliveries
+    }
+}
+
+/// The answer to a parked request and where it goes.
+enum Delivery {
+    Join(JoinSender, Result<JoinResponse, GroupError>),
+    Sync(SyncSender, Result<SyncResponse, GroupError>),
+}
+
+impl Delivery {
+    /// Sends the answer. A SyncGroup answer is replaced by `failed` when
+    /// the group record it depends on was not committed.
+    fn send(self, failed: Option<&GroupError>) {
+        match self {
+            Delivery::Join(sender, result) => {
+                let _receiver_gone = sender.send(result);
+            }
+            Delivery::Sync(sender, result) => {
+                let result = match failed {
+                    Some(error) => Err(error.clone()),
+                    None => result,
+                };
+                let _receiver_gone = sender.send(result);
+            }
+        }
+    }
+}
+
+/// A SyncGroup handled under the lock: the reply, the receiver of a
+/// parked one, what to wait for, and the parked answers it resolved.
+struct SyncOutcome {
+    reply: Result<Reply<SyncResponse>, GroupError>,
+    receiver: oneshot::Receiver<Result<SyncResponse, GroupError>>,
+    waits: Vec<CommitWait>,
+    deliveries: Vec<Delivery>,
+}
+
+/// Waits for every append; the first failure.
+async fn committed(waits: Vec<CommitWait>) -> Result<(), GroupError> {
+    for wait in waits {
+        wait.await
+            .map_err(|source| GroupError::LogAppendFailed { source })?;
+    }
+    Ok(())
 }
 
 /// Locks the offsets log: it is a handle to storage with no state of its
@@ -171,7 +243,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         let result = operation(&mut inner, now_ms);
         let flushed = inner.flush(&self.log);
         let value = result?;
-        flushed.map(|()| value)
+        flushed.map(|_appended| value)
     }
 
     /// Takes ownership of `partition` and replays it from the log. Until it
@@ -255,30 +327,70 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         }
     }
 
-    /// SyncGroup; waits for the leader's assignment.
+    /// SyncGroup; waits for the leader's assignment. The answers to the
+    /// leader's SyncGroup, which stores the group's assignment, are sent
+    /// (without the coordinator's lock) once the log has committed that
+    /// record, as Kafka's coordinator answers after its `acks=-1` append;
+    /// if it is not committed, every member gets the log's error.
     pub async fn sync_group(
         &self,
         group_id: &str,
-        mut request: SyncRequest,
+        request: SyncRequest,
     ) -> Result<SyncResponse, GroupError> {
-        let receiver = self.with_core(|inner, now_ms| {
-            request.request_id = inner.request_id();
-            let (sender, receiver) = oneshot::channel();
-            inner.syncs.insert(request.request_id, sender);
-            let request_id = request.request_id;
-            let reply = inner.core.sync_group(group_id, request, now_ms);
-            if !matches!(reply, Ok(Reply::Pending)) {
-                inner.syncs.remove(&request_id);
-            }
-            Ok((reply, receiver))
-        })?;
-        match receiver {
-            (Ok(Reply::Done(response)), _) => Ok(response),
-            (Ok(Reply::Pending), receiver) => receiver
+        let outcome = self.sync_and_append(group_id, request)?;
+        let failed = committed(outcome.waits).await.err();
+        for delivery in outcome.deliveries {
+            delivery.send(failed.as_ref());
+        }
+        match outcome.reply {
+            Ok(Reply::Done(response)) => failed.map_or(Ok(response), Err),
+            Ok(Reply::Pending) => outcome
+                .receiver
                 .await
                 .unwrap_or(Err(GroupError::CoordinatorNotAvailable)),
-            (Err(error), _) => Err(error),
+            Err(error) => Err(error),
         }
+    }
+
+    /// The locked part of [`sync_group`](Self::sync_group).
+    fn sync_and_append(
+        &self,
+        group_id: &str,
+        mut request: SyncRequest,
+    ) -> Result<SyncOutcome, GroupError> {
+        let now_ms = self.now_ms();
+        let mut inner = self.lock()?;
+        request.request_id = inner.request_id();
+        let (sender, receiver) = oneshot::channel();
+        inner.syncs.insert(request.request_id, sender);
+        let request_id = request.request_id;
+        let reply = inner.core.sync_group(group_id, request, now_ms);
+        if !matches!(reply, Ok(Reply::Pending)) {
+            inner.syncs.remove(&request_id);
+        }
+        let appended = inner.append(&self.log);
+        let deliveries = inner.take_deliveries();
+        let appended = match appended {
+            Ok(appended) => appended,
+            Err(error) => {
+                for delivery in deliveries {
+                    delivery.send(None);
+                }
+                reply?;
+                return Err(error);
+            }
+        };
+        let log = lock(&self.log);
+        let waits = appended
+            .into_iter()
+            .map(|(partition, last_offset)| log.wait_committed(partition, last_offset))
+            .collect();
+        Ok(SyncOutcome {
+            reply,
+            receiver,
+            waits,
+            deliveries,
+        })
     }
 
     /// Heartbeat.
@@ -295,24 +407,50 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         self.with_core(|inner, now_ms| inner.core.leave_group(group_id, members, now_ms))
     }
 
-    /// OffsetCommit; the offsets are appended to the log before it returns.
-    /// If the append fails the commit is undone in memory and the request
-    /// fails with [`GroupError::LogAppendFailed`].
-    pub fn commit_offsets(
+    /// OffsetCommit: the offsets are appended to the log, then the answer
+    /// waits (without the coordinator's lock) until the log has committed
+    /// them ([`OffsetsLog::wait_committed`]: with replication, every
+    /// in-sync replica has them), as Kafka's coordinator appends with
+    /// `acks=-1`.
+    ///
+    /// If the append is refused the commit is undone in memory and the
+    /// request fails with [`GroupError::LogAppendFailed`]. If the append
+    /// is written but not committed in time, the request fails the same
+    /// way while the offsets stay in memory, as they are in the leader's
+    /// log (a reload would find them there too); if leadership moved, the
+    /// partition is unloaded anyway.
+    pub async fn commit_offsets(
         &self,
         request: &OffsetCommitRequest,
     ) -> Result<PartitionResults, GroupError> {
+        let (results, waits) = self.commit_and_append(request)?;
+        committed(waits).await?;
+        Ok(results)
+    }
+
+    /// The locked part of [`commit_offsets`](Self::commit_offsets): the
+    /// results and what to wait for before answering.
+    fn commit_and_append(
+        &self,
+        request: &OffsetCommitRequest,
+    ) -> Result<(PartitionResults, Vec<CommitWait>), GroupError> {
         let now_ms = self.now_ms();
         let mut inner = self.lock()?;
         let before = inner.core.offsets(&request.group_id).cloned();
         let result = inner.core.commit_offsets(request, now_ms);
         let flushed = inner.flush(&self.log);
         if flushed.is_err() {
-            // Not durable: forget the commit so that reads agree with the log.
+            // Not written: forget the commit so that reads agree with the log.
             inner.core.restore_offsets(&request.group_id, before);
         }
         let results = result?;
-        flushed.map(|()| results)
+        let appended = flushed?;
+        let log = lock(&self.log);
+        let waits = appended
+            .into_iter()
+            .map(|(partition, last_offset)| log.wait_committed(partition, last_offset))
+            .collect();
+        Ok((results, waits))
     }
 
     /// OffsetFetch for one group.

@@ -98,7 +98,10 @@ async fn two_members_join_sync_and_commit() {
             commit_timestamp_ms: None,
         }],
     };
-    let results = coordinator.commit_offsets(&commit).expect("committed");
+    let results = coordinator
+        .commit_offsets(&commit)
+        .await
+        .expect("committed");
     assert!(results.iter().all(|(_, result)| result.is_ok()));
     // Group metadata (Stable) and the offset are in the log.
     assert_eq!(coordinator.with_log(|log| log.len(0)), 2);
@@ -235,9 +238,12 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
             commit_timestamp_ms: None,
         }],
     };
-    coordinator.commit_offsets(&commit(5)).expect("durable");
+    coordinator
+        .commit_offsets(&commit(5))
+        .await
+        .expect("durable");
     coordinator.with_log_mut(|log| log.refuse_appends = true);
-    let error = coordinator.commit_offsets(&commit(9)).unwrap_err();
+    let error = coordinator.commit_offsets(&commit(9)).await.unwrap_err();
     let GroupError::LogAppendFailed {
         source: strom_coordinator::LogError::Backend { operation, source },
     } = &error
@@ -331,18 +337,20 @@ async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
             commit_timestamp_ms: None,
         }],
     };
-    coordinator.commit_offsets(&commit(5)).expect("commit");
+    coordinator
+        .commit_offsets(&commit(5))
+        .await
+        .expect("commit");
     assert!(!coordinator.is_offline());
     armed.store(true, std::sync::atomic::Ordering::SeqCst);
-    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        coordinator.commit_offsets(&commit(9))
-    }));
-    assert!(panicked.is_err());
+    let panicking = coordinator.clone();
+    let panicked = tokio::spawn(async move { panicking.commit_offsets(&commit(9)).await }).await;
+    assert!(panicked.is_err_and(|error| error.is_panic()));
     armed.store(false, std::sync::atomic::Ordering::SeqCst);
     assert!(coordinator.is_offline());
     // Nothing is served from the possibly half-changed state.
     assert_eq!(
-        coordinator.commit_offsets(&commit(10)).err(),
+        coordinator.commit_offsets(&commit(10)).await.err(),
         Some(GroupError::CoordinatorNotAvailable)
     );
     assert_eq!(
@@ -357,4 +365,209 @@ async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
         .describe_groups(&["simple".to_owned()])
         .iter()
         .all(|described| described == &Err(GroupError::CoordinatorNotAvailable)));
+}
+
+/// An offsets log whose commits wait for a signal (the in-sync replicas
+/// catching up) and can be told to fail instead.
+#[derive(Default)]
+struct ReplicatedLog {
+    inner: InMemoryOffsetsLog,
+    /// Released to let waiting commits through.
+    committed: std::sync::Arc<tokio::sync::Notify>,
+    /// When set, commits fail with this instead.
+    failure: Option<strom_coordinator::LogError>,
+}
+
+impl strom_coordinator::OffsetsLog for ReplicatedLog {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        self.inner.append(partition, records)
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+        self.inner.read(partition, from_offset, max_records)
+    }
+
+    fn wait_committed(&self, _partition: i32, _last_offset: i64) -> strom_coordinator::CommitWait {
+        let committed = std::sync::Arc::clone(&self.committed);
+        let failure = self.failure.clone();
+        Box::pin(async move {
+            match failure {
+                Some(error) => Err(error),
+                None => {
+                    committed.notified().await;
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+fn standalone_commit(offset: i64) -> OffsetCommitRequest {
+    OffsetCommitRequest {
+        group_id: "simple".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        retention_time_ms: None,
+        partitions: vec![OffsetCommitPartition {
+            topic: "t".into(),
+            partition: 0,
+            offset,
+            leader_epoch: None,
+            metadata: None,
+            commit_timestamp_ms: None,
+        }],
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coordinator() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let committing = coordinator.clone();
+    let commit =
+        tokio::spawn(async move { committing.commit_offsets(&standalone_commit(7)).await });
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(!commit.is_finished(), "answered before the log committed");
+    // The coordinator serves other requests while the commit waits.
+    assert_eq!(
+        coordinator.fetch_offsets("other", None),
+        Ok(Vec::new()),
+        "the coordinator is not held by the waiting commit"
+    );
+    assert_eq!(coordinator.with_log(|log| log.inner.len(0)), 1);
+    coordinator.with_log(|log| log.committed.notify_waiters());
+    let results = commit.await.expect("task").expect("committed");
+    assert!(results.iter().all(|(_, result)| result.is_ok()));
+    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    assert_eq!(offsets[0].offset, 7);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_commit_the_log_does_not_commit_fails_with_the_log_s_reason() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };
+    let log = ReplicatedLog {
+        failure: Some(not_leader.clone()),
+        ..ReplicatedLog::default()
+    };
+    let coordinator = GroupCoordinator::new(config, log);
+    coordinator.load_partition(0).expect("loads");
+    assert_eq!(
+        coordinator.commit_offsets(&standalone_commit(7)).await,
+        Err(GroupError::LogAppendFailed { source: not_leader })
+    );
+}
+
+/// Two members joined to generation 2 of GROUP on `coordinator`: (leader
+/// id, follower id).
+async fn two_members(coordinator: &GroupCoordinator<ReplicatedLog>) -> (String, String) {
+    let first = coordinator
+        .join_group(GROUP, old_style_join("a"))
+        .await
+        .expect("joined");
+    let joining = coordinator.clone();
+    let second = tokio::spawn(async move { joining.join_group(GROUP, old_style_join("b")).await });
+    tokio::task::yield_now().await;
+    let mut rejoin = join_request(0, &first.member_id, "a");
+    rejoin.require_known_member_id = false;
+    let first_again = coordinator
+        .join_group(GROUP, rejoin)
+        .await
+        .expect("rejoined");
+    let second = second.await.expect("task").expect("joined");
+    assert_eq!((first_again.generation_id, second.generation_id), (2, 2));
+    (first.member_id, second.member_id)
+}
+
+/// The leader's and the follower's SyncGroup answers of generation 2.
+async fn sync_both(
+    coordinator: &GroupCoordinator<ReplicatedLog>,
+    leader: &str,
+    follower: &str,
+) -> (
+    tokio::task::JoinHandle<Result<strom_coordinator::SyncResponse, GroupError>>,
+    tokio::task::JoinHandle<Result<strom_coordinator::SyncResponse, GroupError>>,
+) {
+    let syncing = coordinator.clone();
+    let follower_id = follower.to_owned();
+    let follower_sync = tokio::spawn(async move {
+        syncing
+            .sync_group(GROUP, sync_request(0, &follower_id, 2, vec![]))
+            .await
+    });
+    tokio::task::yield_now().await;
+    let syncing = coordinator.clone();
+    let assignments = vec![
+        (leader.to_owned(), Bytes::from_static(b"p0")),
+        (follower.to_owned(), Bytes::from_static(b"p1")),
+    ];
+    let leader_id = leader.to_owned();
+    let leader_sync = tokio::spawn(async move {
+        syncing
+            .sync_group(GROUP, sync_request(0, &leader_id, 2, assignments))
+            .await
+    });
+    (leader_sync, follower_sync)
+}
+
+#[tokio::test(start_paused = true)]
+async fn sync_answers_wait_until_the_group_s_assignment_is_committed() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let (leader, follower) = two_members(&coordinator).await;
+    let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!leader_sync.is_finished() && !follower_sync.is_finished());
+    assert_eq!(
+        coordinator.heartbeat(GROUP, &heartbeat(&follower, 2)),
+        Ok(()),
+        "the coordinator is not held while the record commits"
+    );
+    coordinator.with_log(|log| log.committed.notify_waiters());
+    let leader_sync = leader_sync.await.expect("task").expect("synced");
+    let follower_sync = follower_sync.await.expect("task").expect("synced");
+    assert_eq!(leader_sync.assignment, Bytes::from_static(b"p0"));
+    assert_eq!(follower_sync.assignment, Bytes::from_static(b"p1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_assignment_not_committed_fails_every_member_s_sync() {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    coordinator.load_partition(0).expect("loads");
+    let (leader, follower) = two_members(&coordinator).await;
+    let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };
+    coordinator.with_log_mut(|log| log.failure = Some(not_leader.clone()));
+    let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
+    let failed = Err(GroupError::LogAppendFailed { source: not_leader });
+    assert_eq!(leader_sync.await.expect("task"), failed);
+    assert_eq!(follower_sync.await.expect("task"), failed);
 }

@@ -564,19 +564,20 @@ impl Partition {
     }
 
     /// [`Partition::append`], then the flush it made due, on the calling
-    /// thread (for callers already off the async workers).
+    /// thread (for callers already off the async workers). The result
+    /// carries no pending flush.
     pub fn append_flushing_here(
         &self,
         records: Bytes,
         acks_all: bool,
         now_ms: i64,
-    ) -> Result<AppendInfo, AppendFailure> {
-        let appended = self.append(records, acks_all, now_ms)?;
-        if let Some(ticket) = appended.pending_flush {
+    ) -> Result<Appended, AppendFailure> {
+        let mut appended = self.append(records, acks_all, now_ms)?;
+        if let Some(ticket) = appended.pending_flush.take() {
             ticket.sync().map_err(FlushFailure::from)?;
             self.complete_flush(&ticket, now_ms);
         }
-        Ok(appended.info)
+        Ok(appended)
     }
 
     /// Syncs a [`FlushTicket`] on the blocking thread pool, then completes

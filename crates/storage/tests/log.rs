@@ -588,3 +588,82 @@ fn a_slice_dropped_from_the_page_cache_is_seen_and_loaded_again() {
     assert_eq!(slice.is_cached(), Some(true));
     assert_eq!(slice.to_bytes().expect("bytes"), expected);
 }
+
+/// The batches of `log` from `from` to its log end, as a follower's fetch
+/// returns them.
+fn fetched(log: &strom_storage::Log, from: i64, max_bytes: u64) -> bytes::Bytes {
+    log.read(from, max_bytes, log.log_end_offset(), true)
+        .expect("read")
+        .records
+        .expect("records")
+        .to_bytes()
+        .expect("bytes")
+}
+
+#[test]
+fn a_follower_elected_leader_knows_the_idempotent_producers_of_the_old_leader() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut leader = open(&root.path().join("leader-0"), &small_config(), true, 0);
+    let follower_dir = root.path().join("follower-0");
+    let mut follower = open(&follower_dir, &small_config(), true, 0);
+    let idempotent = |base_sequence: i32| {
+        simple_batch(&BatchSpec {
+            records: 2,
+            producer_id: 9,
+            producer_epoch: 0,
+            base_sequence,
+            ..BatchSpec::default()
+        })
+    };
+    for base_sequence in [0, 2, 4] {
+        leader
+            .append_as_leader(idempotent(base_sequence), 0, 0)
+            .expect("append");
+    }
+    // Two fetches: the first batch alone, then the other two together.
+    follower
+        .append_as_follower(fetched(&leader, 0, 1), 0)
+        .expect("first fetch");
+    assert_eq!(follower.log_end_offset(), 2);
+    follower
+        .append_as_follower(fetched(&leader, 2, 1 << 20), 0)
+        .expect("second fetch");
+    assert_eq!(follower.log_end_offset(), 6);
+    drop(leader);
+
+    // The follower is elected: a producer retrying its last batches gets
+    // their original offsets, a sequence gap is refused.
+    follower.assign_leader_epoch(1).expect("new epoch");
+    let check = |log: &mut strom_storage::Log| {
+        for (index, base_sequence) in [2, 4].into_iter().enumerate() {
+            let retry = log
+                .append_as_leader(idempotent(base_sequence), 1, 0)
+                .expect("retry");
+            assert!(retry.duplicate, "sequence {base_sequence} is a duplicate");
+            let first_offset = 2 * (index as i64 + 1);
+            assert_eq!(
+                (retry.first_offset, retry.last_offset),
+                (first_offset, first_offset + 1)
+            );
+        }
+        assert!(matches!(
+            log.append_as_leader(idempotent(8), 1, 0),
+            Err(AppendError::OutOfOrderSequence {
+                expected_sequence: 6,
+                found_sequence: 8,
+                ..
+            })
+        ));
+        assert_eq!(log.log_end_offset(), 6, "nothing appended");
+    };
+    check(&mut follower);
+    // The same after a crash and recovery of the follower's log.
+    drop(follower);
+    let mut recovered = open(&follower_dir, &small_config(), false, 0);
+    check(&mut recovered);
+    let next = recovered
+        .append_as_leader(idempotent(6), 1, 0)
+        .expect("the next sequence");
+    assert!(!next.duplicate);
+    assert_eq!(next.first_offset, 6);
+}

@@ -12,6 +12,7 @@
 //   node kafkajs_client.js live-group BOOTSTRAP TOPIC COUNT GROUP
 //   node kafkajs_client.js offsets-by-time BOOTSTRAP TOPIC TIMESTAMP_MS
 //   node kafkajs_client.js cluster BOOTSTRAP TOPIC PARTITIONS GROUP REPLICATION_FACTOR
+//   node kafkajs_client.js commit-through BOOTSTRAP TOPIC COUNT GROUP
 'use strict';
 
 const fs = require('fs');
@@ -33,7 +34,7 @@ const STEP_TIMEOUT_MS = 30000;
 function client(bootstrap) {
   return new Kafka({
     clientId: 'strom-interop-kafkajs',
-    brokers: [bootstrap],
+    brokers: bootstrap.split(','),
     logLevel: logLevel.WARN,
     connectionTimeout: 5000,
     requestTimeout: STEP_TIMEOUT_MS,
@@ -351,6 +352,77 @@ async function liveGroup(bootstrap, topic, count, group) {
   emit({ assignments });
 }
 
+/** Commits OFFSETS ({partition: next offset}) of TOPIC for CONSUMER; emits
+ * {committed} once the coordinator acknowledged them, {commitError} if not.
+ * Returns whether they were acknowledged. */
+async function commitPositions(consumer, topic, offsets) {
+  const entries = Object.entries(offsets);
+  if (entries.length === 0) return true;
+  try {
+    await consumer.commitOffsets(
+      entries.map(([partition, offset]) => ({ topic, partition: Number(partition), offset: String(offset) }))
+    );
+    emit({ committed: offsets });
+    return true;
+  } catch (error) {
+    emit({ commitError: String(error && (error.type || error.message)) });
+    return false;
+  }
+}
+
+/** One member of GROUP reads TOPIC from the beginning until it has seen
+ * COUNT distinct record values, slowly (a few ms a record), committing its
+ * positions every 25 records and at the end with manual commits; prints
+ * every commit the coordinator acknowledged ({committed: {partition:
+ * offset}}) and every refused one, as it happens, then {seen}. Meant to
+ * run while the coordinator's broker is killed: errors are ridden through. */
+async function commitThrough(bootstrap, topic, count, group) {
+  const consumer = client(bootstrap).consumer({
+    groupId: group,
+    maxWaitTimeInMs: 200,
+    sessionTimeout: 10000,
+    heartbeatInterval: 1000,
+    retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2000 },
+  });
+  const seen = new Set();
+  const positions = {};
+  let sinceCommit = 0;
+  let allSeen;
+  const done = new Promise((resolve) => {
+    allSeen = resolve;
+  });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachMessage: async ({ partition, message }) => {
+      seen.add(message.value.toString());
+      positions[partition] = Number(message.offset) + 1;
+      sinceCommit += 1;
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      if (sinceCommit >= 25) {
+        sinceCommit = 0;
+        await commitPositions(consumer, topic, { ...positions });
+      }
+      if (seen.size >= count) allSeen();
+    },
+  });
+  const deadline = Date.now() + 120000;
+  await Promise.race([
+    done,
+    new Promise((_, reject) =>
+      setTimeout(() => reject(new Error(`saw ${seen.size} of ${count} records`)), 120000)
+    ),
+  ]);
+  await consumer.pause([{ topic }]);
+  while (!(await commitPositions(consumer, topic, { ...positions }))) {
+    if (Date.now() > deadline) throw new Error('the final commit was never acknowledged');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  await consumer.disconnect();
+  emit({ seen: seen.size });
+}
+
 /** Prints the offsets KafkaJS finds for TIMESTAMP_MS in each partition. */
 async function offsetsByTime(bootstrap, topic, timestamp) {
   const admin = client(bootstrap).admin();
@@ -434,6 +506,7 @@ const commands = {
   'live-group': (args) => liveGroup(args[0], args[1], Number(args[2]), args[3]),
   'offsets-by-time': (args) => offsetsByTime(args[0], args[1], args[2]),
   cluster: (args) => clusterView(args[0], args[1], Number(args[2]), args[3], Number(args[4] || 3)),
+  'commit-through': (args) => commitThrough(args[0], args[1], Number(args[2]), args[3]),
 };
 
 const [command, ...args] = process.argv.slice(2);

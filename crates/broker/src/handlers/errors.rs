@@ -203,7 +203,24 @@ pub fn group_error_code(error: &GroupError) -> ErrorCode {
         GroupError::NonEmptyGroup => ErrorCode::NonEmptyGroup,
         GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
         GroupError::OffsetMetadataTooLarge { .. } => ErrorCode::OffsetMetadataTooLarge,
-        GroupError::LogAppendFailed { .. } => ErrorCode::CoordinatorNotAvailable,
+        GroupError::LogAppendFailed { source } => log_error_code(source),
+    }
+}
+
+/// The code of a `__consumer_offsets` append that failed or was not
+/// committed, as Kafka's coordinator maps the errors of its `acks=-1`
+/// appends: a partition not led here is NOT_COORDINATOR (the client finds
+/// the new coordinator), a commit that timed out REQUEST_TIMED_OUT, and
+/// too few in-sync replicas (before or after the append) or a storage
+/// failure COORDINATOR_NOT_AVAILABLE.
+fn log_error_code(error: &strom_coordinator::LogError) -> ErrorCode {
+    use strom_coordinator::LogError;
+    match error {
+        LogError::NotLeader { .. } => ErrorCode::NotCoordinator,
+        LogError::ReplicationTimeout { .. } => ErrorCode::RequestTimedOut,
+        LogError::NotEnoughReplicas { .. }
+        | LogError::UnknownPartition { .. }
+        | LogError::Backend { .. } => ErrorCode::CoordinatorNotAvailable,
     }
 }
 
@@ -248,5 +265,32 @@ mod tests {
             append_error_code(&AppendFailure::Log(flush_failed)),
             storage
         );
+    }
+
+    #[test]
+    fn offsets_log_failures_map_as_kafka_s_coordinator_maps_them() {
+        use strom_coordinator::LogError as OffsetsLogError;
+        let code = |source| group_error_code(&GroupError::LogAppendFailed { source });
+        assert_eq!(
+            code(OffsetsLogError::NotLeader { partition: 3 }),
+            ErrorCode::NotCoordinator
+        );
+        assert_eq!(
+            code(OffsetsLogError::ReplicationTimeout {
+                partition: 3,
+                timeout_ms: 5000
+            }),
+            ErrorCode::RequestTimedOut
+        );
+        for after_append in [false, true] {
+            assert_eq!(
+                code(OffsetsLogError::NotEnoughReplicas {
+                    partition: 3,
+                    in_sync: 1,
+                    after_append
+                }),
+                ErrorCode::CoordinatorNotAvailable
+            );
+        }
     }
 }

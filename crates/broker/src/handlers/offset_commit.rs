@@ -1,6 +1,9 @@
-//! OffsetCommit: per-partition results; the offsets are durable in
-//! `__consumer_offsets` before the answer. v2-v4 carry a retention time,
-//! v6+ leader epochs, v7+ the group instance id.
+//! OffsetCommit: per-partition results; the answer is deferred until every
+//! in-sync replica of the group's `__consumer_offsets` partition has the
+//! offsets (Kafka's coordinator appends with acks -1), or the wait fails
+//! (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT after
+//! `offsets.commit.timeout.ms`). v2-v4 carry a retention time, v6+ leader
+//! epochs, v7+ the group instance id.
 //!
 //! As in Kafka, a partition of a topic the principal may not READ is
 //! answered `TOPIC_AUTHORIZATION_FAILED`, a partition that does not exist
@@ -8,6 +11,8 @@
 //! `UNKNOWN_TOPIC_OR_PARTITION`; neither reaches the coordinator, and the
 //! others are committed. (READ on the group is checked before, for the
 //! whole request.)
+
+use std::collections::HashMap;
 
 use strom_coordinator::{
     GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
@@ -29,25 +34,51 @@ pub fn handle(
     context: &RequestContext,
     request: OffsetCommitRequest,
 ) -> Reply {
-    let skipped = partitions::offset_refusals(
+    let skipped = skipped_partitions(broker, context, &request);
+    let commit = commit_request(context.api_version, &request, &skipped);
+    // Nothing left to commit: Kafka answers without asking the coordinator.
+    if commit.partitions.is_empty() {
+        let result = Ok(PartitionResults::new());
+        return Reply::Response(Response::OffsetCommit(response(&request, result, &skipped)));
+    }
+    // The answer waits until the in-sync replicas of the group's
+    // `__consumer_offsets` partition have the commit.
+    let coordinator = broker.groups.coordinator.clone();
+    Reply::Deferred(Box::pin(async move {
+        let result = coordinator.commit_offsets(&commit).await;
+        Some(Response::OffsetCommit(response(&request, result, &skipped)).into())
+    }))
+}
+
+/// The refusals of `request`'s partitions, decided now (the answer may be
+/// built later).
+fn skipped_partitions(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &OffsetCommitRequest,
+) -> impl Skipped {
+    let refusal = partitions::offset_refusals(
         broker,
         context,
         request.topics.iter().map(|topic| topic.name.0.as_str()),
     );
-    let commit = commit_request(context.api_version, &request, &skipped);
-    // Nothing left to commit: Kafka answers without asking the coordinator.
-    let result = if commit.partitions.is_empty() {
-        Ok(PartitionResults::new())
-    } else {
-        broker.groups.coordinator.commit_offsets(&commit)
-    };
-    Reply::Response(Response::OffsetCommit(response(&request, result, &skipped)))
+    let refused: HashMap<(String, i32), ErrorCode> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().filter_map(|partition| {
+                let index = partition.partition_index;
+                refusal(&topic.name.0, index).map(|code| ((topic.name.0.to_string(), index), code))
+            })
+        })
+        .collect();
+    move |topic: &str, partition: i32| refused.get(&(topic.to_owned(), partition)).copied()
 }
 
 /// Why a partition does not reach the coordinator, if it does not.
-trait Skipped: Fn(&str, i32) -> Option<ErrorCode> {}
+trait Skipped: Fn(&str, i32) -> Option<ErrorCode> + Send + 'static {}
 
-impl<F: Fn(&str, i32) -> Option<ErrorCode>> Skipped for F {}
+impl<F: Fn(&str, i32) -> Option<ErrorCode> + Send + 'static> Skipped for F {}
 
 /// The coordinator's request: the partitions of `request` not skipped.
 fn commit_request(

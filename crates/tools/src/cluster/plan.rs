@@ -121,9 +121,6 @@ impl ClusterShape {
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".to_owned(),
             format!("strom.cluster.id={cluster_id}"),
             format!("log.dirs={}", data_dir.display()),
-            "# The group coordinator does not move with its partition's leader".to_owned(),
-            "# yet: keep the group offsets topic on one replica.".to_owned(),
-            "offsets.topic.replication.factor=1".to_owned(),
             "group.initial.rebalance.delay.ms=0".to_owned(),
         ];
         let mut text = lines.join("\n");
@@ -194,7 +191,9 @@ mod tests {
         );
         assert_eq!(get("strom.cluster.id"), Some("abcdefghijklmnopqrstuv"));
         assert_eq!(get("log.dirs"), Some("/c/node-2/data"));
-        assert_eq!(get("offsets.topic.replication.factor"), Some("1"));
+        // Left at its default (3, capped to the live brokers): the group
+        // coordinator moves with its partition's leader.
+        assert_eq!(get("offsets.topic.replication.factor"), None);
     }
 
     #[test]
