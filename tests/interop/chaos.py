@@ -79,6 +79,11 @@ class Fault:
     end_ms: int = 0
     led: list = field(default_factory=list)
     detail: str = ""
+    # Filled by the checker: partition -> ms from the fault to its next ack.
+    failover_ms: dict = field(default_factory=dict)
+    # For a killed leader: ms from the kill until a broker's Metadata named
+    # new leaders for every partition it led (polled every 100 ms).
+    elected_ms: int = None
 
 
 class History:
@@ -370,6 +375,7 @@ class Report:
     readers_disagree: list = field(default_factory=list)
     foreign: list = field(default_factory=list)
     failovers_ms: list = field(default_factory=list)
+    elections_ms: list = field(default_factory=list)
     gaps_ms: list = field(default_factory=list)
     faults: dict = field(default_factory=dict)
 
@@ -393,6 +399,7 @@ class Report:
             "foreign": len(self.foreign),
             "faults": self.faults,
             "failover_ms": percentiles(self.failovers_ms),
+            "election_ms": percentiles(self.elections_ms),
             "gap_ms": percentiles(self.gaps_ms),
         }
 
@@ -459,6 +466,7 @@ def check(history: History, reads: dict, other_reads: dict = None) -> Report:
             if first != second:
                 report.readers_disagree.append((partition, len(first), len(second)))
     report.failovers_ms, report.gaps_ms = failover_times(history.ack_times(), faults)
+    report.elections_ms = [fault.elected_ms for fault in faults if fault.elected_ms is not None]
     for fault in faults:
         report.faults[fault.kind] = report.faults.get(fault.kind, 0) + 1
     return report
@@ -486,6 +494,7 @@ def failover_times(ack_times: list, faults: list):
             first = next((t for t, p in ack_times if p == partition and t > fault.start_ms), None)
             if first is not None:
                 failovers.append(first - fault.start_ms)
+                fault.failover_ms[partition] = first - fault.start_ms
     return failovers, gaps
 
 
@@ -561,6 +570,8 @@ class Chaos:
         # Down past the session timeout, so the controller fences it and
         # elects new leaders while it is away.
         wait_until_led_elsewhere(self.cluster, self.topic, self.partitions, node_id, led)
+        if led:
+            fault.elected_ms = now_ms() - fault.start_ms
         node.spawn()
         node.wait_listening()
         fault.end_ms = now_ms()
@@ -625,10 +636,24 @@ class Chaos:
             fault = self.fill_disk(self.rng.uniform(1.0, 4.0))
         else:
             raise ValueError(f"unknown fault {kind}")
-        self.log(f"fault {len(self.history.faults)}: {fault.kind} node {fault.node} led {fault.led} "
+        self.log(f"fault {len(self.history.faults)} at {fault.start_ms}: {fault.kind} node {fault.node} led {fault.led} "
                  f"{fault.detail} ({(fault.end_ms - fault.start_ms) / 1000:.1f}s)")
         wait_healthy(self.cluster, self.topic, self.partitions)
+        self.wait_acknowledged_since(fault.end_ms)
         return fault
+
+    def wait_acknowledged_since(self, since_ms: int, timeout_s: float = 90.0) -> None:
+        """Until every partition has an acknowledgement after `since_ms`:
+        the producers have recovered, so the next fault's failover time
+        is its own."""
+
+        def recovered():
+            with self.history.lock:
+                fresh = {partition for partition, _, time_ms in self.history.acked.values() if time_ms > since_ms}
+            return fresh >= set(range(self.partitions))
+
+        self.cluster.wait_until(recovered, timeout_s, "an acknowledgement on every partition after the fault",
+                                interval_s=0.1)
 
 
 def wait_until_led_elsewhere(cluster, topic, partitions, node_id, led, timeout_s: float = 60.0):

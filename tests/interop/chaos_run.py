@@ -14,6 +14,7 @@ moved or foreign records, or readers that disagree), except with
 import argparse
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -37,6 +38,7 @@ def arguments():
     parser.add_argument("--rate", type=int, default=80, help="records a second per producer")
     parser.add_argument("--time-limit", type=float, default=3600.0, help="seconds of faults at most")
     parser.add_argument("--json", type=Path, default=None, help="write the report here too")
+    parser.add_argument("--keep-logs", action="store_true", help="keep the nodes' directories and logs")
     return parser.parse_args()
 
 
@@ -82,9 +84,15 @@ def main() -> int:
     finally:
         cluster.close()
     summary = {"seed": seed, "cycles": cycles_run, "unclean": args.unclean,
-               "seconds": round(time.monotonic() - started, 1), **report.summary()}
+               "seconds": round(time.monotonic() - started, 1), **report.summary(),
+               "failover_by_fault": [[fault.kind, fault.node, fault.start_ms, fault.elected_ms, fault.failover_ms]
+                                     for fault in history.faults if fault.failover_ms]}
     print(json.dumps(summary, indent=1))
     print(report.format().split("\n", 1)[1] if "\n" in report.format() and not report.clean else "")
+    if report.clean and not args.keep_logs:
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        print(f"chaos: node directories and logs kept under {base}")
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")
     return 0 if report.clean or args.unclean else 1
