@@ -84,6 +84,8 @@ class Fault:
     # For a killed leader: ms from the kill until a broker's Metadata named
     # new leaders for every partition it led (polled every 100 ms).
     elected_ms: int = None
+    # Whether the node was the active controller when it was killed.
+    controller: bool = False
 
 
 class History:
@@ -516,12 +518,12 @@ def leaders(cluster, topic: str, partitions: int) -> dict:
 def wait_healthy(cluster, topic: str, partitions: int, timeout_s: float = 90.0) -> None:
     """Until every node runs and every partition has a leader and all
     replicas in its ISR, as every broker sees it."""
-    everyone = sorted(node.node_id for node in cluster.nodes)
+    everyone = sorted(node.node_id for node in cluster.brokers)
 
     def healthy():
-        for node in cluster.nodes:
-            if not node.running:
-                return False
+        if not all(node.running for node in cluster.nodes):
+            return False
+        for node in cluster.brokers:
             state = node.metadata([topic], timeout_s=3).topics.get(topic)
             if state is None or len(state.partitions) != partitions:
                 return False
@@ -536,7 +538,12 @@ def wait_healthy(cluster, topic: str, partitions: int, timeout_s: float = 90.0) 
 class Chaos:
     """Injects faults one at a time into a `NetCluster` (see the module doc)."""
 
+    # The faults of a run by default: one at a time, healed before the next.
     KINDS = ("kill", "pause", "partition", "torn", "disk")
+    # Overlapping faults that take a partition's whole ISR away, so that an
+    # unclean leader election can happen (needs controller-only nodes: with
+    # three combined nodes, two brokers down are two voters down).
+    OVERLAPPING = ("cascade",)
 
     def __init__(self, cluster, topic, partitions, history, rng, disk=None, log=print):
         self.cluster = cluster
@@ -554,16 +561,21 @@ class Chaos:
     def _leader_of(self, partition: int) -> int:
         found = leaders(self.cluster, self.topic, self.partitions).get(partition)
         if found is None or found[0] < 0:
-            return self.rng.choice(self.cluster.nodes).node_id
+            return self.rng.choice(self.cluster.brokers).node_id
         return found[0]
 
     def kill(self, node_id: int, tear: bool = False) -> Fault:
         """kill -9 of a node (after noting what it leads); with `tear`,
         the active segments lose a few bytes before the restart."""
         led = self._led_by(node_id)
+        try:
+            controller = self.cluster.active_controller(timeout_s=5).leader_id
+        except cl.WaitTimeout:
+            controller = None
         node = self.cluster.node(node_id)
         node.kill()
-        fault = self.history.fault(Fault("torn" if tear else "kill", node_id, now_ms(), led=led))
+        fault = self.history.fault(Fault("torn" if tear else "kill", node_id, now_ms(), led=led,
+                                         controller=controller == node_id))
         if tear:
             torn = cn.tear_active_segments(node.data_dir, self.topic, self.rng)
             fault.detail = f"torn {[(Path(f).parent.name, old - new) for f, old, new in torn]}"
@@ -617,6 +629,45 @@ class Chaos:
         fault.end_ms = now_ms()
         return fault
 
+    def _isr(self, partition: int):
+        return leaders(self.cluster, self.topic, self.partitions).get(partition, (-1, []))
+
+    def cascade(self, partition: int) -> Fault:
+        """The ISR of `partition` taken away one replica at a time: a
+        follower killed (the others go on acknowledging), the second
+        follower killed (the ISR is the leader alone; acks=all writes are
+        refused), the leader killed; then the first follower, which missed
+        acknowledged records, is started alone for 10 s before the other
+        two. Only an unclean election lets it lead, and then it loses what
+        the others had acknowledged without it."""
+        leader, isr = self._isr(partition)
+        first, second = [node for node in isr if node != leader][:2]
+        fault = self.history.fault(Fault("cascade", leader, now_ms(), led=self._led_by(leader)))
+        wait = self.cluster.wait_until
+        self.cluster.node(first).kill()
+        wait(lambda: first not in self._isr(partition)[1], 30, f"node {first} out of the ISR", interval_s=0.1)
+        time.sleep(2)
+        self.cluster.node(second).kill()
+        wait(lambda: self._isr(partition)[1] == [leader], 30, f"an ISR of {leader} alone", interval_s=0.1)
+        time.sleep(1)
+        self.cluster.node(leader).kill()
+        stale = self.cluster.node(first)
+        stale.spawn()
+        stale.wait_listening()
+        deadline = time.monotonic() + 10
+        elected = -1
+        while time.monotonic() < deadline and elected != first:
+            elected = self._isr(partition)[0]
+            time.sleep(0.2)
+        fault.detail = (f"killed {first}, {second}, {leader}; {first} started alone: "
+                        + ("led (unclean)" if elected == first else "did not lead"))
+        for node_id in (second, leader):
+            self.cluster.node(node_id).spawn()
+        for node_id in (second, leader):
+            self.cluster.node(node_id).wait_listening()
+        fault.end_ms = now_ms()
+        return fault
+
     @property
     def disk_node(self) -> int:
         return self.cluster.nodes[-1].node_id
@@ -634,6 +685,8 @@ class Chaos:
             fault = self.partition(victim, self.rng.uniform(2.0, 8.0))
         elif kind == "disk":
             fault = self.fill_disk(self.rng.uniform(1.0, 4.0))
+        elif kind == "cascade":
+            fault = self.cascade(self.rng.randrange(self.partitions))
         else:
             raise ValueError(f"unknown fault {kind}")
         self.log(f"fault {len(self.history.faults)} at {fault.start_ms}: {fault.kind} node {fault.node} led {fault.led} "
@@ -682,14 +735,17 @@ CHAOS_SETTINGS = {
 }
 
 
-def start_cluster(binary, base_dir, disk_node: bool = False, unclean: bool = False, extra: dict = None):
-    """Three nodes in namespaces; with `disk_node` the last node's data
-    directory is a 64 MiB tmpfs. Returns (cluster, disk or None)."""
+def start_cluster(binary, base_dir, disk_node: bool = False, unclean: bool = False, extra: dict = None,
+                  controllers: int = 0):
+    """Three brokers in namespaces (controller voters too, unless
+    `controllers` adds controller-only nodes); with `disk_node` the last
+    broker's data directory is a 64 MiB tmpfs. Returns (cluster, disk or
+    None)."""
     settings = dict(CHAOS_SETTINGS)
     if unclean:
         settings["unclean.leader.election.enable"] = "true"
     settings.update(extra or {})
-    cluster = cn.NetCluster(binary, base_dir, nodes=3, extra=settings)
+    cluster = cn.NetCluster(binary, base_dir, nodes=3, extra=settings, controllers=controllers)
     disk = None
     try:
         if disk_node:

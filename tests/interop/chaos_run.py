@@ -34,10 +34,16 @@ def arguments():
                         help="unclean.leader.election.enable=true (losses expected and counted)")
     parser.add_argument("--kinds", default=",".join(ch.Chaos.KINDS),
                         help=f"faults to draw from (default: {','.join(ch.Chaos.KINDS)})")
+    parser.add_argument("--controllers", type=int, default=0,
+                        help="controller-only nodes beside the 3 brokers (default 0: 3 combined nodes)")
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--rate", type=int, default=80, help="records a second per producer")
     parser.add_argument("--time-limit", type=float, default=3600.0, help="seconds of faults at most")
     parser.add_argument("--json", type=Path, default=None, help="write the report here too")
+    parser.add_argument("-C", dest="confluent", action="append", default=[], metavar="KEY=VALUE",
+                        help="a confluent-kafka producer property (repeatable)")
+    parser.add_argument("-S", dest="strom", action="append", default=[], metavar="KEY=VALUE",
+                        help="a strom-producer property (repeatable)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the nodes' directories and logs")
     return parser.parse_args()
 
@@ -46,23 +52,26 @@ def main() -> int:
     args = arguments()
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     kinds = [kind for kind in args.kinds.split(",") if kind]
-    unknown = set(kinds) - set(ch.Chaos.KINDS)
+    unknown = set(kinds) - set(ch.Chaos.KINDS) - set(ch.Chaos.OVERLAPPING)
     if unknown:
         print(f"unknown fault kinds {sorted(unknown)}", file=sys.stderr)
         return 2
     rng = random.Random(seed)
-    print(f"chaos: seed {seed}, {args.cycles} cycles of {kinds}, unclean={args.unclean}", flush=True)
+    print(f"chaos: seed {seed}, {args.cycles} cycles of {kinds}, unclean={args.unclean}, "
+          f"{args.controllers} controller-only nodes", flush=True)
     base = Path(tempfile.mkdtemp(prefix="strom-chaos-"))
     cluster, disk = ch.start_cluster(conftest.broker_binary(), base, disk_node="disk" in kinds,
-                                     unclean=args.unclean)
+                                     unclean=args.unclean, controllers=args.controllers)
     history = ch.History()
     started = time.monotonic()
     cycles_run = 0
     try:
         ch.create_topic(cluster, TOPIC, args.partitions)
         workloads = [
-            ch.ConfluentWorkload("librdkafka", cluster.bootstrap, TOPIC, args.partitions, history, rate=args.rate),
-            ch.StromWorkload("strom", cluster.bootstrap, TOPIC, args.partitions, history, rate=args.rate),
+            ch.ConfluentWorkload("librdkafka", cluster.bootstrap, TOPIC, args.partitions, history, rate=args.rate,
+                                 extra=dict(item.split("=", 1) for item in args.confluent)),
+            ch.StromWorkload("strom", cluster.bootstrap, TOPIC, args.partitions, history, rate=args.rate,
+                             extra=dict(item.split("=", 1) for item in args.strom)),
         ]
         cluster.workloads.extend(workloads)
         for workload in workloads:
@@ -83,9 +92,10 @@ def main() -> int:
         raise
     finally:
         cluster.close()
-    summary = {"seed": seed, "cycles": cycles_run, "unclean": args.unclean,
+    summary = {"seed": seed, "cycles": cycles_run, "unclean": args.unclean, "controllers": args.controllers,
                "seconds": round(time.monotonic() - started, 1), **report.summary(),
-               "failover_by_fault": [[fault.kind, fault.node, fault.start_ms, fault.elected_ms, fault.failover_ms]
+               "failover_by_fault": [[fault.kind, fault.node, fault.controller, fault.start_ms, fault.elected_ms,
+                                      fault.failover_ms]
                                      for fault in history.faults if fault.failover_ms]}
     print(json.dumps(summary, indent=1))
     print(report.format().split("\n", 1)[1] if "\n" in report.format() and not report.clean else "")

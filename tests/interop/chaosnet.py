@@ -260,14 +260,23 @@ def _port_open(host: str, port: int) -> bool:
 class NetCluster(cl.Cluster):
     """`Cluster` with every node in its own namespace (see the module doc)."""
 
-    def __init__(self, binary, base_dir, nodes: int = 3, extra: dict = None):
+    def __init__(self, binary, base_dir, nodes: int = 3, extra: dict = None, controllers: int = 0):
+        """`nodes` brokers; each is a controller voter too unless
+        `controllers` is given, which adds that many controller-only nodes
+        (ids 1..controllers, the brokers after them)."""
         self.binary = Path(binary)
         self.base_dir = Path(base_dir)
         self.cluster_id = cl.new_cluster_id()
         self.extra = dict(extra or {})
-        self.lab = NetLab(range(1, nodes + 1))
-        self.nodes = [NetNode(self, node_id, "broker,controller") for node_id in range(1, nodes + 1)]
-        self.voters = ",".join(f"{node.node_id}@{node.host}:{node.controller_port}" for node in self.nodes)
+        self.lab = NetLab(range(1, controllers + nodes + 1))
+        if controllers:
+            self.nodes = [NetNode(self, node_id, "controller") for node_id in range(1, controllers + 1)]
+            self.nodes += [NetNode(self, node_id, "broker")
+                           for node_id in range(controllers + 1, controllers + nodes + 1)]
+        else:
+            self.nodes = [NetNode(self, node_id, "broker,controller") for node_id in range(1, nodes + 1)]
+        self.voters = ",".join(f"{node.node_id}@{node.host}:{node.controller_port}"
+                               for node in self.nodes if node.is_controller)
         self.disks = []
         # Client threads and processes to stop before the network goes
         # (see `close`).
@@ -275,7 +284,11 @@ class NetCluster(cl.Cluster):
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(node.bootstrap for node in self.nodes)
+        return ",".join(node.bootstrap for node in self.nodes if node.is_broker)
+
+    @property
+    def brokers(self) -> list:
+        return [node for node in self.nodes if node.is_broker]
 
     def close(self) -> None:
         """Stops the workloads still running (their clients must not
