@@ -97,6 +97,8 @@ class History:
         self.acked = {}
         self.failed = {}
         self.faults = []
+        # Errors that stopped a producer for good.
+        self.fatal = []
 
     def attempt(self, value: str, partition: int) -> None:
         with self.lock:
@@ -182,8 +184,17 @@ class ConfluentWorkload(threading.Thread):
                     self.producer.poll(0.1)
                     continue
                 sequence += 1
-            self.producer.poll(0.02)
-        self.unflushed = self.producer.flush(self.flush_timeout_s)
+            try:
+                self.producer.poll(0.02)
+            except KafkaException as error:
+                # A fatal error (the idempotent producer's sequence lost
+                # on an unclean leader): the producer is unusable.
+                self.history.fatal.append(f"{self.producer_name}: {error}")
+                break
+        try:
+            self.unflushed = self.producer.flush(self.flush_timeout_s)
+        except KafkaException as error:
+            self.history.fatal.append(f"{self.producer_name} flush: {error}")
         self.producer = None
 
     def stop(self) -> None:
@@ -376,6 +387,7 @@ class Report:
     unacknowledged_present: int = 0
     readers_disagree: list = field(default_factory=list)
     foreign: list = field(default_factory=list)
+    fatal: list = field(default_factory=list)
     failovers_ms: list = field(default_factory=list)
     elections_ms: list = field(default_factory=list)
     gaps_ms: list = field(default_factory=list)
@@ -384,7 +396,7 @@ class Report:
     @property
     def clean(self) -> bool:
         return not (self.lost or self.duplicated or self.reordered or self.moved or self.readers_disagree
-                    or self.foreign)
+                    or self.foreign or self.fatal)
 
     def summary(self) -> dict:
         return {
@@ -399,6 +411,7 @@ class Report:
             "unacknowledged_present": self.unacknowledged_present,
             "readers_disagree": len(self.readers_disagree),
             "foreign": len(self.foreign),
+            "producers_stopped_by_fatal_errors": len(self.fatal),
             "faults": self.faults,
             "failover_ms": percentiles(self.failovers_ms),
             "election_ms": percentiles(self.elections_ms),
@@ -407,7 +420,7 @@ class Report:
 
     def format(self) -> str:
         lines = [json.dumps(self.summary(), indent=1)]
-        for name in ("lost", "duplicated", "reordered", "moved", "readers_disagree", "foreign"):
+        for name in ("lost", "duplicated", "reordered", "moved", "readers_disagree", "foreign", "fatal"):
             items = getattr(self, name)
             if items:
                 lines.append(f"{name} (first 10): {items[:10]}")
@@ -434,6 +447,7 @@ def check(history: History, reads: dict, other_reads: dict = None) -> Report:
         attempted = dict(history.attempted)
         failed = dict(history.failed)
         faults = list(history.faults)
+    report.fatal = list(history.fatal)
     report.acknowledged = len(acked)
     report.attempted = len(attempted)
     report.failed = len(failed)
