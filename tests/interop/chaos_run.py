@@ -86,6 +86,10 @@ def main() -> int:
         ch.stop_workloads(workloads)
         report = ch.check(history, ch.read_confluent(cluster.bootstrap, TOPIC, args.partitions),
                           ch.read_strom(cluster.bootstrap, TOPIC, args.partitions))
+        if disk is not None and (args.keep_logs or not report.clean):
+            # The tmpfs goes with the cluster: keep a copy of its logs.
+            shutil.copytree(disk.directory, disk.directory.parent / "data-kept",
+                            ignore=shutil.ignore_patterns("chaos-ballast"))
     except BaseException:
         print(f"chaos: stopped in cycle {cycles_run + 1} (seed {seed}); logs under {base}", flush=True)
         print(cluster.details(), flush=True)
