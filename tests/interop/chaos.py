@@ -595,8 +595,12 @@ class Chaos:
             fault.detail = f"torn {[(Path(f).parent.name, old - new) for f, old, new in torn]}"
         # Down past the session timeout, so the controller fences it and
         # elects new leaders while it is away.
-        wait_until_led_elsewhere(self.cluster, self.topic, self.partitions, node_id, led)
-        if led:
+        offline = wait_until_led_elsewhere(self.cluster, self.topic, self.partitions, node_id, led)
+        if offline:
+            # Its ISR was the killed node alone: no failover to measure.
+            fault.detail += f" offline {offline} until it returned (its ISR was the killed node alone)"
+            fault.led = [p for p in led if p not in offline]
+        elif led:
             fault.elected_ms = now_ms() - fault.start_ms
         node.spawn()
         node.wait_listening()
@@ -723,19 +727,28 @@ class Chaos:
                                 interval_s=0.1)
 
 
-def wait_until_led_elsewhere(cluster, topic, partitions, node_id, led, timeout_s: float = 60.0):
+def wait_until_led_elsewhere(cluster, topic, partitions, node_id, led, timeout_s: float = 60.0) -> list:
     """Until the partitions `node_id` led have another leader (the
-    controller fenced the killed node)."""
+    controller fenced the killed node), or are offline because the killed
+    node was their whole ISR (a clean election then waits for it, as
+    Kafka's does). Returns the offline partitions."""
     if not led:
         time.sleep(cl.SESSION_TIMEOUT_MS / 1000)
-        return
+        return []
 
-    def moved():
+    def settled():
         now = leaders(cluster, topic, partitions)
-        return all(now.get(p, (-1, []))[0] not in (-1, node_id) for p in led)
+        states = [now.get(p, (-1, [])) for p in led]
+        if not all(leader != node_id for leader, _ in states):
+            return None
+        offline = [p for p, (leader, isr) in zip(led, states) if leader == -1 and isr == [node_id]]
+        if all(leader != -1 for leader, _ in states) or offline:
+            return {"offline": offline}
+        return None
 
-    cluster.wait_until(moved, timeout_s, f"a new leader for {led} after node {node_id} was killed",
-                       interval_s=0.1)
+    found = cluster.wait_until(settled, timeout_s, f"a new leader for {led} after node {node_id} was killed",
+                               interval_s=0.1)
+    return found["offline"]
 
 
 # --- set-up ---------------------------------------------------------------------
