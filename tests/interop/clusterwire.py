@@ -115,8 +115,9 @@ def call_flexible(connection: wire.Connection, api_key: int, api_version: int, b
     return reader
 
 
-def _call(port: int, api_key: int, api_version: int, body: bytes, timeout_s: float) -> bytes:
-    with wire.Connection(port, timeout_s=timeout_s) as connection:
+def _call(port: int, api_key: int, api_version: int, body: bytes, timeout_s: float,
+          host: str = "127.0.0.1") -> bytes:
+    with wire.Connection(port, timeout_s=timeout_s, host=host) as connection:
         return connection.call(api_key, api_version, body)
 
 
@@ -193,8 +194,8 @@ def decode_metadata_v7(body: bytes) -> ClusterView:
     return ClusterView(brokers, cluster_id, controller_id, topics)
 
 
-def metadata(port: int, topics=None, timeout_s: float = 5.0) -> ClusterView:
-    return decode_metadata_v7(_call(port, API_METADATA, 7, metadata_v7_body(topics), timeout_s))
+def metadata(port: int, topics=None, timeout_s: float = 5.0, host: str = "127.0.0.1") -> ClusterView:
+    return decode_metadata_v7(_call(port, API_METADATA, 7, metadata_v7_body(topics), timeout_s, host))
 
 
 # --- CreateTopics v4 ---------------------------------------------------------
@@ -401,8 +402,9 @@ def decode_describe_quorum(reader: FlexibleReader, version: int) -> QuorumState:
     )
 
 
-def describe_quorum(port: int, timeout_s: float = 10.0, version: int = 0) -> QuorumState:
-    with wire.Connection(port, timeout_s=timeout_s) as connection:
+def describe_quorum(port: int, timeout_s: float = 10.0, version: int = 0,
+                    host: str = "127.0.0.1") -> QuorumState:
+    with wire.Connection(port, timeout_s=timeout_s, host=host) as connection:
         reader = call_flexible(connection, API_DESCRIBE_QUORUM, version, describe_quorum_body())
         return decode_describe_quorum(reader, version)
 

@@ -253,8 +253,8 @@ def decode_fetch_v4(body: bytes):
 class Connection:
     """A blocking socket that speaks framed requests and responses."""
 
-    def __init__(self, port: int, timeout_s: float = 10.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+    def __init__(self, port: int, timeout_s: float = 10.0, host: str = "127.0.0.1"):
+        self.sock = socket.create_connection((host, port), timeout=timeout_s)
 
     def close(self):
         self.sock.close()

@@ -565,11 +565,7 @@ async fn start_controller(config: &BrokerConfig) -> Result<Controllers, StartErr
 async fn start_local_controller(config: &BrokerConfig) -> Result<LocalController, StartError> {
     let metadata_dir = config.log_dirs[0].join(METADATA_DIR);
     let mut controller_config = LocalControllerConfig::new(metadata_dir);
-    controller_config.controller = ControllerConfig {
-        default_partitions: config.num_partitions,
-        default_replication_factor: config.default_replication_factor,
-        ..ControllerConfig::default()
-    };
+    controller_config.controller = controller_settings(config);
     LocalController::start(
         controller_config,
         Arc::new(ControllerClock),
@@ -751,6 +747,18 @@ async fn heartbeat_loop(
     }
 }
 
+/// The controller's settings taken from the broker's: the defaults of new
+/// topics and the cluster default of `unclean.leader.election.enable`
+/// (a topic's own setting overrides it).
+pub(crate) fn controller_settings(config: &BrokerConfig) -> ControllerConfig {
+    ControllerConfig {
+        default_partitions: config.num_partitions,
+        default_replication_factor: config.default_replication_factor,
+        unclean_leader_election_enable: default_log_config(config).unclean_leader_election_enable,
+        ..ControllerConfig::default()
+    }
+}
+
 fn default_log_config(config: &BrokerConfig) -> LogConfig {
     match LogConfig::from_properties(config.topic_defaults()) {
         Ok(parsed) => parsed.config,
@@ -797,6 +805,33 @@ mod tests {
         let (config, _) = BrokerConfig::from_map(&map).expect("valid config");
         let defaults = default_log_config(&config);
         log_manager_config(&config, defaults)
+    }
+
+    fn broker_config(pairs: &[(&str, &str)]) -> BrokerConfig {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        BrokerConfig::from_map(&map).expect("valid config").0
+    }
+
+    #[test]
+    fn the_controller_takes_the_brokers_unclean_leader_election_setting() {
+        let enabled = broker_config(&[("unclean.leader.election.enable", "true")]);
+        assert!(controller_settings(&enabled).unclean_leader_election_enable);
+        let default = broker_config(&[]);
+        assert!(!controller_settings(&default).unclean_leader_election_enable);
+        let settings = controller_settings(&broker_config(&[
+            ("num.partitions", "7"),
+            ("default.replication.factor", "2"),
+        ]));
+        assert_eq!(
+            (
+                settings.default_partitions,
+                settings.default_replication_factor
+            ),
+            (7, 2)
+        );
     }
 
     #[test]

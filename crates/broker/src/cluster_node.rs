@@ -17,7 +17,7 @@ use strom_controller::ControllerClient;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::broker::{StartError, METADATA_QUORUM_DIR};
+use crate::broker::{controller_settings, StartError, METADATA_QUORUM_DIR};
 use crate::cluster_config::ClusterConfig;
 use crate::config::BrokerConfig;
 
@@ -70,13 +70,11 @@ impl QuorumMember {
             config.log_dirs[0].join(METADATA_QUORUM_DIR),
         );
         quorum.controller = ControllerConfig {
-            default_partitions: config.num_partitions,
-            default_replication_factor: config.default_replication_factor,
             broker_session_timeout_ms: millis(cluster.session_timeout),
             auto_leader_rebalance_enable: cluster.auto_leader_rebalance_enable,
             leader_imbalance_per_broker_percentage: cluster.leader_imbalance_per_broker_percentage,
             leader_imbalance_check_interval_ms: millis(cluster.leader_imbalance_check_interval),
-            ..ControllerConfig::default()
+            ..controller_settings(config)
         };
         quorum.election_timeout_ms = millis(cluster.election_timeout);
         quorum.heartbeat_interval_ms = (millis(cluster.election_timeout) / 5).max(10);

@@ -60,7 +60,8 @@ pub fn propose(
 }
 
 /// Every `replica.lag.time.max.ms / 2`, proposes the ISR without the
-/// followers that lagged longer than `replica.lag.time.max.ms`.
+/// followers that lagged longer than `replica.lag.time.max.ms`, unless this
+/// process itself was stalled (see [`StallGuard`]).
 pub async fn shrink_loop(
     controller: Arc<dyn ControllerClient>,
     replicas: Arc<ReplicaManager>,
@@ -69,13 +70,88 @@ pub async fn shrink_loop(
     let lag_ms = i64::try_from(replica_lag_time_max.as_millis()).unwrap_or(i64::MAX);
     let every = (replica_lag_time_max / 2).max(Duration::from_millis(50));
     let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let every_ms = i64::try_from(every.as_millis()).unwrap_or(i64::MAX);
+    let mut guard = StallGuard::new(every_ms, replicas.now_ms());
     loop {
         interval.tick().await;
         let now_ms = replicas.now_ms();
+        if !guard.may_shrink(now_ms) {
+            info!(
+                now_ms,
+                "the ISR check ran late (this process stalled); no shrink this round"
+            );
+            continue;
+        }
         for replica in replicas.hosted() {
             if let Some(change) = replica.isr_shrink(now_ms, lag_ms) {
                 propose(&controller, &replicas, &replica, change);
             }
         }
+    }
+}
+
+/// Keeps a leader that was stalled (stopped, paused by the OS, starved of
+/// CPU) from blaming its followers for its own stall: they could not fetch
+/// from a leader that did not run, so when the periodic check runs much
+/// later than its interval, the followers first get one more interval to
+/// fetch and catch up before any of them is proposed out of the ISR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StallGuard {
+    every_ms: i64,
+    previous_ms: i64,
+    quiet_until_ms: i64,
+}
+
+impl StallGuard {
+    /// A guard for a check that runs every `every_ms`, first at `now_ms`.
+    pub fn new(every_ms: i64, now_ms: i64) -> StallGuard {
+        StallGuard {
+            every_ms,
+            previous_ms: now_ms,
+            quiet_until_ms: i64::MIN,
+        }
+    }
+
+    /// Whether the check running at `now_ms` may shrink the ISR: not when
+    /// it runs more than twice its interval after the previous one, nor
+    /// during the interval after that.
+    pub fn may_shrink(&mut self, now_ms: i64) -> bool {
+        if now_ms.saturating_sub(self.previous_ms) > self.every_ms.saturating_mul(2) {
+            self.quiet_until_ms = now_ms.saturating_add(self.every_ms);
+        }
+        self.previous_ms = now_ms;
+        now_ms >= self.quiet_until_ms
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StallGuard;
+
+    #[test]
+    fn checks_on_time_may_shrink() {
+        let mut guard = StallGuard::new(1_500, 0);
+        for now_ms in [1_500, 3_000, 4_600, 6_100] {
+            assert!(guard.may_shrink(now_ms), "at {now_ms}");
+        }
+    }
+
+    #[test]
+    fn a_check_after_a_stall_and_the_interval_after_it_do_not_shrink() {
+        let mut guard = StallGuard::new(1_500, 0);
+        assert!(guard.may_shrink(1_500));
+        // The process was stopped for 5 s: the next check runs at 6,500.
+        assert!(!guard.may_shrink(6_500), "the check right after the stall");
+        assert!(!guard.may_shrink(7_000), "within an interval of it");
+        assert!(guard.may_shrink(8_000), "one interval later");
+        assert!(guard.may_shrink(9_500));
+    }
+
+    #[test]
+    fn the_stall_threshold_is_twice_the_interval() {
+        let mut guard = StallGuard::new(1_500, 0);
+        assert!(guard.may_shrink(3_000));
+        assert!(!guard.may_shrink(6_001));
     }
 }

@@ -237,3 +237,28 @@ async fn three_voters_over_tcp_fail_over_and_catch_up() {
     let successor = successor.expect("another active controller in a later term");
     assert_ne!(successor.node_id(), killed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observers_that_join_at_the_same_time_all_join() {
+    // Brokers that are not voters restart together after a crash; each
+    // asks the active controller to add it as an observer, and openraft
+    // takes one membership change at a time.
+    let mut cluster = Cluster::start(3).await;
+    cluster.create_topic("before").await.expect("committed");
+    let observers = [101u64, 102, 103, 104];
+    for id in observers {
+        cluster.restart(id).await;
+    }
+    let leader = cluster.leader().await;
+    let joins = observers.map(|id| {
+        let leader = Arc::clone(&leader);
+        tokio::spawn(async move { leader.add_observer(id, format!("node-{id}")).await })
+    });
+    for (id, join) in observers.into_iter().zip(joins) {
+        let joined = join.await.expect("the join task ran");
+        assert!(joined.is_ok(), "observer {id}: {joined:?}");
+    }
+    for id in observers {
+        cluster.wait_for_topics(id, 1).await;
+    }
+}

@@ -227,6 +227,32 @@ struct Followed<L> {
     log: Arc<L>,
     state: FollowerState,
     retry_at_ms: i64,
+    /// Answers in a row saying the source does not lead (yet) at the
+    /// epoch the metadata named; see [`retry_delay_ms`].
+    refusals_in_a_row: u32,
+}
+
+/// The first retry after the leader the metadata named answers that it
+/// does not lead at that epoch yet (NOT_LEADER_OR_FOLLOWER or
+/// UNKNOWN_LEADER_EPOCH): it applies the same metadata a moment later, and
+/// until a follower fetches again its `acks=all` writes wait. Doubled on
+/// each such answer in a row, up to `replica.fetch.backoff.ms`.
+const LEADER_CATCH_UP_FIRST_RETRY_MS: i64 = 50;
+
+/// How long a partition backs off after `reason`: the short, growing
+/// retry while the named leader catches up with the metadata, else
+/// `backoff_ms`.
+fn retry_delay_ms<L>(followed: &mut Followed<L>, reason: &FetchFailure, backoff_ms: i64) -> i64 {
+    match reason {
+        FetchFailure::Leader(
+            FetchPartitionError::NotLeaderOrFollower | FetchPartitionError::UnknownLeaderEpoch,
+        ) => {
+            let doublings = followed.refusals_in_a_row.min(16);
+            followed.refusals_in_a_row = followed.refusals_in_a_row.saturating_add(1);
+            (LEADER_CATCH_UP_FIRST_RETRY_MS << doublings).min(backoff_ms)
+        }
+        _ => backoff_ms,
+    }
 }
 
 /// The partitions followed from one source broker and their fetch state.
@@ -303,6 +329,7 @@ impl<L: FollowerLog> FetcherCore<L> {
             log,
             state,
             retry_at_ms: i64::MIN,
+            refusals_in_a_row: 0,
         };
         self.partitions.insert(topic_partition, followed);
         Ok(())
@@ -390,14 +417,17 @@ impl<L: FollowerLog> FetcherCore<L> {
             }
             let outcome = apply_result(followed, sent, result);
             match outcome {
-                Ok(Some(event)) => events.push(event),
-                Ok(None) => {}
+                Ok(event) => {
+                    followed.refusals_in_a_row = 0;
+                    events.extend(event);
+                }
                 Err(reason) => {
-                    followed.retry_at_ms = now_ms + backoff_ms;
+                    let retry_at_ms = now_ms + retry_delay_ms(followed, &reason, backoff_ms);
+                    followed.retry_at_ms = retry_at_ms;
                     events.push(PartitionEvent::BackingOff {
                         topic_partition,
                         reason,
-                        retry_at_ms: now_ms + backoff_ms,
+                        retry_at_ms,
                     });
                 }
             }

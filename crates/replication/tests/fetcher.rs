@@ -349,7 +349,7 @@ fn errors_back_off_and_a_stale_answer_is_ignored() {
     let request = core.next_request(1_000).expect("a request");
     let refused = vec![(
         partition(),
-        PartitionFetchResult::Error(FetchPartitionError::NotLeaderOrFollower),
+        PartitionFetchResult::Error(FetchPartitionError::FencedLeaderEpoch),
     )];
     let events = core.handle_response(&request, refused, 1_000);
     assert!(matches!(
@@ -388,6 +388,59 @@ fn errors_back_off_and_a_stale_answer_is_ignored() {
     assert_eq!(
         core.next_request(1_200).expect("fetches").partitions[0].current_leader_epoch,
         4
+    );
+}
+
+#[test]
+fn a_leader_not_caught_up_with_the_metadata_is_asked_again_soon_then_less_often() {
+    // The metadata named broker 1 leader at epoch 3 before broker 1 applied
+    // it: its refusals are retried after 50, 100, 200 ms..., never later
+    // than replica.fetch.backoff.ms, and an answer with records resets it.
+    let follower = FakeLog::with(&[]);
+    let mut config = FetcherConfig::new(2);
+    config.backoff_ms = 300;
+    let mut core = FetcherCore::new(1, config);
+    core.add_partition(partition(), Arc::clone(&follower), 3)
+        .expect("readable");
+    let mut now = 1_000;
+    let mut delays = Vec::new();
+    for error in [
+        FetchPartitionError::NotLeaderOrFollower,
+        FetchPartitionError::UnknownLeaderEpoch,
+        FetchPartitionError::NotLeaderOrFollower,
+        FetchPartitionError::NotLeaderOrFollower,
+    ] {
+        let request = core.next_request(now).expect("a request");
+        let events = core.handle_response(
+            &request,
+            vec![(partition(), PartitionFetchResult::Error(error))],
+            now,
+        );
+        let [PartitionEvent::BackingOff { retry_at_ms, .. }] = events.as_slice() else {
+            panic!("expected a back-off, got {events:?}");
+        };
+        delays.push(retry_at_ms - now);
+        now = *retry_at_ms;
+    }
+    assert_eq!(delays, [50, 100, 200, 300]);
+    let request = core.next_request(now).expect("a request");
+    let answered = vec![(
+        partition(),
+        PartitionFetchResult::Records {
+            records: FakeLog::encode(&[]),
+            high_watermark: 0,
+        },
+    )];
+    core.handle_response(&request, answered, now);
+    let request = core.next_request(now).expect("fetches again at once");
+    let refused = vec![(
+        partition(),
+        PartitionFetchResult::Error(FetchPartitionError::NotLeaderOrFollower),
+    )];
+    let events = core.handle_response(&request, refused, now);
+    assert!(
+        matches!(events.as_slice(), [PartitionEvent::BackingOff { retry_at_ms, .. }] if *retry_at_ms == now + 50),
+        "{events:?}"
     );
 }
 

@@ -17,6 +17,12 @@
 //! `{"partition": 0, "offset": 12, "timestamp": 1700000000000}` or
 //! `{"error": "...", "kind": "RecordTooLarge"}`. The exit code is 0 when the
 //! input was well formed, whatever the records' outcomes.
+//!
+//! With `--stream` (the chaos workload of `tests/interop/chaos.py`), each
+//! record is sent as soon as its line is read, and its outcome is printed
+//! as soon as it is known, in completion order, with the line's `"id"`
+//! (any JSON value) echoed back and `"time_ms"`, the wall-clock time of the
+//! outcome; the program flushes and exits when stdin is closed.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -29,7 +35,9 @@ use strom_producer::{ProduceError, Producer, ProducerConfig, ProducerRecord, Rec
 /// Why the program could not run.
 #[derive(Debug, thiserror::Error)]
 enum InteropError {
-    #[error("usage: strom-interop-producer --bootstrap-servers HOST:PORT [-X key=value]...")]
+    #[error(
+        "usage: strom-interop-producer --bootstrap-servers HOST:PORT [--stream] [-X key=value]..."
+    )]
     Usage,
     #[error("invalid property {property}: expected key=value")]
     Property { property: String },
@@ -71,7 +79,16 @@ fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), InteropError> {
-    let config = parse_arguments(std::env::args().skip(1))?;
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let stream = arguments.iter().any(|argument| argument == "--stream");
+    let config = parse_arguments(
+        arguments
+            .into_iter()
+            .filter(|argument| argument != "--stream"),
+    )?;
+    if stream {
+        return run_streaming(config).await;
+    }
     let records = read_records(std::io::stdin().lock())?;
     let producer = Producer::new(config).await?;
     let mut deliveries = Vec::with_capacity(records.len());
@@ -85,6 +102,68 @@ async fn run() -> Result<(), InteropError> {
     stdout.flush()?;
     producer.close(Duration::from_secs(10)).await;
     Ok(())
+}
+
+/// `--stream`: sends each line's record as it is read and prints each
+/// outcome (with the line's `"id"` and the time) as it completes.
+async fn run_streaming(config: ProducerConfig) -> Result<(), InteropError> {
+    let producer = Producer::new(config).await?;
+    let (lines, mut receiver) = tokio::sync::mpsc::channel::<(usize, String)>(1024);
+    // A plain thread: a blocking read on the runtime would hold up its
+    // shutdown.
+    let reader = std::thread::spawn(move || -> Result<(), std::io::Error> {
+        for (index, line) in std::io::stdin().lock().lines().enumerate() {
+            if lines.blocking_send((index + 1, line?)).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    });
+    let mut pending = tokio::task::JoinSet::new();
+    while let Some((line_number, line)) = receiver.recv().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&line).map_err(|source| InteropError::Json {
+            line: line_number,
+            source,
+        })?;
+        let record = record_from_json(&value).map_err(|reason| InteropError::Input {
+            line: line_number,
+            reason,
+        })?;
+        let id = value.get("id").cloned().unwrap_or(Value::Null);
+        let delivery = producer.send(record).await;
+        pending.spawn(async move {
+            let mut outcome = outcome_json(delivery.await);
+            if let Some(object) = outcome.as_object_mut() {
+                object.insert("id".to_owned(), id);
+                object.insert("time_ms".to_owned(), json!(now_ms()));
+            }
+            let mut stdout = std::io::stdout().lock();
+            // A closed stdout means the driver is gone; nothing is left to report.
+            let _ = writeln!(stdout, "{outcome}");
+            let _ = stdout.flush();
+        });
+        // Reap what has completed, so the set stays small on long runs.
+        while pending.try_join_next().is_some() {}
+    }
+    while pending.join_next().await.is_some() {}
+    producer.close(Duration::from_secs(10)).await;
+    match reader.join() {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(InteropError::Io(std::io::Error::other(
+            "the stdin reader thread panicked",
+        ))),
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 fn parse_arguments(

@@ -19,7 +19,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::error::{ChangeMembershipError, CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{BasicNode, Raft, ServerState, SnapshotPolicy};
 use tokio::sync::watch;
 
@@ -141,6 +141,10 @@ struct CommandState {
     /// The term in which this node last ran a command as leader.
     leader_term: Option<u64>,
 }
+
+/// The pause before an observer's join is tried again when another
+/// membership change is in progress.
+const MEMBERSHIP_CHANGE_RETRY_PAUSE: Duration = Duration::from_millis(20);
 
 /// One node of the metadata quorum. See the module docs.
 pub struct QuorumController {
@@ -319,7 +323,30 @@ impl QuorumController {
     /// that receives the committed log, as brokers that are not voters do.
     /// Returns once the observer has caught up. Only the active controller
     /// can do this.
+    ///
+    /// openraft runs one membership change at a time, and brokers that
+    /// restart together ask at the same time: a request that finds another
+    /// change in progress waits for it and tries again, within the request
+    /// timeout.
     pub async fn add_observer(&self, node_id: NodeId, address: String) -> Result<(), RuntimeError> {
+        let deadline = tokio::time::Instant::now() + self.request_timeout;
+        loop {
+            match self.try_add_observer(node_id, &address).await {
+                Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(
+                    ChangeMembershipError::InProgress(_),
+                ))) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(MEMBERSHIP_CHANGE_RETRY_PAUSE).await;
+                }
+                result => return result.map_err(write_error),
+            }
+        }
+    }
+
+    async fn try_add_observer(
+        &self,
+        node_id: NodeId,
+        address: &str,
+    ) -> Result<(), RaftError<NodeId, ClientWriteError<NodeId, BasicNode>>> {
         let known = {
             let metrics = self.raft.metrics().borrow().clone();
             let membership = metrics.membership_config.membership();
@@ -333,17 +360,15 @@ impl QuorumController {
         if known.as_deref().is_some_and(|known| known != address) {
             // The observer restarted on another port: point replication
             // there (safe for a learner, which never votes).
-            let nodes = BTreeMap::from([(node_id, BasicNode::new(address.clone()))]);
+            let nodes = BTreeMap::from([(node_id, BasicNode::new(address.to_owned()))]);
             self.raft
                 .change_membership(openraft::ChangeMembers::SetNodes(nodes), false)
-                .await
-                .map_err(write_error)?;
+                .await?;
         }
         self.raft
-            .add_learner(node_id, BasicNode::new(address), true)
+            .add_learner(node_id, BasicNode::new(address.to_owned()), true)
             .await
             .map(|_| ())
-            .map_err(write_error)
     }
 
     /// Stops the Raft node and the liveness task. The node answers no
