@@ -5,7 +5,7 @@
 //! The broker hosts a [`Partition`] per replica assigned to it and only
 //! moves it between roles as the metadata says; every append, read and
 //! high-watermark change goes through it, so the high watermark is
-//! published from one place ([`Partition::publish_high_watermark`]: the
+//! published from one place (`Partition::publish_high_watermark`: the
 //! log's copy, persisted by the HW checkpoint, and the watch move
 //! together). The follower's fetch loop writes through the same object (it
 //! is a [`FollowerLog`]), so a replica that changes role keeps one log, one
