@@ -215,6 +215,13 @@ fn settle_acks(topics: &mut [TopicOutcomes]) {
                         ErrorCode::NotEnoughReplicasAfterAppend
                     }
                 };
+                if outcome.error != ErrorCode::None {
+                    // Appended but not acknowledged: the client may retry a
+                    // record that is stored (and later committed).
+                    tracing::debug!(topic_partition = %wait.replica.topic_partition,
+                        required_offset = wait.required_offset, leader_epoch = wait.leader_epoch,
+                        code = %outcome.error, "acks=all write appended but not acknowledged");
+                }
             }
         }
     }
