@@ -66,6 +66,11 @@ pub struct LeaderState {
     /// The LEO when this leadership began (Kafka's leader epoch start
     /// offset): a follower joins the ISR only once it has reached it.
     epoch_start_offset: i64,
+    /// Followers proposed into the ISR and not yet seen committed. The HW
+    /// already waits for them (Kafka's maximal ISR): the controller may
+    /// commit the expansion, and elect such a follower, before this leader
+    /// hears of it, so a record must not be acknowledged without them.
+    pending_additions: BTreeSet<BrokerId>,
     high_watermark: i64,
     min_insync_replicas: usize,
 }
@@ -110,6 +115,7 @@ impl LeaderState {
             remotes,
             local_log_end_offset,
             epoch_start_offset: local_log_end_offset,
+            pending_additions: BTreeSet::new(),
             high_watermark: high_watermark.clamp(0, local_log_end_offset),
             min_insync_replicas: min_insync_replicas.max(1),
         };
@@ -244,6 +250,7 @@ impl LeaderState {
         {
             let mut isr = self.isr.clone();
             isr.insert(replica);
+            self.pending_additions.insert(replica);
             Some(IsrChange {
                 isr,
                 partition_epoch: self.partition_epoch,
@@ -306,6 +313,12 @@ impl LeaderState {
         self.replicas = replicas;
     }
 
+    /// Followers proposed into the ISR whose expansion is not committed
+    /// yet; the HW waits for them too.
+    pub fn pending_isr_additions(&self) -> &BTreeSet<BrokerId> {
+        &self.pending_additions
+    }
+
     /// Applies an ISR committed by the controller; returns the new HW if a
     /// shrink let it advance.
     pub fn apply_isr(&mut self, isr: BTreeSet<BrokerId>, partition_epoch: i32) -> Option<i64> {
@@ -313,6 +326,9 @@ impl LeaderState {
         self.isr = isr;
         self.isr.insert(self.local);
         self.partition_epoch = partition_epoch;
+        // The committed ISR settles every proposal made before it: one
+        // still wanted is proposed again by the follower's next fetch.
+        self.pending_additions.clear();
         self.maybe_advance_high_watermark()
     }
 
@@ -329,7 +345,7 @@ impl LeaderState {
 
     fn maybe_advance_high_watermark(&mut self) -> Option<i64> {
         let mut candidate = self.local_log_end_offset;
-        for replica in &self.isr {
+        for replica in self.isr.iter().chain(&self.pending_additions) {
             if *replica == self.local {
                 continue;
             }
@@ -488,6 +504,51 @@ mod tests {
     }
 
     #[test]
+    fn the_hw_waits_for_a_follower_proposed_into_the_isr_before_the_controller_answers() {
+        // ISR {1, 2}; follower 3 catches up and is proposed into the ISR.
+        let mut state = LeaderState::new(1, 0, 0, vec![1, 2, 3], set(&[1, 2]), 0, 0, 1, 0);
+        state.on_local_append(5);
+        state.on_follower_fetch(2, 5, 1).unwrap();
+        assert_eq!(state.high_watermark(), 5);
+        let proposed = state.on_follower_fetch(3, 5, 2).unwrap();
+        assert_eq!(proposed.isr_expansion.map(|c| c.isr), Some(set(&[1, 2, 3])));
+        // The controller may commit it (and could elect 3) before this
+        // leader hears back: a new record is not committed until 3 has it.
+        state.on_local_append(8);
+        assert_eq!(
+            state
+                .on_follower_fetch(2, 8, 3)
+                .unwrap()
+                .high_watermark_advanced_to,
+            None
+        );
+        assert_eq!(state.high_watermark(), 5);
+        assert_eq!(
+            state
+                .on_follower_fetch(3, 8, 4)
+                .unwrap()
+                .high_watermark_advanced_to,
+            Some(8)
+        );
+        // The committed ISR settles the proposal.
+        state.apply_isr(set(&[1, 2, 3]), 1);
+        assert!(state.pending_isr_additions().is_empty());
+    }
+
+    #[test]
+    fn a_refused_expansion_stops_holding_the_hw_back_once_the_isr_is_known() {
+        let mut state = LeaderState::new(1, 0, 0, vec![1, 2, 3], set(&[1, 2]), 0, 0, 1, 0);
+        state.on_local_append(5);
+        state.on_follower_fetch(2, 5, 1).unwrap();
+        state.on_follower_fetch(3, 5, 2).unwrap();
+        state.on_local_append(8);
+        state.on_follower_fetch(2, 8, 3).unwrap();
+        assert_eq!(state.high_watermark(), 5, "waits for proposed 3");
+        // The controller kept {1, 2} (3 was fenced meanwhile).
+        assert_eq!(state.apply_isr(set(&[1, 2]), 1), Some(8));
+    }
+
+    #[test]
     fn leader_epochs_are_validated() {
         let state = three_replicas(0);
         assert_eq!(state.validate_leader_epoch(None), Ok(()));
@@ -532,8 +593,12 @@ mod tests {
                 proptest::prop_assert!(state.high_watermark() >= previous_hw, "HW never decreases");
                 proptest::prop_assert!(state.high_watermark() <= state.log_end_offset(), "HW never passes the LEO");
                 proptest::prop_assert!(state.isr().contains(&1), "the leader stays in the ISR");
-                if state.isr().len() == 1 {
+                if state.isr().len() == 1 && state.pending_isr_additions().is_empty() {
                     proptest::prop_assert_eq!(state.high_watermark(), state.log_end_offset(), "an ISR of one commits at once");
+                }
+                for pending in state.pending_isr_additions() {
+                    let end = state.progress(*pending).map_or(-1, |p| p.log_end_offset);
+                    proptest::prop_assert!(state.high_watermark() <= end.max(previous_hw), "the HW waits for a proposed ISR member");
                 }
                 previous_hw = state.high_watermark();
             }
