@@ -50,7 +50,19 @@ pub fn propose(
                 info!(%topic_partition, isr = ?reply.isr, partition_epoch = reply.partition_epoch, "ISR changed");
                 replicas.count_isr_change(reply.isr.len() < previous_isr);
             }
-            Ok(Err(error)) => debug!(%topic_partition, %error, "ISR change refused"),
+            Ok(Err(error)) => {
+                debug!(%topic_partition, %error, "ISR change refused");
+                // A follower the controller will not take into the ISR
+                // (fenced, shutting down) stops holding the HW back. Other
+                // refusals (a stale partition epoch) may follow a committed
+                // change this leader has not seen: the image settles those.
+                if matches!(
+                    error,
+                    strom_controller::error::ControllerError::IneligibleReplica { .. }
+                ) {
+                    replica.abandon_isr_expansion();
+                }
+            }
             Err(error) => debug!(%topic_partition, %error, "ISR change not sent"),
         }
         let image = controller.image();

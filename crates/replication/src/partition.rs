@@ -703,11 +703,37 @@ impl Partition {
     }
 
     /// The ISR without the followers that lagged longer than
-    /// `replica_lag_time_max_ms`, if any must go (led here only).
+    /// `replica_lag_time_max_ms`, if any must go (led here only). Followers
+    /// proposed into the ISR that stopped fetching as long are forgotten.
     pub fn isr_shrink(&self, now_ms: i64, replica_lag_time_max_ms: i64) -> Option<IsrChange> {
+        let expired = self
+            .leading(|leader| leader.expire_isr_additions(now_ms, replica_lag_time_max_ms))
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        if let Some(high_watermark) = expired {
+            if let Ok(mut log) = self.log_mut() {
+                self.publish_high_watermark(&mut log, high_watermark);
+            }
+        }
         self.leading(|leader| leader.isr_shrink(now_ms, replica_lag_time_max_ms))
             .ok()?
             .ok()?
+    }
+
+    /// The controller refused an ISR expansion: the followers proposed in
+    /// it no longer hold the HW back.
+    pub fn abandon_isr_expansion(&self) {
+        let advanced = self
+            .leading(LeaderState::abandon_isr_additions)
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        if let Some(high_watermark) = advanced {
+            if let Ok(mut log) = self.log_mut() {
+                self.publish_high_watermark(&mut log, high_watermark);
+            }
+        }
     }
 
     /// Whether this broker does not lead the partition now.
