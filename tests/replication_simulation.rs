@@ -795,19 +795,21 @@ impl Simulation {
         );
     }
 
+    /// Answers a produce the broker could not append.
+    fn refuse_produce(&mut self, id: i32, partition: i32, sequence: i32) {
+        let reply = Message::ProduceReply {
+            partition,
+            sequence,
+            offset: None,
+        };
+        self.send(Node::Broker(id), Node::Client, reply);
+    }
+
     fn produce(&mut self, id: i32, partition: i32, sequence: i32) {
         let now_ms = self.now_ms;
         let broker = self.brokers.get_mut(&id).expect("broker");
         let Some(replica) = broker.partitions.get(&partition) else {
-            self.send(
-                Node::Broker(id),
-                Node::Client,
-                Message::ProduceReply {
-                    partition,
-                    sequence,
-                    offset: None,
-                },
-            );
+            self.refuse_produce(id, partition, sequence);
             return;
         };
         let batch = simple_batch(&BatchSpec {
@@ -831,15 +833,7 @@ impl Simulation {
                 self.note(format!(
                     "broker {id}: produce p{partition} seq {sequence} refused: {error}"
                 ));
-                self.send(
-                    Node::Broker(id),
-                    Node::Client,
-                    Message::ProduceReply {
-                        partition,
-                        sequence,
-                        offset: None,
-                    },
-                );
+                self.refuse_produce(id, partition, sequence);
             }
         }
     }

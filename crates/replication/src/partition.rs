@@ -711,11 +711,7 @@ impl Partition {
             .ok()
             .and_then(Result::ok)
             .flatten();
-        if let Some(high_watermark) = expired {
-            if let Ok(mut log) = self.log_mut() {
-                self.publish_high_watermark(&mut log, high_watermark);
-            }
-        }
+        self.publish_advanced(expired);
         self.leading(|leader| leader.isr_shrink(now_ms, replica_lag_time_max_ms))
             .ok()?
             .ok()?
@@ -729,6 +725,12 @@ impl Partition {
             .ok()
             .and_then(Result::ok)
             .flatten();
+        self.publish_advanced(advanced);
+    }
+
+    /// Publishes a HW that a leader decision advanced, taking the log's
+    /// write lock (the caller holds no lock).
+    fn publish_advanced(&self, advanced: Option<i64>) {
         if let Some(high_watermark) = advanced {
             if let Ok(mut log) = self.log_mut() {
                 self.publish_high_watermark(&mut log, high_watermark);
