@@ -147,9 +147,19 @@ class ConfluentWorkload(threading.Thread):
             "message.timeout.ms": 120000,
             "linger.ms": 5,
             "retry.backoff.ms": 100,
+            "error_cb": self._error,
         }
         config.update(extra or {})
+        self.fatal_error = None
         self.producer = Producer(config)
+
+    def _error(self, error):
+        # A fatal error (the idempotent producer's sequence lost on an
+        # unclean leader) is reported here, not raised by poll(): the
+        # producer is unusable, and what it still queues would only fail
+        # at message.timeout.ms.
+        if error.fatal() and self.fatal_error is None:
+            self.fatal_error = str(error)
 
     def _delivered(self, error, message):
         value = message.value().decode()
@@ -167,7 +177,7 @@ class ConfluentWorkload(threading.Thread):
         started = time.monotonic()
         while not self.stopping.is_set():
             due = int((time.monotonic() - started) * self.rate)
-            while sequence < due and not self.stopping.is_set():
+            while sequence < due and not self.stopping.is_set() and self.fatal_error is None:
                 value = value_of(self.producer_name, sequence)
                 partition = sequence % self.partitions
                 self.history.attempt(value, partition)
@@ -187,12 +197,24 @@ class ConfluentWorkload(threading.Thread):
             try:
                 self.producer.poll(0.02)
             except KafkaException as error:
-                # A fatal error (the idempotent producer's sequence lost
-                # on an unclean leader): the producer is unusable.
-                self.history.fatal.append(f"{self.producer_name}: {error}")
+                self.fatal_error = self.fatal_error or str(error)
+            if self.fatal_error is not None:
+                self.history.fatal.append(f"{self.producer_name}: {self.fatal_error}")
+                # Everything still queued or in flight fails now (counted
+                # as failed, so it may or may not be in the log).
+                self.producer.purge(in_queue=True, in_flight=True)
                 break
+        # After a fatal error librdkafka may still hold messages it would
+        # complete only at message.timeout.ms: they count as never
+        # completed (present or not, both allowed).
+        deadline = time.monotonic() + self.flush_timeout_s
         try:
-            self.unflushed = self.producer.flush(self.flush_timeout_s)
+            self.unflushed = self.producer.flush(1.0)
+            while self.unflushed and self.fatal_error is None and time.monotonic() < deadline:
+                self.unflushed = self.producer.flush(1.0)
+            if self.unflushed and self.fatal_error is not None:
+                self.producer.purge(in_queue=True, in_flight=True)
+                self.unflushed = self.producer.flush(5.0)
         except KafkaException as error:
             self.history.fatal.append(f"{self.producer_name} flush: {error}")
         self.producer = None
