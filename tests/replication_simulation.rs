@@ -7,7 +7,10 @@
 //! controller core (`strom_controller::Controller`: registration, session
 //! expiry and fencing, leader elections, AlterPartition with partition
 //! epochs). Idempotent `acks=all` producers write through whichever broker
-//! their (possibly stale) metadata names. Every message between them goes
+//! their (possibly stale) metadata names; a consumer reads from the
+//! leaders and commits its offsets to the group coordinator core hosted by
+//! the leader of a third, offsets partition (`consumers`). Every message
+//! between them goes
 //! through one simulated network, and everything — delays, drops,
 //! duplicates, reordering, cut links, crashes that lose what was not
 //! fsynced, clock jumps — is drawn from one seed, on one thread, with one
@@ -19,12 +22,16 @@
 //! - every acknowledged record is, at its acknowledged offset, in the
 //!   leader's log and in the log of every live, registered ISR member that
 //!   has reached it;
+//! - (on each consumer answer) a record read never changes or vanishes, and
+//!   a committed offset never goes back below an acknowledged commit;
 //!
 //! and at the end, once the faults stop and the cluster settles:
 //! - every acknowledged record is read back from the leader exactly once,
 //!   at its acknowledged offset, in the order it was produced; no record
 //!   is stored twice;
-//! - the logs of the ISR members are identical up to the HW.
+//! - the logs of the ISR members are identical up to the HW;
+//! - the consumer read every acknowledged record, and the coordinator
+//!   returns its final positions.
 //!
 //! The controller is one logical node here (its quorum has its own
 //! simulation, `crates/controller/tests/quorum_simulation.rs`). A failure
@@ -54,9 +61,18 @@ use strom_storage::testing::{simple_batch, BatchSpec, FaultInjector};
 use strom_storage::{LogConfig, LogOpenOptions, TopicPartition};
 use uuid::Uuid;
 
+#[path = "replication_simulation/consumers.rs"]
+mod consumers;
+#[path = "replication_simulation/invariants.rs"]
+mod invariants;
+
+use consumers::{Consumer, GroupHost, GroupMessage};
+
 const BROKERS: [i32; 3] = [1, 2, 3];
 const TOPIC: &str = "sim";
-const PARTITIONS: i32 = 2;
+/// Partitions with a producer each; the next one holds the group's offsets.
+const DATA_PARTITIONS: i32 = 2;
+const PARTITIONS: i32 = DATA_PARTITIONS + 1;
 /// Virtual milliseconds per step.
 const STEP_MS: i64 = 5;
 const SESSION_TIMEOUT_MS: i64 = 1_000;
@@ -127,6 +143,7 @@ enum Message {
         sequence: i32,
         offset: Option<i64>,
     },
+    Group(GroupMessage),
 }
 
 struct Envelope {
@@ -161,6 +178,7 @@ struct Broker {
     next_heartbeat_ms: i64,
     isr_change_sent_ms: BTreeMap<i32, i64>,
     waits: Vec<AckWait>,
+    group: GroupHost,
 }
 
 impl Broker {
@@ -195,6 +213,7 @@ struct Simulation {
     /// A broker that lost power, and the incarnation that did.
     power_lost: Option<(i32, Uuid)>,
     producers: BTreeMap<i32, Producer>,
+    consumer: Consumer,
     leaders_seen: BTreeMap<(i32, i32), i32>,
     high_watermarks: BTreeMap<(i32, i32, i32), i64>,
     history: VecDeque<String>,
@@ -245,7 +264,10 @@ impl Simulation {
             cut: BTreeSet::new(),
             faults: true,
             power_lost: None,
-            producers: (0..PARTITIONS).map(|p| (p, Producer::default())).collect(),
+            producers: (0..DATA_PARTITIONS)
+                .map(|p| (p, Producer::default()))
+                .collect(),
+            consumer: Consumer::new(),
             leaders_seen: BTreeMap::new(),
             high_watermarks: BTreeMap::new(),
             history: VecDeque::new(),
@@ -284,6 +306,7 @@ impl Simulation {
             next_heartbeat_ms: self.now_ms + HEARTBEAT_MS,
             isr_change_sent_ms: BTreeMap::new(),
             waits: Vec::new(),
+            group: GroupHost::new(),
         }
     }
 
@@ -545,6 +568,7 @@ impl Simulation {
                 partition,
                 sequence,
             } => self.produce(id, partition, sequence),
+            Message::Group(message) => self.group_broker_receives(id, from, message),
             _ => {}
         }
     }
@@ -670,6 +694,7 @@ impl Simulation {
         for note in notes {
             self.note(note);
         }
+        self.group_apply_image(id);
     }
 
     /// The leader's side of a replica fetch (the broker's Fetch handler).
@@ -933,6 +958,7 @@ impl Simulation {
                 },
             );
         }
+        self.group_broker_tick(id);
     }
 }
 
@@ -942,6 +968,9 @@ const RECORDS_PER_PARTITION: i32 = 40;
 // The client, the faults and the run.
 impl Simulation {
     fn client_receives(&mut self, message: Message) {
+        if let Message::Group(message) = message {
+            return self.consumer_receives(message);
+        }
         let Message::ProduceReply {
             partition,
             sequence,
@@ -971,7 +1000,8 @@ impl Simulation {
 
     fn client_tick(&mut self) {
         let now_ms = self.now_ms;
-        for partition in 0..PARTITIONS {
+        self.consumer_tick();
+        for partition in 0..DATA_PARTITIONS {
             let producer = &self.producers[&partition];
             let sequence = producer.next_sequence;
             if sequence >= RECORDS_PER_PARTITION {
@@ -1115,6 +1145,7 @@ impl Simulation {
         broker.fetchers.clear();
         broker.fetching.clear();
         broker.waits.clear();
+        broker.group = GroupHost::new();
         broker.image = None;
         self.network.retain(|envelope| {
             envelope.to != Node::Broker(id) && envelope.from != Node::Broker(id)
@@ -1175,144 +1206,6 @@ impl Simulation {
     }
 }
 
-// The invariants.
-impl Simulation {
-    fn check_step_invariants(&mut self) {
-        let mut leaders: BTreeMap<(i32, i32), i32> = BTreeMap::new();
-        let mut violations = Vec::new();
-        for (id, broker) in &self.brokers {
-            if !broker.alive {
-                continue;
-            }
-            for (index, partition) in &broker.partitions {
-                let RoleView::Leader { leader_epoch } = partition.role_view() else {
-                    continue;
-                };
-                if let Some(other) = leaders.insert((*index, leader_epoch), *id) {
-                    violations.push(format!(
-                        "brokers {other} and {id} both lead p{index} at epoch {leader_epoch}"
-                    ));
-                }
-                match self.leaders_seen.get(&(*index, leader_epoch)) {
-                    Some(seen) if seen != id => violations.push(format!(
-                        "p{index} epoch {leader_epoch} led by {seen} and later by {id}"
-                    )),
-                    _ => {}
-                }
-                let high_watermark = partition.high_watermark.current();
-                let key = (*id, *index, leader_epoch);
-                if self
-                    .high_watermarks
-                    .get(&key)
-                    .is_some_and(|seen| *seen > high_watermark)
-                {
-                    violations.push(format!(
-                        "the HW of p{index} on leader {id} at epoch {leader_epoch} went back to {high_watermark}"
-                    ));
-                }
-                self.high_watermarks.insert(key, high_watermark);
-            }
-        }
-        for (key, id) in leaders {
-            self.leaders_seen.entry(key).or_insert(id);
-        }
-        violations.extend(self.acknowledged_on_isr());
-        if let Some(violation) = violations.first() {
-            self.fail(violation);
-        }
-    }
-
-    /// Every acknowledged record is, at its offset, in the log of the
-    /// leader and of every live and registered ISR member whose log
-    /// reaches that far.
-    fn acknowledged_on_isr(&self) -> Vec<String> {
-        let mut violations = Vec::new();
-        let Some(topic) = self.image.topic_by_name(TOPIC) else {
-            return violations;
-        };
-        for (partition, producer) in &self.producers {
-            let Some(state) = topic.partition(*partition) else {
-                continue;
-            };
-            for member in &state.isr {
-                let broker = &self.brokers[member];
-                if !broker.alive || broker.registered().is_none() {
-                    continue;
-                }
-                let Some(replica) = broker.partitions.get(partition) else {
-                    continue;
-                };
-                let batches = read_batches(replica, i64::MAX);
-                // A follower may still be catching up; the leader may not:
-                // it was elected from the ISR, which holds every
-                // acknowledged record.
-                let leads = state.leader == Some(*member)
-                    && matches!(replica.role_view(), RoleView::Leader { leader_epoch } if leader_epoch == state.leader_epoch);
-                for (sequence, offset) in &producer.acknowledged {
-                    if !leads && batches.last().is_none_or(|last| last.0 < *offset) {
-                        continue;
-                    }
-                    if !batches
-                        .iter()
-                        .any(|batch| batch.0 == *offset && batch.1 == *sequence)
-                    {
-                        violations.push(format!(
-                            "ISR member {member} of p{partition} lacks acknowledged seq {sequence} at {offset}: {batches:?}"
-                        ));
-                    }
-                }
-            }
-        }
-        violations
-    }
-
-    fn check_final(&self) {
-        let topic = self.image.topic_by_name(TOPIC).expect("the topic");
-        for (partition, producer) in &self.producers {
-            let state = topic.partition(*partition).expect("the partition");
-            let Some(leader) = state.leader else {
-                self.fail(&format!("p{partition} has no leader at the end"));
-            };
-            let replica = &self.brokers[&leader].partitions[partition];
-            let high_watermark = replica.high_watermark.current();
-            let committed = read_batches(replica, high_watermark);
-            let sequences: Vec<i32> = committed.iter().map(|batch| batch.1).collect();
-            let mut seen = BTreeSet::new();
-            for sequence in &sequences {
-                if !seen.insert(*sequence) {
-                    self.fail(&format!(
-                        "p{partition}: seq {sequence} stored twice: {sequences:?}"
-                    ));
-                }
-            }
-            if sequences.windows(2).any(|pair| pair[0] >= pair[1]) {
-                self.fail(&format!(
-                    "p{partition}: records out of order: {sequences:?}"
-                ));
-            }
-            for (sequence, offset) in &producer.acknowledged {
-                if !committed
-                    .iter()
-                    .any(|batch| batch.0 == *offset && batch.1 == *sequence)
-                {
-                    self.fail(&format!(
-                        "p{partition}: acknowledged seq {sequence} at {offset} lost: {committed:?}"
-                    ));
-                }
-            }
-            for member in &state.isr {
-                let other =
-                    read_batches(&self.brokers[member].partitions[partition], high_watermark);
-                if other != committed {
-                    self.fail(&format!(
-                        "p{partition}: ISR member {member} differs from leader {leader} below the HW {high_watermark}"
-                    ));
-                }
-            }
-        }
-    }
-}
-
 /// (base offset, base sequence, crc) of every batch below `upto`.
 fn read_batches(partition: &Partition, upto: i64) -> Vec<(i64, i32, u32)> {
     partition
@@ -1349,9 +1242,20 @@ fn read_batches(partition: &Partition, upto: i64) -> Vec<(i64, i32, u32)> {
         .expect("online")
 }
 
+/// What a seed's run did.
+#[derive(Default)]
+struct Outcome {
+    acknowledged: usize,
+    commits: u32,
+    restarts: u32,
+    /// Loads of the group beyond the first (coordinator failovers).
+    coordinator_moves: u32,
+}
+
 /// Runs one seed: `steps` steps with faults, then a calm period in which
-/// every broker is back, every link heals and the producers finish.
-fn run_seed(seed: u64, steps: u32) -> usize {
+/// every broker is back, every link heals, the producers finish and the
+/// consumer has read and committed everything.
+fn run_seed(seed: u64, steps: u32) -> Outcome {
     let mut simulation = Simulation::new(seed);
     // Registration before the topic exists, as a cluster starts.
     simulation.faults = false;
@@ -1384,7 +1288,7 @@ fn run_seed(seed: u64, steps: u32) -> usize {
         let settled = simulation.image.topic_by_name(TOPIC).is_some_and(|topic| {
             (0..PARTITIONS).all(|index| topic.partition(index).is_some_and(|p| p.isr.len() == 3))
         });
-        if done && settled && calm_steps > 400 {
+        if done && settled && simulation.consumer_finished() && calm_steps > 400 {
             break;
         }
         if calm_steps > 20_000 {
@@ -1392,11 +1296,17 @@ fn run_seed(seed: u64, steps: u32) -> usize {
         }
     }
     simulation.check_final();
-    simulation
-        .producers
-        .values()
-        .map(|producer| producer.acknowledged.len())
-        .sum()
+    simulation.check_consumer_final();
+    Outcome {
+        acknowledged: simulation
+            .producers
+            .values()
+            .map(|producer| producer.acknowledged.len())
+            .sum(),
+        commits: simulation.consumer.commits,
+        restarts: simulation.consumer.restarts,
+        coordinator_moves: simulation.consumer.loads.saturating_sub(1),
+    }
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -1411,13 +1321,23 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
     let seeds = env_u64("STROM_REPLICATION_SIM_SEEDS", 100);
     let first = env_u64("STROM_REPLICATION_SIM_FIRST_SEED", 1);
     let steps = env_u64("STROM_REPLICATION_SIM_STEPS", 1_500) as u32;
-    let mut acknowledged = 0;
+    let mut total = Outcome::default();
     for seed in first..first + seeds {
-        acknowledged += run_seed(seed, steps);
+        let outcome = run_seed(seed, steps);
+        total.acknowledged += outcome.acknowledged;
+        total.commits += outcome.commits;
+        total.restarts += outcome.restarts;
+        total.coordinator_moves += outcome.coordinator_moves;
     }
+    println!(
+        "{seeds} seeds: {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves",
+        total.acknowledged, total.commits, total.restarts, total.coordinator_moves
+    );
     assert_eq!(
-        acknowledged as u64,
-        seeds * u64::from(RECORDS_PER_PARTITION as u32) * PARTITIONS as u64,
+        total.acknowledged as u64,
+        seeds * u64::from(RECORDS_PER_PARTITION as u32) * DATA_PARTITIONS as u64,
         "every record was eventually acknowledged"
     );
+    // The group's invariants were exercised across coordinator failovers.
+    assert!(total.restarts >= seeds as u32 && total.coordinator_moves > 0);
 }

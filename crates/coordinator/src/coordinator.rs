@@ -662,8 +662,12 @@ impl CoordinatorCore {
     }
 
     /// Puts back a group's offsets as they were before a commit whose
-    /// records could not be appended (`None`: the group had none).
-    pub(crate) fn restore_offsets(&mut self, group_id: &str, offsets: Option<GroupOffsets>) {
+    /// records could not be appended (`None`: the group had none), so that
+    /// OffsetFetch agrees with the log. A runtime other than
+    /// [`GroupCoordinator`](crate::GroupCoordinator) (a simulation) calls it
+    /// after [`commit_offsets`](Self::commit_offsets) when its append of
+    /// [`take_records`](Self::take_records) fails.
+    pub fn restore_offsets(&mut self, group_id: &str, offsets: Option<GroupOffsets>) {
         if let Some(entry) = self.groups.get_mut(group_id) {
             entry.offsets = offsets.unwrap_or_default();
         }
