@@ -212,6 +212,9 @@ struct Simulation {
     faults: bool,
     /// A broker that lost power, and the incarnation that did.
     power_lost: Option<(i32, Uuid)>,
+    /// The active controller crashed: until when no controller is active.
+    controller_down_until: Option<i64>,
+    controller_failovers: u32,
     producers: BTreeMap<i32, Producer>,
     consumer: Consumer,
     leaders_seen: BTreeMap<(i32, i32), i32>,
@@ -264,6 +267,8 @@ impl Simulation {
             cut: BTreeSet::new(),
             faults: true,
             power_lost: None,
+            controller_down_until: None,
+            controller_failovers: 0,
             producers: (0..DATA_PARTITIONS)
                 .map(|p| (p, Producer::default()))
                 .collect(),
@@ -488,6 +493,12 @@ impl Simulation {
     }
 
     fn controller_tick(&mut self) {
+        if let Some(until) = self.controller_down_until {
+            if self.now_ms < until {
+                return;
+            }
+            self.controller_takes_over();
+        }
         if self.now_ms < self.next_tick_ms {
             return;
         }
@@ -1086,7 +1097,45 @@ impl Simulation {
             let jump = 200 + self.rng.below(1_500) as i64;
             self.advance(jump);
             self.note(format!("fault: the clock jumps {jump} ms"));
+        } else if roll < 49 && self.controller_down_until.is_none() {
+            self.controller_crash();
         }
+    }
+
+    /// The active controller dies: what it had not yet sent is lost, and no
+    /// controller answers until another voter is elected (the election
+    /// itself is the quorum simulation's subject; here it is a pause).
+    fn controller_crash(&mut self) {
+        let election_ms = 150 + self.rng.below(600) as i64;
+        self.controller_down_until = Some(self.now_ms + election_ms);
+        self.network.retain(|envelope| {
+            envelope.from != Node::Controller && envelope.to != Node::Controller
+        });
+        self.note(format!(
+            "fault: the active controller crashed; another is elected in {election_ms} ms"
+        ));
+    }
+
+    /// A new active controller: the controller core afresh over the
+    /// committed image (what a voter replays from the metadata log), with
+    /// no liveness observations of its own yet; the brokers catch up with
+    /// the image from it.
+    fn controller_takes_over(&mut self) {
+        let config = self.controller.config().clone();
+        let seed = self.rng.next();
+        self.controller = Controller::new(config, Box::new(SeededRandom::new(seed)));
+        self.controller.reset_liveness();
+        self.controller_down_until = None;
+        self.controller_failovers += 1;
+        self.next_tick_ms = self.now_ms;
+        for id in BROKERS {
+            self.send(
+                Node::Controller,
+                Node::Broker(id),
+                Message::Image(Arc::clone(&self.image)),
+            );
+        }
+        self.note("controller: a new active controller took over".to_owned());
     }
 
     /// The process dies (kill -9): what it wrote stays in the page cache.
@@ -1181,6 +1230,7 @@ impl Simulation {
                 continue;
             }
             match envelope.to {
+                Node::Controller if self.controller_down_until.is_some() => {}
                 Node::Controller => self.controller_receives(envelope.from, envelope.message),
                 Node::Broker(id) if self.brokers[&id].alive => {
                     self.broker_receives(id, envelope.from, envelope.message)
@@ -1250,6 +1300,7 @@ struct Outcome {
     restarts: u32,
     /// Loads of the group beyond the first (coordinator failovers).
     coordinator_moves: u32,
+    controller_failovers: u32,
 }
 
 /// Runs one seed: `steps` steps with faults, then a calm period in which
@@ -1306,6 +1357,7 @@ fn run_seed(seed: u64, steps: u32) -> Outcome {
         commits: simulation.consumer.commits,
         restarts: simulation.consumer.restarts,
         coordinator_moves: simulation.consumer.loads.saturating_sub(1),
+        controller_failovers: simulation.controller_failovers,
     }
 }
 
@@ -1328,10 +1380,11 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
         total.commits += outcome.commits;
         total.restarts += outcome.restarts;
         total.coordinator_moves += outcome.coordinator_moves;
+        total.controller_failovers += outcome.controller_failovers;
     }
     println!(
-        "{seeds} seeds: {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves",
-        total.acknowledged, total.commits, total.restarts, total.coordinator_moves
+        "{seeds} seeds: {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves, {} controller failovers",
+        total.acknowledged, total.commits, total.restarts, total.coordinator_moves, total.controller_failovers
     );
     assert_eq!(
         total.acknowledged as u64,
@@ -1340,4 +1393,5 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
     );
     // The group's invariants were exercised across coordinator failovers.
     assert!(total.restarts >= seeds as u32 && total.coordinator_moves > 0);
+    assert!(total.controller_failovers > 0);
 }
