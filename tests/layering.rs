@@ -12,19 +12,20 @@ use std::process::Command;
 /// test and benchmark packages that exercise the whole system.
 fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     let mut rules = BTreeMap::new();
+    rules.insert("strom-clock", Some(vec![]));
     rules.insert("strom-protocol", Some(vec![]));
-    rules.insert("strom-storage", Some(vec!["strom-protocol"]));
+    rules.insert("strom-storage", Some(vec!["strom-clock", "strom-protocol"]));
     rules.insert(
         "strom-replication",
-        Some(vec!["strom-protocol", "strom-storage"]),
+        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
     rules.insert(
         "strom-controller",
-        Some(vec!["strom-protocol", "strom-storage"]),
+        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
     rules.insert(
         "strom-coordinator",
-        Some(vec!["strom-protocol", "strom-storage"]),
+        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
     rules.insert("strom-client", Some(vec!["strom-protocol"]));
     rules.insert(
@@ -38,6 +39,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     rules.insert(
         "strom-broker",
         Some(vec![
+            "strom-clock",
             "strom-protocol",
             "strom-storage",
             "strom-replication",
