@@ -325,12 +325,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl GroupService {
-    /// A service whose coordinator owns no partition yet.
+    /// A service whose coordinator owns no partition yet and reads the
+    /// broker's clock (the one the replica manager holds).
     pub fn new(config: &BrokerConfig, replicas: Arc<ReplicaManager>) -> GroupService {
+        let clock = Arc::clone(replicas.clock());
         GroupService {
             coordinator: GroupCoordinator::new(
                 coordinator_config(config),
                 OffsetsTopicLog::new(replicas, config.offsets_commit_timeout),
+                clock,
             ),
             node_id: config.node_id,
             owned: Mutex::new(BTreeMap::new()),

@@ -140,7 +140,10 @@ mod tests {
     fn manual_clock_saturates_instead_of_wrapping() {
         let clock = ManualClock::new(i64::MAX - 1);
         clock.advance(u64::MAX);
-        assert_eq!((clock.wall_ms(), clock.monotonic_ms()), (i64::MAX, u64::MAX));
+        assert_eq!(
+            (clock.wall_ms(), clock.monotonic_ms()),
+            (i64::MAX, u64::MAX)
+        );
         clock.jump_wall_ms(i64::MIN);
         assert_eq!(clock.wall_ms(), -1);
     }

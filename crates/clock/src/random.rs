@@ -147,10 +147,7 @@ mod tests {
         let first = SeededRandom::from_entropy();
         let second = SeededRandom::from_entropy();
         assert_ne!(first.seed(), second.seed());
-        assert_eq!(
-            draws(&first, 2),
-            draws(&SeededRandom::new(first.seed()), 2)
-        );
+        assert_eq!(draws(&first, 2), draws(&SeededRandom::new(first.seed()), 2));
     }
 
     #[test]

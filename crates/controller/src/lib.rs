@@ -51,7 +51,7 @@
 //! use strom_controller::controller::{
 //!     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
 //! };
-//! use strom_controller::environment::{SeededRandom, SystemClock};
+//! use strom_clock::{SeededRandom, SystemClock};
 //! use strom_controller::image::Endpoint;
 //! use strom_controller::{ControllerClient, LocalController, LocalControllerConfig};
 //!
@@ -62,7 +62,7 @@
 //! let controller = LocalController::start(
 //!     LocalControllerConfig::new(metadata_dir),
 //!     Arc::new(SystemClock),
-//!     Box::new(SeededRandom::from_entropy()),
+//!     Arc::new(SeededRandom::from_entropy()),
 //! )
 //! .await?;
 //! let mut images = controller.subscribe();
@@ -131,7 +131,6 @@ pub mod assignment;
 pub mod config;
 pub mod controller;
 pub mod election;
-pub mod environment;
 pub mod error;
 pub mod image;
 pub mod log;

@@ -5,9 +5,9 @@ use uuid::Uuid;
 
 use super::*;
 use crate::controller::{NewTopic, TopicReference};
-use crate::environment::{ManualClock, SeededRandom};
 use crate::image::Endpoint;
 use crate::log::SNAPSHOT_FILE_NAME;
+use strom_clock::{ManualClock, SeededRandom};
 
 async fn start(
     directory: &Path,
@@ -17,7 +17,7 @@ async fn start(
     let mut config = LocalControllerConfig::new(directory);
     config.snapshot_interval_records = snapshot_interval_records;
     config.tick_interval_ms = 10;
-    LocalController::start(config, clock, Box::new(SeededRandom::new(1)))
+    LocalController::start(config, clock, Arc::new(SeededRandom::new(1)))
         .await
         .unwrap()
 }

@@ -32,6 +32,7 @@ fn open(dir: &Path) -> Log {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
     )
     .expect("open")

@@ -26,6 +26,7 @@ fn options(clean: bool) -> LogOpenOptions {
         recovery_point: 0,
         had_clean_shutdown: clean,
         now_ms: 0,
+        random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
     }
 }
 

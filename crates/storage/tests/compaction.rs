@@ -35,6 +35,7 @@ fn open_log(dir: &Path, config: &LogConfig, clean: bool) -> Log {
             recovery_point: 0,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
     )
     .expect("open")

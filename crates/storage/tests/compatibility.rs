@@ -126,6 +126,7 @@ fn segments_indexes_and_checkpoints_follow_kafkas_layout() {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
     )
     .expect("open");

@@ -128,6 +128,7 @@ fn reopen(dir: &Path, config: &LogConfig, disk: &Disk, log: Log, clean: bool) ->
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
     )
 }
@@ -184,6 +185,7 @@ fn run(operations: Vec<Operation>) {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
     );
     let mut model = Model::default();
@@ -268,6 +270,7 @@ fn run(operations: Vec<Operation>) {
                         recovery_point,
                         had_clean_shutdown: false,
                         now_ms: 0,
+                        random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
                     },
                 );
                 let end = log.log_end_offset();

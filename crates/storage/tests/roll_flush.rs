@@ -38,6 +38,7 @@ fn open_at(
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
         Arc::clone(injector) as Arc<dyn FileBackend>,
     )

@@ -34,6 +34,7 @@ pub fn open(dir: &Path, config: &LogConfig, clean: bool, recovery_point: i64) ->
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         },
     )
     .expect("open log");
