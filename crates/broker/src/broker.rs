@@ -368,7 +368,11 @@ async fn broker_context(
         .set_recording(observability.recording());
     replicas.apply_image(&controller.image());
     let controller_client = Arc::clone(controller);
-    let groups = Arc::new(GroupService::new(config, Arc::clone(&replicas)));
+    let groups = Arc::new(GroupService::new(
+        config,
+        Arc::clone(&replicas),
+        Arc::clone(&environment.random),
+    ));
     // A single node creates `__consumer_offsets` at start-up. In a cluster,
     // as in Kafka, the first FindCoordinator creates it: by then the other
     // brokers have registered and its partitions spread over all of them,

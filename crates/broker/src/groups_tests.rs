@@ -125,7 +125,11 @@ impl Node {
             .collect();
         map.insert("node.id".to_owned(), "1".to_owned());
         let (config, _warnings) = BrokerConfig::from_map(&map).expect("valid config");
-        let groups = GroupService::new(&config, Arc::clone(&replicas));
+        let groups = GroupService::new(
+            &config,
+            Arc::clone(&replicas),
+            Arc::new(strom_clock::SeededRandom::new(3)),
+        );
         Node {
             replicas,
             groups,

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use strom_clock::Clock;
+use strom_clock::{Clock, Random};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -189,11 +189,17 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     /// A coordinator over `log`, owning no partition yet, reading the time
     /// from `clock` (its wall reading: session and rebalance deadlines,
     /// commit timestamps and offset retention are all in wall-clock
-    /// milliseconds, as in Kafka's group coordinator).
-    pub fn new(config: CoordinatorConfig, log: L, clock: Arc<dyn Clock>) -> GroupCoordinator<L> {
+    /// milliseconds, as in Kafka's group coordinator) and drawing new member
+    /// ids from `random`.
+    pub fn new(
+        config: CoordinatorConfig,
+        log: L,
+        clock: Arc<dyn Clock>,
+        random: Arc<dyn Random>,
+    ) -> GroupCoordinator<L> {
         GroupCoordinator {
             inner: Arc::new(Mutex::new(Inner {
-                core: CoordinatorCore::new(config),
+                core: CoordinatorCore::new(config, random),
                 joins: HashMap::new(),
                 syncs: HashMap::new(),
                 next_request_id: 0,

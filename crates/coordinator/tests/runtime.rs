@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::*;
-use strom_clock::{Clock, ManualClock, TokioClock};
+use strom_clock::{Clock, ManualClock, Random, SeededRandom, TokioClock};
 use strom_coordinator::{
     CoordinatorConfig, GroupCoordinator, GroupError, GroupState, InMemoryOffsetsLog,
     OffsetCommitPartition, OffsetCommitRequest,
@@ -21,13 +21,20 @@ fn paused_clock() -> Arc<dyn Clock> {
     Arc::new(TokioClock::new())
 }
 
+/// A random source seeded from the system, as a restarted broker's is: a
+/// coordinator restarted in a test must not hand out the member ids its
+/// previous incarnation did.
+fn fresh_random() -> Arc<dyn Random> {
+    Arc::new(SeededRandom::from_entropy())
+}
+
 fn coordinator(log: InMemoryOffsetsLog) -> GroupCoordinator<InMemoryOffsetsLog> {
     let config = CoordinatorConfig {
         group: no_delay(),
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, log, paused_clock());
+    let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     coordinator
 }
@@ -179,7 +186,8 @@ async fn one_stable_member(
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, InMemoryOffsetsLog::new(), clock);
+    let coordinator =
+        GroupCoordinator::new(config, InMemoryOffsetsLog::new(), clock, fresh_random());
     coordinator.load_partition(0).expect("loads");
     let joined = coordinator
         .join_group(GROUP, old_style_join("a"))
@@ -283,7 +291,8 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, FlakyLog::default(), paused_clock());
+    let coordinator =
+        GroupCoordinator::new(config, FlakyLog::default(), paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     let commit = |offset| OffsetCommitRequest {
         group_id: "simple".into(),
@@ -326,7 +335,12 @@ async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, InMemoryOffsetsLog::new(), paused_clock());
+    let coordinator = GroupCoordinator::new(
+        config,
+        InMemoryOffsetsLog::new(),
+        paused_clock(),
+        fresh_random(),
+    );
     // Not owned yet: NOT_COORDINATOR.
     assert!(matches!(
         coordinator.fetch_offsets(GROUP, None),
@@ -382,7 +396,7 @@ async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, log, paused_clock());
+    let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     let commit = |offset| OffsetCommitRequest {
         group_id: "simple".into(),
@@ -498,7 +512,12 @@ async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coor
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default(), paused_clock());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ReplicatedLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let committing = coordinator.clone();
     let commit =
@@ -531,7 +550,7 @@ async fn a_commit_the_log_does_not_commit_fails_with_the_log_s_reason() {
         failure: Some(not_leader.clone()),
         ..ReplicatedLog::default()
     };
-    let coordinator = GroupCoordinator::new(config, log, paused_clock());
+    let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     assert_eq!(
         coordinator.commit_offsets(&standalone_commit(7)).await,
@@ -598,7 +617,12 @@ async fn sync_answers_wait_until_the_group_s_assignment_is_committed() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default(), paused_clock());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ReplicatedLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let (leader, follower) = two_members(&coordinator).await;
     let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
@@ -623,7 +647,12 @@ async fn an_assignment_not_committed_fails_every_member_s_sync() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default(), paused_clock());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ReplicatedLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let (leader, follower) = two_members(&coordinator).await;
     let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };
