@@ -222,16 +222,16 @@ mod tests {
 
     #[test]
     fn replication_factor_above_broker_count_is_an_error() {
-        let mut random = SeededRandom::new(1);
+        let random = SeededRandom::new(1);
         assert_eq!(
-            assign_replicas(&[1, 2], 3, 3, 0, &mut random),
+            assign_replicas(&[1, 2], 3, 3, 0, &random),
             Err(AssignmentError::ReplicationFactorTooLarge {
                 replication_factor: 3,
                 available_brokers: 2
             })
         );
         assert_eq!(
-            assign_replicas(&[], 1, 1, 0, &mut random),
+            assign_replicas(&[], 1, 1, 0, &random),
             Err(AssignmentError::ReplicationFactorTooLarge {
                 replication_factor: 1,
                 available_brokers: 0
@@ -252,13 +252,13 @@ mod tests {
 
     #[test]
     fn non_positive_counts_are_errors() {
-        let mut random = SeededRandom::new(1);
+        let random = SeededRandom::new(1);
         assert_eq!(
-            assign_replicas(&[1], 0, 1, 0, &mut random),
+            assign_replicas(&[1], 0, 1, 0, &random),
             Err(AssignmentError::NonPositivePartitions { partitions: 0 })
         );
         assert_eq!(
-            assign_replicas(&[1], 1, 0, 0, &mut random),
+            assign_replicas(&[1], 1, 0, 0, &random),
             Err(AssignmentError::NonPositiveReplicationFactor {
                 replication_factor: 0
             })
@@ -267,8 +267,8 @@ mod tests {
 
     #[test]
     fn single_broker_gets_every_partition() {
-        let mut random = SeededRandom::new(9);
-        let assignment = assign_replicas(&[1], 4, 1, 0, &mut random).unwrap();
+        let random = SeededRandom::new(9);
+        let assignment = assign_replicas(&[1], 4, 1, 0, &random).unwrap();
         assert_eq!(assignment, vec![vec![1]; 4]);
     }
 

@@ -121,7 +121,11 @@
 //!   command, the time (`now_ms`) and an injected random source, and returns
 //!   records; it never touches a file or a clock, so its tests are
 //!   deterministic. [`LocalController`] adds the log, the lock and the
-//!   `watch` channel.
+//!   `watch` channel, and reads `now_ms` from the injected
+//!   [`strom_clock::Clock`]'s monotonic reading (broker sessions survive a
+//!   step of the wall clock). The random source is the broker's one
+//!   [`strom_clock::Random`]; openraft's election timeouts are the one
+//!   draw it does not take from there (see `docs/testing.md`).
 //! - **Fail-stop durability.** A command's records are one CRC-framed batch,
 //!   `fsync`ed before the image advances; a torn last batch is dropped at
 //!   recovery, and any other damage stops start-up instead of serving
