@@ -176,6 +176,23 @@ async fn expired_session_is_fenced_by_tick() {
 }
 
 #[tokio::test]
+async fn a_wall_clock_jump_does_not_expire_sessions() {
+    let directory = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let controller = start(directory.path(), Arc::clone(&clock), 1_000).await;
+    bring_up_broker(&controller, 1).await;
+    // A day forward, then a day back: sessions are measured on the
+    // monotonic reading, which did not move.
+    clock.jump_wall_ms(86_400_000);
+    assert!(controller.tick().await.unwrap().is_empty());
+    clock.jump_wall_ms(-2 * 86_400_000);
+    assert!(controller.tick().await.unwrap().is_empty());
+    assert!(!controller.image().broker(1).unwrap().fenced);
+    clock.advance(10_000);
+    assert_eq!(controller.tick().await.unwrap(), vec![1]);
+}
+
+#[tokio::test]
 async fn liveness_task_fences_without_being_asked() {
     let directory = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(0));
