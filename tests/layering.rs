@@ -68,6 +68,8 @@ struct Package {
     name: String,
     manifest_path: String,
     dependencies: BTreeSet<String>,
+    /// Normal dependencies that no feature has to switch on.
+    required_dependencies: BTreeSet<String>,
 }
 
 fn workspace_packages() -> Vec<Package> {
@@ -105,6 +107,13 @@ fn workspace_packages() -> Vec<Package> {
                 .iter()
                 .map(|dependency| dependency["name"].as_str().expect("name").to_owned())
                 .collect(),
+            required_dependencies: package["dependencies"]
+                .as_array()
+                .expect("dependencies array")
+                .iter()
+                .filter(|dependency| dependency["kind"].is_null() && dependency["optional"] != true)
+                .map(|dependency| dependency["name"].as_str().expect("name").to_owned())
+                .collect(),
         })
         .collect()
 }
@@ -140,6 +149,23 @@ fn dependencies_point_down_only() {
         violations.is_empty(),
         "layering violations:\n{}",
         violations.join("\n")
+    );
+}
+
+#[test]
+fn the_clock_crate_needs_no_dependency() {
+    let clock = workspace_packages()
+        .into_iter()
+        .find(|package| package.name == "strom-clock")
+        .expect("the workspace has the clock crate");
+    assert!(
+        clock.required_dependencies.is_empty(),
+        "strom-clock must build with no dependency unless a feature asks: {:?}",
+        clock.required_dependencies
+    );
+    assert!(
+        clock.dependencies.contains("tokio"),
+        "the check sees the optional tokio dependency"
     );
 }
 
