@@ -12,19 +12,20 @@ use std::process::Command;
 /// test and benchmark packages that exercise the whole system.
 fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     let mut rules = BTreeMap::new();
+    rules.insert("strom-clock", Some(vec![]));
     rules.insert("strom-protocol", Some(vec![]));
-    rules.insert("strom-storage", Some(vec!["strom-protocol"]));
+    rules.insert("strom-storage", Some(vec!["strom-clock", "strom-protocol"]));
     rules.insert(
         "strom-replication",
-        Some(vec!["strom-protocol", "strom-storage"]),
+        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
     rules.insert(
         "strom-controller",
-        Some(vec!["strom-protocol", "strom-storage"]),
+        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
     rules.insert(
         "strom-coordinator",
-        Some(vec!["strom-protocol", "strom-storage"]),
+        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
     rules.insert("strom-client", Some(vec!["strom-protocol"]));
     rules.insert(
@@ -38,6 +39,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     rules.insert(
         "strom-broker",
         Some(vec![
+            "strom-clock",
             "strom-protocol",
             "strom-storage",
             "strom-replication",
@@ -66,6 +68,8 @@ struct Package {
     name: String,
     manifest_path: String,
     dependencies: BTreeSet<String>,
+    /// Normal dependencies that no feature has to switch on.
+    required_dependencies: BTreeSet<String>,
 }
 
 fn workspace_packages() -> Vec<Package> {
@@ -103,6 +107,13 @@ fn workspace_packages() -> Vec<Package> {
                 .iter()
                 .map(|dependency| dependency["name"].as_str().expect("name").to_owned())
                 .collect(),
+            required_dependencies: package["dependencies"]
+                .as_array()
+                .expect("dependencies array")
+                .iter()
+                .filter(|dependency| dependency["kind"].is_null() && dependency["optional"] != true)
+                .map(|dependency| dependency["name"].as_str().expect("name").to_owned())
+                .collect(),
         })
         .collect()
 }
@@ -138,6 +149,23 @@ fn dependencies_point_down_only() {
         violations.is_empty(),
         "layering violations:\n{}",
         violations.join("\n")
+    );
+}
+
+#[test]
+fn the_clock_crate_needs_no_dependency() {
+    let clock = workspace_packages()
+        .into_iter()
+        .find(|package| package.name == "strom-clock")
+        .expect("the workspace has the clock crate");
+    assert!(
+        clock.required_dependencies.is_empty(),
+        "strom-clock must build with no dependency unless a feature asks: {:?}",
+        clock.required_dependencies
+    );
+    assert!(
+        clock.dependencies.contains("tokio"),
+        "the check sees the optional tokio dependency"
     );
 }
 

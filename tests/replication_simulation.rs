@@ -43,18 +43,18 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strom_clock::SeededRandom;
+use strom_clock::{Clock, ManualClock};
 use strom_controller::controller::{
     AlterPartitionRequest, BrokerHeartbeatRequest, BrokerRegistrationRequest, Controller,
     ControllerConfig, ControllerResult, CreateTopicsRequest, NewTopic,
 };
-use strom_controller::environment::SeededRandom;
 use strom_controller::image::{Endpoint, MetadataImage};
 use strom_replication::{
     AckStatus, FetchPartitionError, FetcherConfig, FetcherCore, FollowerFetch, FollowerRead,
     LeaderAssignment, Partition, PartitionFetchResult, ReplicaFetchRequest, RoleView,
 };
 use strom_storage::batch::parse_header;
-use strom_storage::clock::ManualClock;
 use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
 use strom_storage::testing::{simple_batch, BatchSpec, FaultInjector};
@@ -238,6 +238,7 @@ fn open_log(dir: &Path, partition: i32, backend: &Arc<FaultInjector>, now_ms: i6
         recovery_point: 0,
         had_clean_shutdown: false,
         now_ms,
+        random: Arc::new(SeededRandom::new(0)),
     };
     let backend: Arc<dyn strom_storage::backend::FileBackend> = Arc::clone(backend) as _;
     let (log, _) = Log::open_with_backend(&dir, LogConfig::default(), options, backend)
@@ -259,7 +260,7 @@ impl Simulation {
             now_ms: 1_000_000,
             clock,
             order: 0,
-            controller: Controller::new(config, Box::new(SeededRandom::new(seed))),
+            controller: Controller::new(config, Arc::new(SeededRandom::new(seed))),
             image: Arc::new(MetadataImage::empty()),
             next_tick_ms: 0,
             brokers: BTreeMap::new(),
@@ -588,6 +589,7 @@ impl Simulation {
     /// `ReplicaManager::apply_image`, over bare logs).
     fn apply_image(&mut self, id: i32, image: Arc<MetadataImage>) {
         let now_ms = self.now_ms;
+        let clock = Arc::clone(&self.clock);
         let broker = self.brokers.get_mut(&id).expect("broker");
         if broker
             .image
@@ -623,7 +625,7 @@ impl Simulation {
                 Arc::new(Partition::open(
                     topic_partition(index),
                     log,
-                    Arc::new(ManualClock::new(now_ms)),
+                    Arc::clone(&clock) as Arc<dyn Clock>,
                 ))
             }));
             match state.leader {
@@ -1208,9 +1210,11 @@ impl Simulation {
         self.note(format!("fault: broker {id} restarted"));
     }
 
+    /// Moves the one virtual clock (the `ManualClock` every partition
+    /// reads) and takes the simulation's snapshot of it.
     fn advance(&mut self, ms: i64) {
-        self.now_ms += ms;
-        self.clock.set(self.now_ms);
+        self.clock.advance(u64::try_from(ms).unwrap_or(0));
+        self.now_ms = self.clock.wall_ms();
     }
 
     fn deliver(&mut self) {

@@ -10,11 +10,9 @@ use std::time::Duration;
 use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest, ControllerConfig,
 };
-use strom_controller::environment::{SeededRandom, SystemClock as ControllerClock};
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
-use strom_storage::clock::{Clock, SystemClock};
 use strom_storage::manager::Scheduler;
 use strom_storage::page_cache::PageCacheSettings;
 use strom_storage::{LogConfig, LogManager, LogManagerConfig};
@@ -23,6 +21,7 @@ use tracing::{info, warn};
 
 use crate::cluster_node::QuorumMember;
 use crate::config::BrokerConfig;
+use crate::environment::Environment;
 use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher};
@@ -165,8 +164,18 @@ struct Controllers {
 
 /// Starts a broker: opens storage and the embedded controller (or, in a
 /// cluster, this node's member of the metadata quorum), registers, and
-/// begins serving. Must run inside a multi-threaded tokio runtime.
+/// begins serving. Must run inside a multi-threaded tokio runtime. Time and
+/// randomness come from the operating system ([`Environment::system`]).
 pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
+    start_with(config, Environment::system()).await
+}
+
+/// [`start`] with the clock and random source of `environment`, which the
+/// broker hands to everything it creates (see [`crate::environment`]).
+pub async fn start_with(
+    config: BrokerConfig,
+    environment: Environment,
+) -> Result<RunningBroker, StartError> {
     if config
         .cluster
         .as_ref()
@@ -186,9 +195,15 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
 
     let observability = crate::http::Observability::start(&config).await?;
     let server = bind(&config).await?;
-    let controllers = start_controller(&config).await?;
+    let controllers = start_controller(&config, &environment).await?;
     let controller = Arc::clone(&controllers.client);
-    let broker_epoch = register(&config, &controllers, &server.local_addresses()).await?;
+    let broker_epoch = register(
+        &config,
+        &controllers,
+        &server.local_addresses(),
+        environment.uuid(),
+    )
+    .await?;
     // Heartbeats start as soon as the broker is registered: opening the logs
     // and creating `__consumer_offsets` can outlast the session timeout, and
     // a broker fenced meanwhile could not lead the offsets topic it waits for.
@@ -198,8 +213,8 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
         broker_epoch,
         heartbeat_interval(&config),
     ))));
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let logs = Arc::new(open_logs(&config, controller.as_ref(), clock.now_ms()).await?);
+    let clock = Arc::clone(&environment.clock);
+    let logs = Arc::new(open_logs(&config, controller.as_ref(), &environment).await?);
     observability.logs_loaded();
     let scheduler = Scheduler::start(
         Arc::clone(&logs),
@@ -218,7 +233,7 @@ pub async fn start(config: BrokerConfig) -> Result<RunningBroker, StartError> {
             &controller,
             producer_ids,
             &logs,
-            clock,
+            &environment,
             &observability,
         )
         .await?,
@@ -303,8 +318,9 @@ async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
 async fn open_logs(
     config: &BrokerConfig,
     controller: &dyn ControllerClient,
-    now_ms: i64,
+    environment: &Environment,
 ) -> Result<LogManager, StartError> {
+    let now_ms = environment.clock.wall_ms();
     let image = controller.image();
     let topic_configs: BTreeMap<String, LogConfig> = image
         .topics()
@@ -315,7 +331,8 @@ async fn open_logs(
             )
         })
         .collect();
-    let manager_config = log_manager_config(config, default_log_config(config));
+    let manager_config = log_manager_config(config, default_log_config(config))
+        .with_random(Arc::clone(&environment.random));
     let logs = tokio::task::spawn_blocking(move || {
         LogManager::open(manager_config, topic_configs, now_ms)
     })
@@ -337,13 +354,13 @@ async fn broker_context(
     controller: &Arc<dyn ControllerClient>,
     producer_ids: ProducerIdManager,
     logs: &Arc<LogManager>,
-    clock: Arc<dyn Clock>,
+    environment: &Environment,
     observability: &crate::http::Observability,
 ) -> Result<BrokerContext, StartError> {
     let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
         Arc::clone(logs),
-        clock,
+        Arc::clone(&environment.clock),
         config.topic_defaults().clone(),
     ));
     replicas
@@ -351,7 +368,11 @@ async fn broker_context(
         .set_recording(observability.recording());
     replicas.apply_image(&controller.image());
     let controller_client = Arc::clone(controller);
-    let groups = Arc::new(GroupService::new(config, Arc::clone(&replicas)));
+    let groups = Arc::new(GroupService::new(
+        config,
+        Arc::clone(&replicas),
+        Arc::clone(&environment.random),
+    ));
     // A single node creates `__consumer_offsets` at start-up. In a cluster,
     // as in Kafka, the first FindCoordinator creates it: by then the other
     // brokers have registered and its partitions spread over all of them,
@@ -373,7 +394,7 @@ async fn broker_context(
         groups,
         fetch_sessions: Arc::new(FetchSessionCache::new(
             config.max_incremental_fetch_session_cache_slots,
-            uuid::Uuid::new_v4().as_u64_pair().0,
+            environment.uuid().as_u64_pair().0,
         )),
         metrics: Arc::clone(observability.metrics()),
     })
@@ -516,11 +537,12 @@ impl RunningBroker {
                 warn!(%error, "controlled shutdown heartbeat failed");
             }
         }
+        let clock = Arc::clone(context.replicas.clock());
         drop(context);
         drop(controller);
         let result = tokio::task::spawn_blocking(move || {
             scheduler.stop();
-            let now_ms = SystemClock.now_ms();
+            let now_ms = clock.wall_ms();
             match Arc::try_unwrap(logs) {
                 Ok(logs) => logs.shutdown(now_ms),
                 Err(shared) => {
@@ -546,15 +568,18 @@ impl RunningBroker {
     }
 }
 
-async fn start_controller(config: &BrokerConfig) -> Result<Controllers, StartError> {
+async fn start_controller(
+    config: &BrokerConfig,
+    environment: &Environment,
+) -> Result<Controllers, StartError> {
     if let Some(cluster) = &config.cluster {
-        let member = QuorumMember::start(config, cluster).await?;
+        let member = QuorumMember::start(config, cluster, environment).await?;
         return Ok(Controllers {
             client: member.client(),
             quorum: Some(member),
         });
     }
-    let local = start_local_controller(config).await?;
+    let local = start_local_controller(config, environment).await?;
     let client: Arc<dyn ControllerClient> = Arc::new(local);
     Ok(Controllers {
         client,
@@ -562,14 +587,17 @@ async fn start_controller(config: &BrokerConfig) -> Result<Controllers, StartErr
     })
 }
 
-async fn start_local_controller(config: &BrokerConfig) -> Result<LocalController, StartError> {
+async fn start_local_controller(
+    config: &BrokerConfig,
+    environment: &Environment,
+) -> Result<LocalController, StartError> {
     let metadata_dir = config.log_dirs[0].join(METADATA_DIR);
     let mut controller_config = LocalControllerConfig::new(metadata_dir);
     controller_config.controller = controller_settings(config);
     LocalController::start(
         controller_config,
-        Arc::new(ControllerClock),
-        Box::new(SeededRandom::from_entropy()),
+        Arc::clone(&environment.clock),
+        Arc::clone(&environment.random),
     )
     .await
     .map_err(StartError::Metadata)
@@ -579,11 +607,12 @@ async fn register(
     config: &BrokerConfig,
     controllers: &Controllers,
     bound: &[SocketAddr],
+    incarnation_id: uuid::Uuid,
 ) -> Result<i64, StartError> {
     let controller = controllers.client.as_ref();
     let request = BrokerRegistrationRequest {
         broker_id: config.node_id,
-        incarnation_id: uuid::Uuid::new_v4(),
+        incarnation_id,
         endpoints: advertised_endpoints(config, bound),
         rack: config.rack.clone(),
     };
@@ -634,6 +663,8 @@ async fn register_until_answered(
     let patience = config.cluster.as_ref().map_or(Duration::ZERO, |cluster| {
         cluster.session_timeout + 2 * cluster.heartbeat_interval
     });
+    // The patience bounds a wait between real sleeps, so it is measured on
+    // the host's monotonic clock, not on the broker's injected one.
     let mut first_refusal: Option<std::time::Instant> = None;
     loop {
         let answer = match controller.register_broker(request.clone()).await {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strom_controller::controller::{BrokerHeartbeatRequest, ControllerConfig};
-use strom_controller::environment::{SeededRandom, SystemClock};
 use strom_controller::quorum::cluster::ClusterController;
 use strom_controller::quorum::tcp::{serve, TcpTransport};
 use strom_controller::quorum::{QuorumConfig, QuorumController};
@@ -20,6 +19,7 @@ use tracing::{info, warn};
 use crate::broker::{controller_settings, StartError, METADATA_QUORUM_DIR};
 use crate::cluster_config::ClusterConfig;
 use crate::config::BrokerConfig;
+use crate::environment::Environment;
 
 /// How long a stopping broker waits for the controller to move its
 /// partitions' leadership away (Kafka retries controlled shutdown for as
@@ -48,7 +48,11 @@ impl QuorumMember {
     /// ephemeral port on the inter-broker listener's host on an observer),
     /// opens the quorum's log under the first log directory and starts the
     /// Raft node.
-    pub async fn start(config: &BrokerConfig, cluster: &ClusterConfig) -> Result<Self, StartError> {
+    pub async fn start(
+        config: &BrokerConfig,
+        cluster: &ClusterConfig,
+        environment: &Environment,
+    ) -> Result<Self, StartError> {
         let bind_address = match &cluster.controller_listener {
             Some(listener) => listener.bind_address()?,
             None => observer_bind_address(config, cluster)?,
@@ -84,8 +88,8 @@ impl QuorumMember {
         let node = QuorumController::start(
             quorum,
             Arc::new(TcpTransport::new()),
-            Arc::new(SystemClock),
-            Box::new(SeededRandom::from_entropy()),
+            Arc::clone(&environment.clock),
+            Arc::clone(&environment.random),
         )
         .await
         .map_err(|source| StartError::Quorum {
@@ -143,6 +147,7 @@ impl QuorumMember {
                 })?;
         }
         let mut images = self.client.subscribe();
+        // Start-up and shutdown deadlines bound waits on the host's clock.
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let caught_up = images
@@ -279,15 +284,25 @@ pub struct RunningController {
 }
 
 impl RunningController {
-    /// Starts a controller-only node.
+    /// Starts a controller-only node on the operating system's clock and
+    /// randomness.
     pub async fn start(config: &BrokerConfig, cluster: &ClusterConfig) -> Result<Self, StartError> {
+        Self::start_with(config, cluster, &Environment::system()).await
+    }
+
+    /// [`RunningController::start`] with an injected clock and random source.
+    pub async fn start_with(
+        config: &BrokerConfig,
+        cluster: &ClusterConfig,
+        environment: &Environment,
+    ) -> Result<Self, StartError> {
         crate::broker::create_log_dirs(config)?;
         crate::meta_properties::ensure_cluster(
             &config.log_dirs,
             config.node_id,
             Some(&cluster.cluster_id),
         )?;
-        let member = QuorumMember::start(config, cluster).await?;
+        let member = QuorumMember::start(config, cluster, environment).await?;
         info!(
             node_id = config.node_id,
             controller_listener = %member.address(),

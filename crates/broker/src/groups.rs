@@ -18,6 +18,7 @@ use std::time::Duration;
 use strom_controller::error::ControllerError;
 
 use bytes::Bytes;
+use strom_clock::Random;
 use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
 use strom_controller::runtime::ControllerClient;
@@ -325,12 +326,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl GroupService {
-    /// A service whose coordinator owns no partition yet.
-    pub fn new(config: &BrokerConfig, replicas: Arc<ReplicaManager>) -> GroupService {
+    /// A service whose coordinator owns no partition yet, reads the
+    /// broker's clock (the one the replica manager holds) and draws member
+    /// ids from the broker's `random`.
+    pub fn new(
+        config: &BrokerConfig,
+        replicas: Arc<ReplicaManager>,
+        random: Arc<dyn Random>,
+    ) -> GroupService {
+        let clock = Arc::clone(replicas.clock());
         GroupService {
             coordinator: GroupCoordinator::new(
                 coordinator_config(config),
                 OffsetsTopicLog::new(replicas, config.offsets_commit_timeout),
+                clock,
+                random,
             ),
             node_id: config.node_id,
             owned: Mutex::new(BTreeMap::new()),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use strom_clock::SystemClock;
 use strom_controller::image::MetadataImage;
 use strom_controller::records::{
     uuid_to_bytes, BrokerEndpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, Record,
@@ -15,7 +16,6 @@ use strom_controller::records::{
 use strom_coordinator::records::{OffsetCommitValue, OffsetsRecord};
 use strom_coordinator::{GroupError, LogError, OffsetCommitPartition, OffsetCommitRequest};
 use strom_protocol::records::{Compression, RecordBatchBuilder};
-use strom_storage::clock::SystemClock;
 use strom_storage::{LogConfig, LogManager, LogManagerConfig, TopicPartition};
 use uuid::Uuid;
 
@@ -125,7 +125,11 @@ impl Node {
             .collect();
         map.insert("node.id".to_owned(), "1".to_owned());
         let (config, _warnings) = BrokerConfig::from_map(&map).expect("valid config");
-        let groups = GroupService::new(&config, Arc::clone(&replicas));
+        let groups = GroupService::new(
+            &config,
+            Arc::clone(&replicas),
+            Arc::new(strom_clock::SeededRandom::new(3)),
+        );
         Node {
             replicas,
             groups,

@@ -36,6 +36,7 @@ pub mod cluster_config;
 pub mod cluster_node;
 pub mod config;
 pub mod config_builder;
+pub mod environment;
 pub mod error;
 pub mod fetch_session;
 pub mod groups;
@@ -52,7 +53,8 @@ pub mod replica_fetch;
 pub mod replica_manager;
 pub mod security;
 
-pub use broker::{start, RegistrationStep, RunningBroker, StartError};
+pub use broker::{start, start_with, RegistrationStep, RunningBroker, StartError};
 pub use config::BrokerConfig;
 pub use config_builder::{BrokerConfigBuilder, BuildError, ByteSize};
+pub use environment::Environment;
 pub use error::ConfigError;

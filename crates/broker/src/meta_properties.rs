@@ -165,6 +165,9 @@ fn write(path: &Path, cluster_id: &str, node_id: i32) -> Result<(), MetaProperti
 }
 
 /// A random cluster id: 16 random bytes, URL-safe base64 without padding.
+/// Drawn from the operating system, not the broker's seeded source: it is
+/// an identity written once when a directory is formatted, and two test
+/// clusters seeded alike must still not share it.
 fn new_cluster_id() -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let bytes = uuid::Uuid::new_v4().into_bytes();

@@ -21,13 +21,13 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use strom_clock::Clock;
 use strom_controller::image::{ConfigResource, MetadataImage};
 pub use strom_replication::{
     AppendFailure, Appended, FlushFailure, FollowerFetch, FollowerRead, PartitionError,
     PartitionOffline, PartitionRead, ReadFailure,
 };
 use strom_replication::{FetcherManager, FollowTarget, LeaderAssignment, Partition, RoleView};
-use strom_storage::clock::Clock;
 use strom_storage::{LogConfig, LogManager, TopicPartition};
 use tracing::{debug, info, warn};
 
@@ -181,7 +181,7 @@ impl ReplicaManager {
 
     /// The current time in milliseconds.
     pub fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
+        self.clock.wall_ms()
     }
 
     /// The hosted partition, if this broker leads it now (the role may
@@ -517,12 +517,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     use bytes::Bytes;
+    use strom_clock::SystemClock;
     use strom_controller::records::{
         uuid_to_bytes, BrokerEndpoint, MetadataRecord, PartitionRecord, Record,
         RegisterBrokerRecord, TopicRecord,
     };
     use strom_replication::{AckStatus, ReplicationError};
-    use strom_storage::clock::SystemClock;
     use strom_storage::LogManagerConfig;
 
     use super::*;

@@ -14,9 +14,9 @@
 //! partition indexes, no empty or duplicate replica lists, only known
 //! brokers, and the same replication factor everywhere.
 
-use crate::environment::RandomSource;
 use crate::error::AssignmentError;
 use crate::image::BrokerId;
+use strom_clock::Random;
 
 /// Replicas for one partition, as requested by a client.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -34,7 +34,7 @@ pub fn assign_replicas(
     partitions: i32,
     replication_factor: i32,
     first_partition_index: i32,
-    random: &mut dyn RandomSource,
+    random: &dyn Random,
 ) -> Result<Vec<Vec<BrokerId>>, AssignmentError> {
     let start_index = random.below(brokers.len());
     let replica_shift = random.below(brokers.len());
@@ -181,7 +181,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::environment::SeededRandom;
+    use strom_clock::SeededRandom;
 
     #[test]
     fn matches_kafkas_documented_layout() {
@@ -222,16 +222,16 @@ mod tests {
 
     #[test]
     fn replication_factor_above_broker_count_is_an_error() {
-        let mut random = SeededRandom::new(1);
+        let random = SeededRandom::new(1);
         assert_eq!(
-            assign_replicas(&[1, 2], 3, 3, 0, &mut random),
+            assign_replicas(&[1, 2], 3, 3, 0, &random),
             Err(AssignmentError::ReplicationFactorTooLarge {
                 replication_factor: 3,
                 available_brokers: 2
             })
         );
         assert_eq!(
-            assign_replicas(&[], 1, 1, 0, &mut random),
+            assign_replicas(&[], 1, 1, 0, &random),
             Err(AssignmentError::ReplicationFactorTooLarge {
                 replication_factor: 1,
                 available_brokers: 0
@@ -252,13 +252,13 @@ mod tests {
 
     #[test]
     fn non_positive_counts_are_errors() {
-        let mut random = SeededRandom::new(1);
+        let random = SeededRandom::new(1);
         assert_eq!(
-            assign_replicas(&[1], 0, 1, 0, &mut random),
+            assign_replicas(&[1], 0, 1, 0, &random),
             Err(AssignmentError::NonPositivePartitions { partitions: 0 })
         );
         assert_eq!(
-            assign_replicas(&[1], 1, 0, 0, &mut random),
+            assign_replicas(&[1], 1, 0, 0, &random),
             Err(AssignmentError::NonPositiveReplicationFactor {
                 replication_factor: 0
             })
@@ -267,16 +267,16 @@ mod tests {
 
     #[test]
     fn single_broker_gets_every_partition() {
-        let mut random = SeededRandom::new(9);
-        let assignment = assign_replicas(&[1], 4, 1, 0, &mut random).unwrap();
+        let random = SeededRandom::new(9);
+        let assignment = assign_replicas(&[1], 4, 1, 0, &random).unwrap();
         assert_eq!(assignment, vec![vec![1]; 4]);
     }
 
     #[test]
     fn same_seed_same_assignment() {
         let brokers = [1, 2, 3, 4, 5, 6];
-        let first = assign_replicas(&brokers, 12, 3, 0, &mut SeededRandom::new(42)).unwrap();
-        let second = assign_replicas(&brokers, 12, 3, 0, &mut SeededRandom::new(42)).unwrap();
+        let first = assign_replicas(&brokers, 12, 3, 0, &SeededRandom::new(42)).unwrap();
+        let second = assign_replicas(&brokers, 12, 3, 0, &SeededRandom::new(42)).unwrap();
         assert_eq!(first, second);
     }
 
@@ -292,7 +292,7 @@ mod tests {
             let factor = 1 + factor_seed % broker_count;
             let partitions = broker_count * rounds;
             let assignment = assign_replicas(
-                &brokers, partitions as i32, factor as i32, 0, &mut SeededRandom::new(seed),
+                &brokers, partitions as i32, factor as i32, 0, &SeededRandom::new(seed),
             ).unwrap();
             prop_assert_eq!(assignment.len(), partitions);
             for replicas in &assignment {

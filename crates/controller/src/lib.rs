@@ -51,7 +51,7 @@
 //! use strom_controller::controller::{
 //!     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
 //! };
-//! use strom_controller::environment::{SeededRandom, SystemClock};
+//! use strom_clock::{SeededRandom, SystemClock};
 //! use strom_controller::image::Endpoint;
 //! use strom_controller::{ControllerClient, LocalController, LocalControllerConfig};
 //!
@@ -62,7 +62,7 @@
 //! let controller = LocalController::start(
 //!     LocalControllerConfig::new(metadata_dir),
 //!     Arc::new(SystemClock),
-//!     Box::new(SeededRandom::from_entropy()),
+//!     Arc::new(SeededRandom::from_entropy()),
 //! )
 //! .await?;
 //! let mut images = controller.subscribe();
@@ -121,7 +121,11 @@
 //!   command, the time (`now_ms`) and an injected random source, and returns
 //!   records; it never touches a file or a clock, so its tests are
 //!   deterministic. [`LocalController`] adds the log, the lock and the
-//!   `watch` channel.
+//!   `watch` channel, and reads `now_ms` from the injected
+//!   [`strom_clock::Clock`]'s monotonic reading (broker sessions survive a
+//!   step of the wall clock). The random source is the broker's one
+//!   [`strom_clock::Random`]; openraft's election timeouts are the one
+//!   draw it does not take from there (see `docs/testing.md`).
 //! - **Fail-stop durability.** A command's records are one CRC-framed batch,
 //!   `fsync`ed before the image advances; a torn last batch is dropped at
 //!   recovery, and any other damage stops start-up instead of serving
@@ -131,7 +135,6 @@ pub mod assignment;
 pub mod config;
 pub mod controller;
 pub mod election;
-pub mod environment;
 pub mod error;
 pub mod image;
 pub mod log;

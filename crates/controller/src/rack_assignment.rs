@@ -13,9 +13,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::environment::RandomSource;
 use crate::error::AssignmentError;
 use crate::image::BrokerId;
+use strom_clock::Random;
 
 /// Assigns replicas over brokers that all have racks, with random start
 /// index and shift.
@@ -24,7 +24,7 @@ pub fn assign_replicas_rack_aware(
     partitions: i32,
     replication_factor: i32,
     first_partition_index: i32,
-    random: &mut dyn RandomSource,
+    random: &dyn Random,
 ) -> Result<Vec<Vec<BrokerId>>, AssignmentError> {
     let start_index = random.below(brokers.len());
     let replica_shift = random.below(brokers.len());

@@ -34,12 +34,12 @@ use crate::controller::{
     ProducerIdBlock, ReassignmentOutcome, ResourceOutcome, ScramChange, TopicOutcome,
     TopicReference,
 };
-use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, ControllerError, LogError, RuntimeError};
 use crate::image::{BrokerId, MetadataImage};
 use crate::log::{MetadataLog, RecoveryReport};
 use crate::quorum::{NodeId, QuorumStatus};
 use crate::security_records::AccessControlEntryRecord;
+use strom_clock::{Clock, Random};
 
 /// The controller as brokers see it: commands in, images out.
 #[async_trait]
@@ -223,7 +223,7 @@ impl LocalController {
     pub async fn start(
         config: LocalControllerConfig,
         clock: Arc<dyn Clock>,
-        random: Box<dyn RandomSource>,
+        random: Arc<dyn Random>,
     ) -> Result<Self, LogError> {
         let directory = config.metadata_dir.clone();
         let opened = tokio::task::spawn_blocking(move || MetadataLog::open(&directory))
@@ -311,7 +311,7 @@ impl Shared {
         if state.failed {
             return Err(RuntimeError::Failed);
         }
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.clock.monotonic_ms();
         let result = command(&mut state.controller, &state.image, now_ms)?;
         if result.records.is_empty() {
             return Ok(result.response);

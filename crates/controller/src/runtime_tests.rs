@@ -5,9 +5,9 @@ use uuid::Uuid;
 
 use super::*;
 use crate::controller::{NewTopic, TopicReference};
-use crate::environment::{ManualClock, SeededRandom};
 use crate::image::Endpoint;
 use crate::log::SNAPSHOT_FILE_NAME;
+use strom_clock::{ManualClock, SeededRandom};
 
 async fn start(
     directory: &Path,
@@ -17,7 +17,7 @@ async fn start(
     let mut config = LocalControllerConfig::new(directory);
     config.snapshot_interval_records = snapshot_interval_records;
     config.tick_interval_ms = 10;
-    LocalController::start(config, clock, Box::new(SeededRandom::new(1)))
+    LocalController::start(config, clock, Arc::new(SeededRandom::new(1)))
         .await
         .unwrap()
 }
@@ -173,6 +173,23 @@ async fn expired_session_is_fenced_by_tick() {
     let image = controller.image();
     assert!(image.broker(1).unwrap().fenced);
     assert_eq!(image.topic_by_name("t").unwrap().partitions[0].leader, None);
+}
+
+#[tokio::test]
+async fn a_wall_clock_jump_does_not_expire_sessions() {
+    let directory = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let controller = start(directory.path(), Arc::clone(&clock), 1_000).await;
+    bring_up_broker(&controller, 1).await;
+    // A day forward, then a day back: sessions are measured on the
+    // monotonic reading, which did not move.
+    clock.jump_wall_ms(86_400_000);
+    assert!(controller.tick().await.unwrap().is_empty());
+    clock.jump_wall_ms(-2 * 86_400_000);
+    assert!(controller.tick().await.unwrap().is_empty());
+    assert!(!controller.image().broker(1).unwrap().fenced);
+    clock.advance(10_000);
+    assert_eq!(controller.tick().await.unwrap(), vec![1]);
 }
 
 #[tokio::test]

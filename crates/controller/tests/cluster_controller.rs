@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use strom_clock::{SeededRandom, SystemClock};
 use strom_controller::controller::{BrokerHeartbeatRequest, BrokerRegistrationRequest};
-use strom_controller::environment::{SeededRandom, SystemClock};
 use strom_controller::error::RuntimeError;
 use strom_controller::image::Endpoint;
 use strom_controller::quorum::cluster::ClusterController;
@@ -39,7 +39,7 @@ async fn start_node(
         config,
         Arc::new(TcpTransport::new()),
         Arc::new(SystemClock),
-        Box::new(SeededRandom::new(id)),
+        Arc::new(SeededRandom::new(id)),
     )
     .await
     .expect("start");

@@ -175,7 +175,7 @@ async fn a_single_voter_quorum_commits_alone() {
 /// Three voters in one process, talking over TCP on 127.0.0.1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_voters_over_tcp_fail_over_and_catch_up() {
-    use strom_controller::environment::{SeededRandom, SystemClock};
+    use strom_clock::{SeededRandom, SystemClock};
     use strom_controller::quorum::tcp::{serve, TcpTransport};
     use strom_controller::quorum::{QuorumConfig, QuorumController};
 
@@ -197,7 +197,7 @@ async fn three_voters_over_tcp_fail_over_and_catch_up() {
             config,
             Arc::new(TcpTransport::new()),
             Arc::new(SystemClock),
-            Box::new(SeededRandom::new(id)),
+            Arc::new(SeededRandom::new(id)),
         )
         .await
         .expect("start");

@@ -29,7 +29,10 @@ fn core() -> CoordinatorCore {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let mut core = CoordinatorCore::new(config);
+    let mut core = CoordinatorCore::new(
+        config,
+        std::sync::Arc::new(strom_clock::SeededRandom::new(1)),
+    );
     core.begin_loading(0);
     core.load_partition(&InMemoryOffsetsLog::new(), 0, 0)
         .expect("empty log loads");

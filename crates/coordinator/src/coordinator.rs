@@ -2,6 +2,9 @@
 //! partitions this broker owns, their offsets, and the records to persist.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use strom_clock::Random;
 
 use crate::error::GroupError;
 use crate::group::{
@@ -71,11 +74,14 @@ pub struct CoordinatorCore {
     records: Vec<(i32, LogRecord)>,
     completions: Vec<Completion>,
     next_retention_check_ms: i64,
+    /// Where new member ids draw their random part from.
+    random: Arc<dyn Random>,
 }
 
 impl CoordinatorCore {
-    /// A coordinator that owns no partition yet.
-    pub fn new(config: CoordinatorConfig) -> CoordinatorCore {
+    /// A coordinator that owns no partition yet, drawing new member ids
+    /// from `random`.
+    pub fn new(config: CoordinatorConfig, random: Arc<dyn Random>) -> CoordinatorCore {
         assert!(config.offsets_topic_partitions > 0);
         CoordinatorCore {
             config,
@@ -84,6 +90,7 @@ impl CoordinatorCore {
             records: Vec::new(),
             completions: Vec::new(),
             next_retention_check_ms: i64::MIN,
+            random,
         }
     }
 
@@ -217,7 +224,7 @@ impl CoordinatorCore {
                 group: Group::new(group_id, now_ms),
                 offsets: GroupOffsets::new(),
             });
-        let result = entry.group.join(request, &config, now_ms);
+        let result = entry.group.join(request, &config, now_ms, &*self.random);
         let unused = entry.group.state() == GroupState::Empty
             && entry.group.is_empty()
             && entry.group.pending_members.is_empty()

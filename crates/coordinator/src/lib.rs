@@ -23,10 +23,14 @@
 //!   passed, a SyncGroup until the leader's assignment) return
 //!   [`Reply::Pending`]; their answers come out later as [`Completion`]s
 //!   when a join, sync, leave or timer [`tick`](CoordinatorCore::tick)
-//!   resolves them. Tests drive time by hand; nothing sleeps.
+//!   resolves them. Tests drive time by hand; nothing sleeps. New member
+//!   ids draw their random part from an injected [`strom_clock::Random`].
 //! * **Thin async edge.** [`GroupCoordinator`] wraps the core in a mutex,
 //!   turns pending replies into `tokio::sync::oneshot` receivers and runs a
-//!   timer task that calls `tick`. A panic while that mutex is held takes
+//!   timer task that calls `tick`, reading the time from the broker's
+//!   injected [`strom_clock::Clock`] (wall-clock milliseconds, as Kafka's
+//!   coordinator uses; paused-time tests give it a `TokioClock`, which
+//!   moves with tokio's timers). A panic while that mutex is held takes
 //!   the coordinator offline ([`GroupError::CoordinatorNotAvailable`])
 //!   rather than serving half-changed groups.
 //! * **Kafka's placement and formats.** A group lives on partition

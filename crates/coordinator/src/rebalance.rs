@@ -2,6 +2,7 @@
 //! LeaveGroup, following Kafka's classic group coordinator.
 
 use bytes::Bytes;
+use strom_clock::Random;
 use uuid::Uuid;
 
 use crate::error::GroupError;
@@ -11,6 +12,12 @@ use crate::group::{
 };
 use crate::member::Member;
 use crate::state::GroupState;
+
+/// The random part of a new member id (Kafka: `clientId-UUID`), drawn
+/// from the broker's injected random source.
+fn member_uuid(random: &dyn Random) -> Uuid {
+    uuid::Builder::from_random_bytes(random.bytes_16()).into_uuid()
+}
 
 impl Group {
     /// Handles a JoinGroup.
@@ -25,6 +32,7 @@ impl Group {
         request: JoinRequest,
         config: &GroupConfig,
         now_ms: i64,
+        random: &dyn Random,
     ) -> Result<Reply<JoinResponse>, GroupError> {
         validate_session_timeout(request.session_timeout_ms, config)?;
         if self.state == GroupState::Dead {
@@ -34,7 +42,7 @@ impl Group {
             return Err(GroupError::InconsistentGroupProtocol);
         }
         if request.member_id.is_empty() {
-            self.join_new_member(request, config, now_ms)
+            self.join_new_member(request, config, now_ms, random)
         } else {
             self.join_known_member(request, config, now_ms)
         }
@@ -66,10 +74,11 @@ impl Group {
         request: JoinRequest,
         config: &GroupConfig,
         now_ms: i64,
+        random: &dyn Random,
     ) -> Result<Reply<JoinResponse>, GroupError> {
         if let Some(instance_id) = &request.group_instance_id {
             if let Some(old_member_id) = self.static_members.get(instance_id).cloned() {
-                let new_member_id = format!("{instance_id}-{}", Uuid::new_v4());
+                let new_member_id = format!("{instance_id}-{}", member_uuid(random));
                 return Ok(self.replace_static_member(
                     &old_member_id,
                     new_member_id,
@@ -88,7 +97,7 @@ impl Group {
             .group_instance_id
             .as_deref()
             .unwrap_or(&request.client_id);
-        let member_id = format!("{prefix}-{}", Uuid::new_v4());
+        let member_id = format!("{prefix}-{}", member_uuid(random));
         if request.group_instance_id.is_none() && request.require_known_member_id {
             let deadline_ms = now_ms + i64::from(request.session_timeout_ms);
             self.pending_members.insert(member_id.clone(), deadline_ms);

@@ -13,11 +13,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use strom_clock::{Clock, Random};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use crate::coordinator::{
     CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
@@ -168,8 +169,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct GroupCoordinator<L> {
     inner: Arc<Mutex<Inner>>,
     log: Arc<Mutex<L>>,
-    start: Instant,
-    start_epoch_ms: i64,
+    clock: Arc<dyn Clock>,
     /// Whether the poisoned core was reported (see the module docs).
     offline_reported: Arc<AtomicBool>,
 }
@@ -179,40 +179,41 @@ impl<L> Clone for GroupCoordinator<L> {
         GroupCoordinator {
             inner: Arc::clone(&self.inner),
             log: Arc::clone(&self.log),
-            start: self.start,
-            start_epoch_ms: self.start_epoch_ms,
+            clock: Arc::clone(&self.clock),
             offline_reported: Arc::clone(&self.offline_reported),
         }
     }
 }
 
 impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
-    /// A coordinator over `log`, owning no partition yet. Time is wall-clock
-    /// milliseconds advanced by tokio's clock (so paused-time tests work).
-    pub fn new(config: CoordinatorConfig, log: L) -> GroupCoordinator<L> {
-        let start_epoch_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| {
-                i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
-            });
+    /// A coordinator over `log`, owning no partition yet, reading the time
+    /// from `clock` (its wall reading: session and rebalance deadlines,
+    /// commit timestamps and offset retention are all in wall-clock
+    /// milliseconds, as in Kafka's group coordinator) and drawing new member
+    /// ids from `random`.
+    pub fn new(
+        config: CoordinatorConfig,
+        log: L,
+        clock: Arc<dyn Clock>,
+        random: Arc<dyn Random>,
+    ) -> GroupCoordinator<L> {
         GroupCoordinator {
             inner: Arc::new(Mutex::new(Inner {
-                core: CoordinatorCore::new(config),
+                core: CoordinatorCore::new(config, random),
                 joins: HashMap::new(),
                 syncs: HashMap::new(),
                 next_request_id: 0,
             })),
             log: Arc::new(Mutex::new(log)),
-            start: Instant::now(),
-            start_epoch_ms,
+            clock,
             offline_reported: Arc::default(),
         }
     }
 
-    /// The current time in milliseconds since the Unix epoch.
+    /// The current time in milliseconds since the Unix epoch, from the
+    /// injected clock.
     pub fn now_ms(&self) -> i64 {
-        let elapsed = i64::try_from(self.start.elapsed().as_millis()).unwrap_or(i64::MAX);
-        self.start_epoch_ms.saturating_add(elapsed)
+        self.clock.wall_ms()
     }
 
     /// The core, or [`GroupError::CoordinatorNotAvailable`] once a panic

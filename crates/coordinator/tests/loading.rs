@@ -37,11 +37,14 @@ fn persist(core: &mut CoordinatorCore, log: &mut InMemoryOffsetsLog) {
 }
 
 fn fresh_core() -> CoordinatorCore {
-    CoordinatorCore::new(CoordinatorConfig {
-        group: no_delay(),
-        offsets_topic_partitions: 1,
-        ..CoordinatorConfig::default()
-    })
+    CoordinatorCore::new(
+        CoordinatorConfig {
+            group: no_delay(),
+            offsets_topic_partitions: 1,
+            ..CoordinatorConfig::default()
+        },
+        seeded(),
+    )
 }
 
 #[test]
@@ -169,7 +172,7 @@ fn offset_tombstones_remove_offsets_on_replay() {
 
 #[test]
 fn load_in_progress_until_loaded_and_not_coordinator_elsewhere() {
-    let mut core = CoordinatorCore::new(CoordinatorConfig::default());
+    let mut core = CoordinatorCore::new(CoordinatorConfig::default(), seeded());
     let partition = core.partition_for(GROUP);
     let other = (partition + 1) % 50;
     core.begin_loading(partition);
@@ -258,7 +261,7 @@ fn read_failures_fail_the_load() {
 fn records_of_groups_from_other_partitions_are_ignored() {
     let mut log = InMemoryOffsetsLog::new();
     let config = CoordinatorConfig::default();
-    let mut core = CoordinatorCore::new(config.clone());
+    let mut core = CoordinatorCore::new(config.clone(), seeded());
     let partition = core.partition_for("mine");
     let foreign = (0..1_000)
         .map(|index| format!("group-{index}"))

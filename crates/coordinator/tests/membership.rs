@@ -7,6 +7,30 @@ use bytes::Bytes;
 use common::*;
 use strom_coordinator::{GroupConfig, GroupError, GroupState, LeaveMember, Protocol, Reply};
 
+/// The member id a new dynamic member gets from a core seeded with `seed`.
+fn first_member_id(seed: u64) -> String {
+    let config = strom_coordinator::CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..strom_coordinator::CoordinatorConfig::default()
+    };
+    let random = std::sync::Arc::new(strom_clock::SeededRandom::new(seed));
+    let mut core = strom_coordinator::CoordinatorCore::new(config, random);
+    core.begin_loading(0);
+    core.load_partition(&strom_coordinator::InMemoryOffsetsLog::new(), 0, 0)
+        .expect("empty log loads");
+    match core.join_group(GROUP, join_request(1, "", "consumer-1"), 0) {
+        Err(GroupError::MemberIdRequired { member_id }) => member_id,
+        other => panic!("expected MEMBER_ID_REQUIRED, got {other:?}"),
+    }
+}
+
+#[test]
+fn member_ids_come_from_the_injected_random_source() {
+    assert_eq!(first_member_id(5), first_member_id(5));
+    assert_ne!(first_member_id(5), first_member_id(6));
+}
+
 #[test]
 fn new_dynamic_member_gets_member_id_required_with_client_prefixed_id() {
     let mut core = core_with(no_delay());
@@ -907,7 +931,7 @@ fn requests_for_partitions_not_owned_or_loading() {
         offsets_topic_partitions: 50,
         ..Default::default()
     };
-    let mut core = strom_coordinator::CoordinatorCore::new(config);
+    let mut core = strom_coordinator::CoordinatorCore::new(config, seeded());
     let partition = core.partition_for(GROUP);
     assert_eq!(
         core.join_group(GROUP, join_request(1, "", "a"), 0),

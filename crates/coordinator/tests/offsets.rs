@@ -384,7 +384,7 @@ fn retention_core() -> CoordinatorCore {
         },
         offsets_topic_partitions: 1,
     };
-    let mut core = CoordinatorCore::new(config);
+    let mut core = CoordinatorCore::new(config, seeded());
     core.begin_loading(0);
     core.load_partition(&InMemoryOffsetsLog::new(), 0, 0)
         .unwrap();
@@ -489,7 +489,7 @@ fn deleted_topics_lose_their_offsets() {
 
 #[test]
 fn offsets_requests_check_ownership() {
-    let mut core = CoordinatorCore::new(CoordinatorConfig::default());
+    let mut core = CoordinatorCore::new(CoordinatorConfig::default(), seeded());
     let partition = core.partition_for("g");
     assert_eq!(
         core.commit_offsets(&standalone("g", vec![]), 0),

@@ -4,14 +4,29 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use common::*;
+use strom_clock::{Clock, ManualClock, Random, SeededRandom, TokioClock};
 use strom_coordinator::{
     CoordinatorConfig, GroupCoordinator, GroupError, GroupState, InMemoryOffsetsLog,
     OffsetCommitPartition, OffsetCommitRequest,
 };
+
+/// The coordinator's clock on tokio's paused time: `tokio::time::sleep`
+/// moves it together with the coordinator's timer task.
+fn paused_clock() -> Arc<dyn Clock> {
+    Arc::new(TokioClock::new())
+}
+
+/// A random source seeded from the system, as a restarted broker's is: a
+/// coordinator restarted in a test must not hand out the member ids its
+/// previous incarnation did.
+fn fresh_random() -> Arc<dyn Random> {
+    Arc::new(SeededRandom::from_entropy())
+}
 
 fn coordinator(log: InMemoryOffsetsLog) -> GroupCoordinator<InMemoryOffsetsLog> {
     let config = CoordinatorConfig {
@@ -19,7 +34,7 @@ fn coordinator(log: InMemoryOffsetsLog) -> GroupCoordinator<InMemoryOffsetsLog> 
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, log);
+    let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     coordinator
 }
@@ -159,6 +174,61 @@ async fn timer_task_expires_silent_members() {
     timer.abort();
 }
 
+/// A joined and synced member of a coordinator on `clock`.
+async fn one_stable_member(
+    clock: Arc<ManualClock>,
+) -> (
+    GroupCoordinator<InMemoryOffsetsLog>,
+    strom_coordinator::JoinResponse,
+) {
+    let config = CoordinatorConfig {
+        group: no_delay(),
+        offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator =
+        GroupCoordinator::new(config, InMemoryOffsetsLog::new(), clock, fresh_random());
+    coordinator.load_partition(0).expect("loads");
+    let joined = coordinator
+        .join_group(GROUP, old_style_join("a"))
+        .await
+        .expect("joined");
+    coordinator
+        .sync_group(
+            GROUP,
+            sync_request(0, &joined.member_id, joined.generation_id, vec![]),
+        )
+        .await
+        .expect("synced");
+    (coordinator, joined)
+}
+
+#[tokio::test]
+async fn an_injected_manual_clock_expires_a_session_without_waiting() {
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let (coordinator, joined) = one_stable_member(Arc::clone(&clock)).await;
+    let beat = heartbeat(&joined.member_id, joined.generation_id);
+    clock.advance(9_000);
+    coordinator.tick();
+    assert_eq!(coordinator.heartbeat(GROUP, &beat), Ok(()));
+    // Each heartbeat renews the 10 s session: 9.9 s after one the member
+    // lives (and heartbeats again), 10.1 s after that a tick removes it.
+    clock.advance(9_900);
+    coordinator.tick();
+    assert_eq!(coordinator.heartbeat(GROUP, &beat), Ok(()));
+    clock.advance(10_100);
+    coordinator.tick();
+    assert_eq!(
+        coordinator.heartbeat(GROUP, &beat),
+        Err(GroupError::UnknownMemberId)
+    );
+    let described = coordinator.describe_groups(&[GROUP.to_owned()]);
+    assert_eq!(
+        described[0].as_ref().map(|d| d.state),
+        Ok(GroupState::Empty)
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn errors_are_returned_directly() {
     let coordinator = coordinator(InMemoryOffsetsLog::new());
@@ -221,7 +291,8 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, FlakyLog::default());
+    let coordinator =
+        GroupCoordinator::new(config, FlakyLog::default(), paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     let commit = |offset| OffsetCommitRequest {
         group_id: "simple".into(),
@@ -264,7 +335,12 @@ async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, InMemoryOffsetsLog::new());
+    let coordinator = GroupCoordinator::new(
+        config,
+        InMemoryOffsetsLog::new(),
+        paused_clock(),
+        fresh_random(),
+    );
     // Not owned yet: NOT_COORDINATOR.
     assert!(matches!(
         coordinator.fetch_offsets(GROUP, None),
@@ -320,7 +396,7 @@ async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, log);
+    let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     let commit = |offset| OffsetCommitRequest {
         group_id: "simple".into(),
@@ -436,7 +512,12 @@ async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coor
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ReplicatedLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let committing = coordinator.clone();
     let commit =
@@ -469,7 +550,7 @@ async fn a_commit_the_log_does_not_commit_fails_with_the_log_s_reason() {
         failure: Some(not_leader.clone()),
         ..ReplicatedLog::default()
     };
-    let coordinator = GroupCoordinator::new(config, log);
+    let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
     assert_eq!(
         coordinator.commit_offsets(&standalone_commit(7)).await,
@@ -536,7 +617,12 @@ async fn sync_answers_wait_until_the_group_s_assignment_is_committed() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ReplicatedLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let (leader, follower) = two_members(&coordinator).await;
     let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
@@ -561,7 +647,12 @@ async fn an_assignment_not_committed_fails_every_member_s_sync() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator = GroupCoordinator::new(config, ReplicatedLog::default());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ReplicatedLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let (leader, follower) = two_members(&coordinator).await;
     let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use strom_storage::clock::Clock;
+use strom_clock::Clock;
 use strom_storage::TopicPartition;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -263,7 +263,7 @@ async fn run<L: FollowerLog, T: FetchTransport>(
             let _ = tokio::time::timeout(IDLE_WAIT, shared.changed.notified()).await;
             continue;
         }
-        let now_ms = clock.now_ms();
+        let now_ms = clock.wall_ms();
         let request = shared.core().next_request(now_ms);
         let Some(request) = request else {
             let retry_in = shared
@@ -283,7 +283,7 @@ async fn run<L: FollowerLog, T: FetchTransport>(
             let shared = Arc::clone(&shared);
             let clock = Arc::clone(&clock);
             tokio::task::spawn_blocking(move || {
-                let now_ms = clock.now_ms();
+                let now_ms = clock.wall_ms();
                 match answer {
                     Ok(results) => shared.core().handle_response(&request, results, now_ms),
                     Err(error) => {

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LockResult, Mutex, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
 use bytes::Bytes;
-use strom_storage::clock::Clock;
+use strom_clock::Clock;
 use strom_storage::error::{AppendError, LogError, ReadError};
 use strom_storage::flush::FlushTicket;
 use strom_storage::log::Log;
@@ -618,6 +618,8 @@ impl Partition {
         leader_epoch: i32,
         timeout: std::time::Duration,
     ) -> AckStatus {
+        // A timer on tokio's clock, not a decision on the broker's `Clock`:
+        // it bounds how long the request handler waits.
         let deadline = tokio::time::Instant::now() + timeout;
         // Subscribed before the first look, so no change is missed.
         let mut changes = self.high_watermark.subscribe();
@@ -839,7 +841,7 @@ impl FollowerLog for Partition {
     fn append(&self, records: Bytes) -> Result<i64, FollowerWriteError> {
         let mut log = self.log_mut()?;
         self.check_following()?;
-        log.append_as_follower(records, self.clock.now_ms())?;
+        log.append_as_follower(records, self.clock.wall_ms())?;
         let log_end_offset = log.log_end_offset();
         self.log_end.advance(log_end_offset);
         Ok(log_end_offset)
@@ -848,7 +850,7 @@ impl FollowerLog for Partition {
     fn truncate_to(&self, offset: i64) -> Result<i64, FollowerWriteError> {
         let mut log = self.log_mut()?;
         self.check_following()?;
-        log.truncate_to(offset, self.clock.now_ms())?;
+        log.truncate_to(offset, self.clock.wall_ms())?;
         let (log_end_offset, high_watermark) = (log.log_end_offset(), log.high_watermark());
         self.log_end.reset(log_end_offset);
         self.high_watermark.reset(high_watermark);

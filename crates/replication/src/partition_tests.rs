@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use strom_storage::clock::ManualClock;
+use strom_clock::ManualClock;
 use strom_storage::testing::{simple_batch, BatchSpec};
 use strom_storage::{LogConfig, LogManager, LogManagerConfig, TopicPartition};
 

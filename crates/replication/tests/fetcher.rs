@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use strom_clock::SystemClock;
 use strom_replication::fetch_loop::fetcher_index;
 use strom_replication::{
     FetchPartitionError, FetchTransport, FetcherConfig, FetcherCore, FetcherManager, FollowTarget,
     FollowerLog, LogOffsets, PartitionEvent, PartitionFetchResult, ReplicaFetchRequest,
 };
-use strom_storage::clock::SystemClock;
 use strom_storage::TopicPartition;
 
 /// A batch of the fake log: base offset, leader epoch, record count.

@@ -5,10 +5,12 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_main, BenchmarkId, Criterion, Throughput};
+use strom_clock::SeededRandom;
 use strom_storage::testing::{simple_batch, BatchSpec};
 use strom_storage::{Log, LogConfig, LogOpenOptions};
 
@@ -32,6 +34,7 @@ fn open(dir: &Path) -> Log {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
     )
     .expect("open")

@@ -15,8 +15,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
+use strom_clock::SeededRandom;
 use strom_storage::testing::{simple_batch, BatchSpec};
 use strom_storage::{Log, LogConfig, LogManager, LogManagerConfig, LogOpenOptions, TopicPartition};
 
@@ -26,6 +28,7 @@ fn options(clean: bool) -> LogOpenOptions {
         recovery_point: 0,
         had_clean_shutdown: clean,
         now_ms: 0,
+        random: Arc::new(SeededRandom::new(0)),
     }
 }
 

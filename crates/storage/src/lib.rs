@@ -13,7 +13,11 @@
 //! `RecoveryError`, ...) and choose codes at the broker edge. It is a
 //! synchronous library with no async runtime; background work is exposed as
 //! [`LogManager::tick`] (or the [`manager::Scheduler`] thread) driven by an
-//! injected [`clock::Clock`].
+//! injected [`strom_clock::Clock`]. Time reaches the log only as `now_ms`
+//! arguments (wall-clock milliseconds) and randomness (the `segment.jitter.ms`
+//! draw) only from the injected [`strom_clock::Random`] in
+//! [`LogOpenOptions`] and [`manager::LogManagerConfig`]: nothing in the crate
+//! reads the system clock or a global random generator.
 //!
 //! Key design decisions:
 //! - **Byte-for-byte Kafka layout.** Batches are stored without re-encoding
@@ -54,7 +58,6 @@ pub mod backend;
 pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
-pub mod clock;
 pub mod compaction;
 pub mod config;
 pub mod epoch_cache;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use smallvec::SmallVec;
+use strom_clock::Random;
 
 use crate::backend::FileBackend;
 use strom_protocol::records::{layout, TimestampType};
@@ -80,6 +81,8 @@ pub struct Log {
     pub(crate) next_delete_horizon_ms: Option<i64>,
     /// `segment.jitter.ms` drawn for the active segment (Kafka draws one per segment).
     pub(crate) roll_jitter_ms: i64,
+    /// The broker's source of randomness (the roll jitter draws).
+    pub(crate) random: Arc<dyn Random>,
     pub(crate) backend: Arc<dyn FileBackend>,
     /// Write-behind and drop-behind bookkeeping, when the log has them.
     pub(crate) page_cache: Option<PageCacheTracker>,
@@ -100,12 +103,11 @@ impl Drop for Log {
 /// A random roll jitter in `[0, min(segment.jitter.ms, segment.ms))`, as Kafka
 /// draws it for each new segment so that partitions created together do not
 /// all roll at the same moment.
-pub(crate) fn random_roll_jitter_ms(config: &LogConfig) -> i64 {
+pub(crate) fn random_roll_jitter_ms(config: &LogConfig, random: &dyn Random) -> i64 {
     let bound = config.segment_jitter_ms.min(config.segment_ms);
-    if bound <= 0 {
-        0
-    } else {
-        fastrand::i64(0..bound)
+    match u64::try_from(bound) {
+        Ok(bound) if bound > 0 => i64::try_from(random.below_u64(bound)).unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -345,7 +347,7 @@ impl Log {
     /// Replaces the configuration (takes effect for later appends and rolls).
     pub fn set_config(&mut self, config: LogConfig) {
         self.config = config;
-        self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
+        self.roll_jitter_ms = random_roll_jitter_ms(&self.config, &*self.random);
         self.next_delete_horizon_ms = None;
     }
 
@@ -746,7 +748,7 @@ impl Log {
     ) -> Result<(), LogError> {
         let segment = Segment::create(&self.dir, base_offset, settings, now_ms)?;
         self.segments.insert(base_offset, segment);
-        self.roll_jitter_ms = random_roll_jitter_ms(&self.config);
+        self.roll_jitter_ms = random_roll_jitter_ms(&self.config, &*self.random);
         Ok(())
     }
 

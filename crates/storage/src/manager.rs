@@ -27,11 +27,12 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use strom_clock::{Clock, Random, SeededRandom};
+
 use crate::checkpoint::{
     OffsetCheckpointFile, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 };
-use crate::clock::Clock;
 use crate::compaction::CleanOptions;
 use crate::config::LogConfig;
 use crate::error::{IoContext, ManagerError};
@@ -76,10 +77,14 @@ pub struct LogManagerConfig {
     /// Write-behind and drop-behind for every log (see [`crate::page_cache`];
     /// off by default).
     pub page_cache: PageCacheSettings,
+    /// The broker's source of randomness, handed to every log it opens
+    /// (the `segment.jitter.ms` draws).
+    pub random: Arc<dyn Random>,
 }
 
 impl LogManagerConfig {
-    /// Kafka's default intervals over `log_dirs`.
+    /// Kafka's default intervals over `log_dirs`, drawing random numbers
+    /// from a generator with the fixed seed 0 (see [`Self::with_random`]).
     pub fn new(log_dirs: Vec<PathBuf>, default_config: LogConfig) -> Self {
         LogManagerConfig {
             log_dirs,
@@ -93,7 +98,14 @@ impl LogManagerConfig {
             cleaner_enable: true,
             recovery_threads_per_data_dir: 1,
             page_cache: PageCacheSettings::default(),
+            random: Arc::new(SeededRandom::new(0)),
         }
+    }
+
+    /// The same settings drawing from `random` (the broker's one source).
+    pub fn with_random(mut self, random: Arc<dyn Random>) -> Self {
+        self.random = random;
+        self
     }
 }
 
@@ -198,6 +210,7 @@ struct DirectoryLoad<'a> {
     checkpoints: DirectoryCheckpoints,
     had_clean_shutdown: bool,
     now_ms: i64,
+    random: &'a Arc<dyn Random>,
 }
 
 impl DirectoryLoad<'_> {
@@ -218,6 +231,7 @@ impl DirectoryLoad<'_> {
                 .unwrap_or(0),
             had_clean_shutdown: self.had_clean_shutdown,
             now_ms: self.now_ms,
+            random: Arc::clone(self.random),
         };
         let (mut log, report) =
             Log::open(path, config, options).map_err(|source| ManagerError::Open {
@@ -245,6 +259,7 @@ fn load_directory(
     default_config: &LogConfig,
     threads: usize,
     now_ms: i64,
+    random: &Arc<dyn Random>,
 ) -> Result<(LoadedLogs, Vec<PathBuf>), ManagerError> {
     let clean_marker = dir.join(CLEAN_SHUTDOWN_FILE);
     let load = DirectoryLoad {
@@ -253,6 +268,7 @@ fn load_directory(
         checkpoints: read_checkpoints(dir)?,
         had_clean_shutdown: clean_marker.exists(),
         now_ms,
+        random,
     };
     let mut partitions = Vec::new();
     let mut doomed = Vec::new();
@@ -327,8 +343,16 @@ impl LogManager {
                         let configs = &topic_configs;
                         let defaults = &config.default_config;
                         let threads = config.recovery_threads_per_data_dir;
+                        let random = &config.random;
                         scope.spawn(move || {
-                            load_directory(&directory.path, configs, defaults, threads, now_ms)
+                            load_directory(
+                                &directory.path,
+                                configs,
+                                defaults,
+                                threads,
+                                now_ms,
+                                random,
+                            )
                         })
                     })
                     .collect();
@@ -528,6 +552,7 @@ impl LogManager {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms,
+            random: Arc::clone(&self.config.random),
         };
         let (mut log, _) =
             Log::open(&path, config, options).map_err(|source| ManagerError::Open {
@@ -783,6 +808,7 @@ fn flush_by_time(
     let Some(ticket) = ticket else {
         return Ok(None);
     };
+    // The fsync's duration for metrics, on the host's clock.
     let started = std::time::Instant::now();
     ticket.sync()?;
     let took = started.elapsed();
@@ -818,7 +844,7 @@ impl Scheduler {
         let stopped = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             while !stopped.load(Ordering::Acquire) {
-                if let Err(error) = manager.tick(clock.now_ms()) {
+                if let Err(error) = manager.tick(clock.wall_ms()) {
                     tracing::error!(%error, "log manager background work failed");
                 }
                 std::thread::park_timeout(period);

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strom_clock::Random;
+
 use crate::backend::{FileBackend, OsBackend};
 
 use crate::config::LogConfig;
@@ -27,8 +29,9 @@ use crate::producer_state::{list_snapshots, ProducerStateManager};
 use crate::segment::{parse_base_offset, Segment, LOG_SUFFIX};
 use crate::topic_partition::TopicPartition;
 
-/// What the caller knows about a log from its checkpoints.
-#[derive(Debug, Clone, Copy)]
+/// What the caller knows about a log from its checkpoints, and the
+/// broker's time and randomness.
+#[derive(Debug, Clone)]
 pub struct LogOpenOptions {
     /// Checkpointed log start offset (0 when unknown).
     pub log_start_offset: i64,
@@ -37,8 +40,10 @@ pub struct LogOpenOptions {
     pub recovery_point: i64,
     /// Whether the log directory carried the clean-shutdown marker.
     pub had_clean_shutdown: bool,
-    /// The current time.
+    /// The current wall-clock time.
     pub now_ms: i64,
+    /// Where the log draws its `segment.jitter.ms` roll jitter from.
+    pub random: Arc<dyn Random>,
 }
 
 /// What recovery found.
@@ -127,12 +132,13 @@ impl Log {
             first_dirty_offset: 0,
             next_delete_horizon_ms: None,
             roll_jitter_ms: 0,
+            random: Arc::clone(&options.random),
             backend,
             page_cache: None,
             flusher: None,
             flush_progress: Arc::default(),
         };
-        log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config);
+        log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config, &*log.random);
         let report = log.load_segments(&bases, &options)?;
         log.finish_open(options.now_ms)?;
         Ok((log, report))

@@ -6,9 +6,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use common::{partition_dir, small_config};
+use strom_clock::SeededRandom;
 use strom_protocol::records::RecordBatch;
 use strom_storage::compaction::{CleanOptions, SwapStep};
 use strom_storage::config::CleanupPolicy;
@@ -27,6 +29,11 @@ fn compacted_config() -> LogConfig {
 }
 
 fn open_log(dir: &Path, config: &LogConfig, clean: bool) -> Log {
+    open_seeded_log(dir, config, clean, 0)
+}
+
+/// [`open_log`] drawing its roll jitter from a generator seeded with `seed`.
+fn open_seeded_log(dir: &Path, config: &LogConfig, clean: bool, seed: u64) -> Log {
     Log::open(
         dir,
         config.clone(),
@@ -35,6 +42,7 @@ fn open_log(dir: &Path, config: &LogConfig, clean: bool) -> Log {
             recovery_point: 0,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(seed)),
         },
     )
     .expect("open")
@@ -453,7 +461,7 @@ fn segment_jitter_rolls_between_segment_ms_minus_jitter_and_segment_ms() {
     config.segment_jitter_ms = 400;
     for round in 0..20 {
         let dir = partition_dir(&root.path().join(format!("round-{round}")));
-        let mut log = open_log(&dir, &config, true);
+        let mut log = open_seeded_log(&dir, &config, true, round);
         log.append_as_leader(single("a", 0), 0, 0).expect("append");
         log.append_as_leader(single("b", 599), 0, 599)
             .expect("append");
@@ -462,6 +470,39 @@ fn segment_jitter_rolls_between_segment_ms_minus_jitter_and_segment_ms() {
             .expect("append");
         assert_eq!(log.segment_count(), 2, "always by segment.ms");
     }
+}
+
+/// The time of the first append that rolls a log seeded with `seed` (one
+/// append per millisecond from 600 on; `segment.ms` 1000, jitter 400).
+fn roll_time_ms(root: &Path, seed: u64, attempt: u32) -> i64 {
+    let mut config = small_config();
+    config.segment_ms = 1_000;
+    config.segment_jitter_ms = 400;
+    let dir = partition_dir(&root.join(format!("seed-{seed}-{attempt}")));
+    let mut log = open_seeded_log(&dir, &config, true, seed);
+    log.append_as_leader(single("a", 0), 0, 0).expect("append");
+    for now_ms in 600..=1_000 {
+        log.append_as_leader(single("b", now_ms), 0, now_ms)
+            .expect("append");
+        if log.segment_count() == 2 {
+            return now_ms;
+        }
+    }
+    panic!("no roll by segment.ms");
+}
+
+#[test]
+fn the_roll_jitter_comes_from_the_injected_random_source() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let times: Vec<i64> = (0..8)
+        .map(|seed| roll_time_ms(root.path(), seed, 0))
+        .collect();
+    let again: Vec<i64> = (0..8)
+        .map(|seed| roll_time_ms(root.path(), seed, 1))
+        .collect();
+    assert_eq!(times, again, "the same seed rolls at the same time");
+    let distinct: std::collections::BTreeSet<_> = times.iter().collect();
+    assert!(distinct.len() > 1, "seeds spread the rolls: {times:?}");
 }
 
 fn single(key: &str, timestamp: i64) -> Bytes {

@@ -5,8 +5,10 @@
 mod common;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use common::{partition_dir, small_config};
+use strom_clock::SeededRandom;
 use strom_protocol::records::RecordBatch;
 use strom_storage::testing::{keyed_batch, BatchSpec, TestRecord};
 use strom_storage::{Log, LogOpenOptions};
@@ -126,6 +128,7 @@ fn segments_indexes_and_checkpoints_follow_kafkas_layout() {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
     )
     .expect("open");

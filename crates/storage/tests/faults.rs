@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::{batch, open, partition_dir, read_all, small_config};
+use strom_clock::SeededRandom;
 use strom_storage::backend::FileBackend;
 use strom_storage::error::AppendError;
 use strom_storage::testing::FaultInjector;
@@ -210,6 +211,7 @@ fn open_configured(
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
         Arc::clone(injector) as Arc<dyn FileBackend>,
     )

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{batch, small_config};
+use strom_clock::ManualClock;
 use strom_storage::checkpoint::{OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT};
-use strom_storage::clock::ManualClock;
 use strom_storage::error::ManagerError;
 use strom_storage::manager::{Scheduler, CLEAN_SHUTDOWN_FILE};
 use strom_storage::{LogManager, LogManagerConfig, TopicPartition};

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use common::{partition_dir, small_config};
 use proptest::prelude::*;
+use strom_clock::SeededRandom;
 use strom_protocol::records::BatchHeaderMut;
 use strom_storage::backend::FileBackend;
 use strom_storage::batch::validate_batch_at;
@@ -128,6 +129,7 @@ fn reopen(dir: &Path, config: &LogConfig, disk: &Disk, log: Log, clean: bool) ->
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
     )
 }
@@ -184,6 +186,7 @@ fn run(operations: Vec<Operation>) {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
     );
     let mut model = Model::default();
@@ -268,6 +271,7 @@ fn run(operations: Vec<Operation>) {
                         recovery_point,
                         had_clean_shutdown: false,
                         now_ms: 0,
+                        random: Arc::new(SeededRandom::new(0)),
                     },
                 );
                 let end = log.log_end_offset();

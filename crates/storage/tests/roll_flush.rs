@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{batch, partition_dir, read_all, small_config};
+use strom_clock::SeededRandom;
 use strom_storage::backend::FileBackend;
 use strom_storage::error::{AppendError, LogError};
 use strom_storage::flusher::Flusher;
@@ -38,6 +39,7 @@ fn open_at(
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
         Arc::clone(injector) as Arc<dyn FileBackend>,
     )

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use strom_clock::{SeededRandom, SystemClock};
 use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
 };
-use strom_controller::environment::{SeededRandom, SystemClock};
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::quorum::tcp::{serve, TcpTransport};
@@ -74,7 +74,7 @@ impl Quorum {
             config,
             Arc::new(TcpTransport::new()),
             Arc::new(SystemClock),
-            Box::new(SeededRandom::new(id)),
+            Arc::new(SeededRandom::new(id)),
         )
         .await?;
         let server = tokio::spawn(serve(listener, Arc::clone(&node)));

@@ -544,6 +544,7 @@ async fn long_poll(
     min_bytes: u64,
     max_wait: Duration,
 ) -> Option<Answer> {
+    // `max.wait.ms` bounds a wait: a tokio timer, not a broker decision.
     let deadline = tokio::time::Instant::now() + max_wait;
     loop {
         if receivers.is_empty() {

@@ -150,6 +150,7 @@ impl RequestHandler for Dispatcher {
     async fn handle(&self, request_context: RequestContext, request: Request) -> Reply {
         let api_key = request.api_key();
         let received_at = request_context.received_at;
+        // Latency for metrics: measured on the host's clock, not the broker's.
         let started = std::time::Instant::now();
         let reply = self.dispatch(request_context, request).await;
         self.context

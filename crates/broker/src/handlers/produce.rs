@@ -170,6 +170,7 @@ fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: 
         return Reply::Response(Response::Produce(build(topics)));
     }
     Reply::Deferred(Box::pin(async move {
+        // `timeout.ms` bounds a wait: a tokio timer, not a broker decision.
         let deadline = tokio::time::Instant::now() + timeout;
         let failed_flushes = flush_all(flushes, now_ms).await;
         mark_failed_flushes(&mut topics, &failed_flushes);
@@ -413,6 +414,7 @@ async fn flush_all(flushes: Vec<PendingFlush>, now_ms: i64) -> Vec<(usize, i32)>
         flushes
             .into_iter()
             .map(|(at, replica, ticket)| {
+                // Flush latency for metrics, on the host's clock.
                 let started = std::time::Instant::now();
                 let result = ticket.sync();
                 crate::metrics::LOG_FLUSH_TIME.observe(started.elapsed());

@@ -407,7 +407,7 @@ fn percent_decode(segment: &str) -> Option<String> {
 /// One sample of the counters the charts draw.
 #[derive(Debug, Clone)]
 struct Sample {
-    time_ms: u128,
+    time_ms: i64,
     /// topic → (messages in, bytes in, bytes out), user topics only.
     topics: BTreeMap<String, (u64, u64, u64)>,
     /// group → total lag.
@@ -444,9 +444,7 @@ impl History {
                 (group, total)
             })
             .collect();
-        let time_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis());
+        let time_ms = broker.replicas.now_ms();
         let mut samples = self
             .samples
             .lock()

@@ -103,6 +103,7 @@ impl NetworkMetrics {
 /// says how many were not logged.
 pub fn undecodable_request(peer: SocketAddr, error: &dyn std::error::Error) {
     NETWORK.undecodable_requests.fetch_add(1, Ordering::Relaxed);
+    // A rate limit on log lines, on the host's clock.
     if let Some(suppressed) = UNDECODABLE_WARNINGS.admit(Instant::now()) {
         tracing::warn!(
             %peer,

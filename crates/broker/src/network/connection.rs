@@ -308,6 +308,7 @@ async fn handle_frame(
     parts: &ConnectionParts,
     queue: &mpsc::Sender<Pending>,
 ) -> Result<(), &'static str> {
+    // Queue time for metrics, on the host's clock.
     let received_at = std::time::Instant::now();
     let (peer, handler) = (parts.peer, &parts.handler);
     if parts.session.expects_raw_token() {
@@ -622,6 +623,7 @@ mod tests {
             recovery_point: 0,
             had_clean_shutdown: true,
             now_ms: 0,
+            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
         };
         let dir = dir.join("topic-0");
         let (mut log, _) = Log::open(&dir, LogConfig::default(), options).expect("open");

@@ -73,6 +73,7 @@ impl ReloadingCertificate {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A rate limit on file checks, on the host's clock.
         if state.checked.elapsed() >= CHECK_INTERVAL {
             state.checked = Instant::now();
             let stamps = stamps(&self.chain, &self.key);

@@ -4,7 +4,7 @@
 //! returns a [`ControllerResult`]: the records to append to the metadata
 //! log (empty for `validate_only` requests and for commands that change
 //! nothing) and the per-item results. It performs no I/O: time comes in as
-//! `now_ms` arguments and randomness from an injected [`RandomSource`].
+//! `now_ms` arguments and randomness from an injected [`Random`].
 //! The caller must append the records atomically, in order, starting at
 //! `image.next_offset()`, and apply them to the image before running the
 //! next command; [`LocalController`](crate::runtime::LocalController) does
@@ -44,10 +44,10 @@ pub use topics::{
     NewTopic, PartitionsIncrease, TopicOutcome, TopicReference,
 };
 
-use crate::environment::RandomSource;
 use crate::error::ApplyError;
 use crate::image::{leader_to_record, BrokerId, MetadataImage, TopicImage};
 use crate::records::{uuid_to_bytes, MetadataRecord, PartitionChangeRecord, Record, ReplicaList};
+use strom_clock::Random;
 
 /// Settings of the controller core, with Kafka's names in the docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +124,7 @@ pub struct ControllerResult<T> {
 /// The controller core. See the module docs.
 pub struct Controller {
     config: ControllerConfig,
-    random: Box<dyn RandomSource>,
+    random: std::sync::Arc<dyn Random>,
     /// Last heartbeat time per broker, in `now_ms` units. Not part of the
     /// image: liveness is the active controller's own observation.
     last_heartbeat_ms: BTreeMap<BrokerId, u64>,
@@ -146,7 +146,7 @@ impl std::fmt::Debug for Controller {
 impl Controller {
     /// A controller with `config`, drawing topic ids and assignment start
     /// points from `random`.
-    pub fn new(config: ControllerConfig, random: Box<dyn RandomSource>) -> Self {
+    pub fn new(config: ControllerConfig, random: std::sync::Arc<dyn Random>) -> Self {
         Self {
             config,
             random,

@@ -93,7 +93,7 @@ impl Controller {
 mod tests {
     use super::*;
     use crate::controller::ControllerConfig;
-    use crate::environment::SeededRandom;
+    use strom_clock::SeededRandom;
 
     fn credential(name: &str, mechanism: i32) -> UserScramCredentialRecord {
         UserScramCredentialRecord {
@@ -133,8 +133,10 @@ mod tests {
 
     #[test]
     fn credentials_are_set_replaced_and_deleted_and_survive_a_snapshot() {
-        let mut controller =
-            Controller::new(ControllerConfig::default(), Box::new(SeededRandom::new(1)));
+        let mut controller = Controller::new(
+            ControllerConfig::default(),
+            std::sync::Arc::new(SeededRandom::new(1)),
+        );
         let image = MetadataImage::empty();
         let result = controller
             .alter_scram_credentials(
@@ -174,8 +176,10 @@ mod tests {
 
     #[test]
     fn acls_are_added_once_and_removed() {
-        let mut controller =
-            Controller::new(ControllerConfig::default(), Box::new(SeededRandom::new(1)));
+        let mut controller = Controller::new(
+            ControllerConfig::default(),
+            std::sync::Arc::new(SeededRandom::new(1)),
+        );
         let image = MetadataImage::empty();
         let result = controller
             .alter_acls(&image, &[acl("a"), acl("a"), acl("b")], &[])

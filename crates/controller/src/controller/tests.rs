@@ -6,9 +6,9 @@ use uuid::Uuid;
 use super::*;
 use crate::assignment::RequestedAssignment;
 use crate::config::ConfigValueError;
-use crate::environment::SeededRandom;
 use crate::error::{AssignmentError, ConfigProblem, ControllerError, TopicNameProblem};
 use crate::image::{ConfigResource, Endpoint, PartitionImage};
+use strom_clock::SeededRandom;
 
 mod brokers_tests;
 mod configs_tests;
@@ -30,7 +30,7 @@ impl Harness {
 
     fn with_config(config: ControllerConfig) -> Self {
         Self {
-            controller: Controller::new(config, Box::new(SeededRandom::new(7))),
+            controller: Controller::new(config, std::sync::Arc::new(SeededRandom::new(7))),
             image: MetadataImage::empty(),
             now_ms: 1_000,
         }

@@ -262,7 +262,7 @@ impl Controller {
                 partitions,
                 replication_factor,
                 first_partition_index,
-                self.random.as_mut(),
+                &*self.random,
             )
         } else {
             if !racks.is_empty() {
@@ -277,7 +277,7 @@ impl Controller {
                 partitions,
                 replication_factor,
                 first_partition_index,
-                self.random.as_mut(),
+                &*self.random,
             )
         };
         assigned.map_err(|problem| match problem {
@@ -294,7 +294,7 @@ impl Controller {
 
     fn fresh_topic_id(&mut self, image: &MetadataImage) -> Uuid {
         loop {
-            let id = self.random.uuid();
+            let id = uuid::Builder::from_random_bytes(self.random.bytes_16()).into_uuid();
             // Kafka reserves the all-zero id (and the id whose first
             // 64 bits are zero and last is one, the metadata topic's).
             if image.topic_by_id(id).is_none() && id != Uuid::nil() && id.as_u128() != 1 {

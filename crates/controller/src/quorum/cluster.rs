@@ -134,6 +134,7 @@ impl ClusterController {
         command: RemoteCommand,
         timeout: Duration,
     ) -> Result<RemoteReply, RuntimeError> {
+        // Bounds a wait on the network: the host's clock, not the injected one.
         let deadline = Instant::now() + timeout;
         let mut next: Option<NodeId> = None;
         // Voters to ask in turn while this node knows no active controller

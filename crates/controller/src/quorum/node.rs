@@ -24,7 +24,6 @@ use openraft::{BasicNode, Raft, ServerState, SnapshotPolicy};
 use tokio::sync::watch;
 
 use crate::controller::{Controller, ControllerConfig, ControllerResult};
-use crate::environment::{Clock, RandomSource};
 use crate::error::{ApplyError, CodecError, LogError, RuntimeError};
 use crate::image::MetadataImage;
 use crate::quorum::codec::{RaftReply, RaftRequest};
@@ -35,6 +34,7 @@ use crate::quorum::status::{status_from_metrics, QuorumStatus};
 use crate::quorum::types::{ApplyOutcome, NodeId, QuorumTypes};
 use crate::records::MetadataBatch;
 use crate::runtime::CommandRunner;
+use strom_clock::{Clock, Random};
 
 /// Settings of one quorum node, with Kafka's names in the docs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,7 +179,7 @@ impl QuorumController {
         config: QuorumConfig,
         transport: Arc<dyn QuorumTransport>,
         clock: Arc<dyn Clock>,
-        random: Box<dyn RandomSource>,
+        random: Arc<dyn Random>,
     ) -> Result<Arc<Self>, QuorumStartError> {
         let raft_config = Arc::new(config.raft_config()?);
         let directory = config.metadata_dir.clone();
@@ -329,6 +329,7 @@ impl QuorumController {
     /// change in progress waits for it and tries again, within the request
     /// timeout.
     pub async fn add_observer(&self, node_id: NodeId, address: String) -> Result<(), RuntimeError> {
+        // Bounds a wait: a tokio timer, not a controller decision.
         let deadline = tokio::time::Instant::now() + self.request_timeout;
         loop {
             match self.try_add_observer(node_id, &address).await {
@@ -406,7 +407,7 @@ impl QuorumController {
             state.leader_term = Some(term);
         }
         let image = self.machine.image();
-        let result = command(&mut state.controller, &image, self.clock.now_ms())?;
+        let result = command(&mut state.controller, &image, self.clock.monotonic_ms())?;
         if result.records.is_empty() {
             return Ok(result.response);
         }

@@ -3,9 +3,9 @@ use std::collections::BTreeMap;
 use tokio::io::{duplex, AsyncReadExt, AsyncWriteExt};
 
 use super::*;
-use crate::environment::{SeededRandom, SystemClock};
 use crate::quorum::memory::MemoryNetwork;
 use crate::quorum::node::QuorumConfig;
+use strom_clock::{SeededRandom, SystemClock};
 
 async fn single_voter() -> (tempfile::TempDir, Arc<QuorumController>) {
     let directory = tempfile::tempdir().expect("tempdir");
@@ -14,7 +14,7 @@ async fn single_voter() -> (tempfile::TempDir, Arc<QuorumController>) {
         QuorumConfig::new(1, voters, directory.path()),
         MemoryNetwork::new(1).transport(1),
         Arc::new(SystemClock),
-        Box::new(SeededRandom::new(1)),
+        Arc::new(SeededRandom::new(1)),
     )
     .await
     .expect("start");

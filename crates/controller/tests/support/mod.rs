@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use strom_clock::{SeededRandom, SystemClock};
 use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
 };
-use strom_controller::environment::{SeededRandom, SystemClock};
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::quorum::memory::MemoryNetwork;
@@ -119,7 +119,7 @@ impl Cluster {
             self.config(node_id),
             self.network.transport(node_id),
             Arc::new(SystemClock),
-            Box::new(SeededRandom::new(node_id)),
+            Arc::new(SeededRandom::new(node_id)),
         )
         .await
         .expect("node starts");

@@ -17,11 +17,16 @@ pub fn core_with(group: GroupConfig) -> CoordinatorCore {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let mut core = CoordinatorCore::new(config);
+    let mut core = CoordinatorCore::new(config, seeded());
     core.begin_loading(0);
     core.load_partition(&InMemoryOffsetsLog::new(), 0, 0)
         .expect("empty log loads");
     core
+}
+
+/// A random source with a fixed seed: member ids repeat from run to run.
+pub fn seeded() -> std::sync::Arc<dyn strom_clock::Random> {
+    std::sync::Arc::new(strom_clock::SeededRandom::new(17))
 }
 
 /// Group settings without an initial rebalance delay.

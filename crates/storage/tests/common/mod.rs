@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use strom_clock::SeededRandom;
 use strom_storage::testing::{simple_batch, BatchSpec};
 use strom_storage::{Log, LogConfig, LogOpenOptions};
 
@@ -34,6 +36,7 @@ pub fn open(dir: &Path, config: &LogConfig, clean: bool, recovery_point: i64) ->
             recovery_point,
             had_clean_shutdown: clean,
             now_ms: 0,
+            random: Arc::new(SeededRandom::new(0)),
         },
     )
     .expect("open log");

@@ -113,8 +113,10 @@ fn restart_with_new_incarnation_regains_leadership() {
     harness.create_one(topic("t", 2, 1)).unwrap();
     // A restarted controller has no sessions: the new incarnation may
     // register even though the image shows the old one unfenced.
-    harness.controller =
-        Controller::new(ControllerConfig::default(), Box::new(SeededRandom::new(8)));
+    harness.controller = Controller::new(
+        ControllerConfig::default(),
+        std::sync::Arc::new(SeededRandom::new(8)),
+    );
     let old_epoch = harness.image.broker(1).unwrap().epoch;
     let reply = harness.register(1, 4242).unwrap();
     assert!(reply.broker_epoch > old_epoch);
@@ -128,8 +130,10 @@ fn restart_with_new_incarnation_regains_leadership() {
 #[test]
 fn registered_broker_gets_a_grace_period_after_controller_start() {
     let mut harness = Harness::with_brokers(1);
-    harness.controller =
-        Controller::new(ControllerConfig::default(), Box::new(SeededRandom::new(8)));
+    harness.controller = Controller::new(
+        ControllerConfig::default(),
+        std::sync::Arc::new(SeededRandom::new(8)),
+    );
     harness.now_ms += 100_000;
     assert!(harness.tick().is_empty());
     harness.now_ms += 9_000;

@@ -304,7 +304,7 @@ fn rebalance_can_be_disabled() {
         ..ControllerConfig::default()
     };
     let mut harness = rebalancing(0);
-    harness.controller = Controller::new(config, Box::new(SeededRandom::new(7)));
+    harness.controller = Controller::new(config, std::sync::Arc::new(SeededRandom::new(7)));
     harness.tick();
     harness.now_ms += 10_000_000;
     harness.tick();
