@@ -312,7 +312,7 @@ impl Simulation {
             next_heartbeat_ms: self.now_ms + HEARTBEAT_MS,
             isr_change_sent_ms: BTreeMap::new(),
             waits: Vec::new(),
-            group: GroupHost::new(),
+            group: GroupHost::new(incarnation.as_u128() as u64),
         }
     }
 
@@ -1125,7 +1125,7 @@ impl Simulation {
     fn controller_takes_over(&mut self) {
         let config = self.controller.config().clone();
         let seed = self.rng.next();
-        self.controller = Controller::new(config, Box::new(SeededRandom::new(seed)));
+        self.controller = Controller::new(config, Arc::new(SeededRandom::new(seed)));
         self.controller.reset_liveness();
         self.controller_down_until = None;
         self.controller_failovers += 1;
@@ -1196,7 +1196,7 @@ impl Simulation {
         broker.fetchers.clear();
         broker.fetching.clear();
         broker.waits.clear();
-        broker.group = GroupHost::new();
+        broker.group = GroupHost::new(broker.incarnation.as_u128() as u64);
         broker.image = None;
         self.network.retain(|envelope| {
             envelope.to != Node::Broker(id) && envelope.from != Node::Broker(id)

@@ -24,8 +24,10 @@
 //! final coordinator returns the consumer's final positions.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use strom_clock::SeededRandom;
 use strom_coordinator::{
     BackendError, CoordinatorConfig, CoordinatorCore, LogError, LogOperation, LogRecord,
     OffsetCommitPartition, OffsetCommitRequest, OffsetsLog,
@@ -97,12 +99,17 @@ pub(crate) struct GroupHost {
 }
 
 impl GroupHost {
-    pub(crate) fn new() -> GroupHost {
+    /// A coordinator drawing member ids from a random source seeded with
+    /// `seed`.
+    pub(crate) fn new(seed: u64) -> GroupHost {
         GroupHost {
-            core: CoordinatorCore::new(CoordinatorConfig {
-                offsets_topic_partitions: 1,
-                ..CoordinatorConfig::default()
-            }),
+            core: CoordinatorCore::new(
+                CoordinatorConfig {
+                    offsets_topic_partitions: 1,
+                    ..CoordinatorConfig::default()
+                },
+                Arc::new(SeededRandom::new(seed)),
+            ),
             loaded_at: None,
             waits: Vec::new(),
         }
