@@ -9,11 +9,15 @@
 
 pub mod authorizer;
 pub mod config;
+pub mod jaas;
+pub mod peer;
+pub mod peer_config;
 pub mod principal;
 pub mod reload;
 pub mod sasl;
 pub mod session;
 pub mod tls;
+pub mod tls_client;
 
 use std::sync::Arc;
 
@@ -38,6 +42,15 @@ pub enum SecurityError {
         /// The cause.
         #[source]
         source: tls::TlsSetupError,
+    },
+    /// The TLS client this node connects to its peers' listener with.
+    #[error("connections to other nodes' listener {listener}: TLS cannot be set up")]
+    PeerTls {
+        /// The peers' listener.
+        listener: String,
+        /// The cause.
+        #[source]
+        source: tls_client::TlsClientError,
     },
     /// A listener of `listeners` without security settings (not parsed).
     #[error("listener {listener} has no security settings")]
@@ -117,6 +130,36 @@ pub fn listener_runtimes(
             }))
         })
         .collect()
+}
+
+/// The connector to peers' `security.listener` (replica fetchers, the
+/// quorum).
+pub fn peer_connector(
+    security: &peer_config::PeerClientSecurity,
+) -> Result<Arc<peer::PeerConnector>, SecurityError> {
+    peer::PeerConnector::new(security, strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES)
+        .map(Arc::new)
+        .map_err(|source| SecurityError::PeerTls {
+            listener: security.listener.clone(),
+            source,
+        })
+}
+
+/// The acceptor of this node's quorum listener: TLS with the controller
+/// listener's settings when it is SSL, plain TCP otherwise.
+pub fn quorum_acceptor(
+    security: &peer_config::PeerClientSecurity,
+) -> Result<Arc<dyn strom_controller::quorum::stream::QuorumAcceptor>, SecurityError> {
+    match &security.tls {
+        Some(settings) => {
+            let config = tls::server_config(settings).map_err(|source| SecurityError::Tls {
+                listener: security.listener.clone(),
+                source,
+            })?;
+            Ok(Arc::new(peer::PeerAcceptor::new(TlsAcceptor::from(config))))
+        }
+        None => Ok(Arc::new(strom_controller::quorum::stream::Plaintext)),
+    }
 }
 
 /// The security protocol name of a listener, for broker registration.
