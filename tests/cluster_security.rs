@@ -113,8 +113,8 @@ fn node_config(
             "listener.security.protocol.map",
             "INTERNAL:SASL_SSL,CONTROLLER:SSL".to_owned(),
         ),
-        ("controller.listener.names", "CONTROLLER".to_owned()),
         ("inter.broker.listener.name", "INTERNAL".to_owned()),
+        ("controller.listener.names", "CONTROLLER".to_owned()),
         ("ssl.keystore.location", pki.keystore.display().to_string()),
         ("ssl.truststore.location", pki.ca.display().to_string()),
         ("ssl.client.auth", "required".to_owned()),
@@ -134,12 +134,12 @@ fn node_config(
             "log.dirs",
             dir.join(format!("node-{id}")).display().to_string(),
         ),
-        ("offsets.topic.num.partitions", "1".to_owned()),
-        ("broker.heartbeat.interval.ms", "500".to_owned()),
-        ("broker.session.timeout.ms", "6000".to_owned()),
         ("replica.lag.time.max.ms", "1500".to_owned()),
         ("replica.fetch.wait.max.ms", "200".to_owned()),
         ("replica.fetch.backoff.ms", "100".to_owned()),
+        ("broker.session.timeout.ms", "6000".to_owned()),
+        ("broker.heartbeat.interval.ms", "500".to_owned()),
+        ("offsets.topic.num.partitions", "1".to_owned()),
     ];
     let map: BTreeMap<String, String> = pairs
         .into_iter()
@@ -261,16 +261,19 @@ async fn wait_until(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// Starts the voters together (each waits for the quorum to register).
 async fn start_all(configs: Vec<BrokerConfig>) -> Vec<RunningBroker> {
-    let handles: Vec<_> = configs
-        .into_iter()
-        .map(|config| tokio::spawn(strom_broker::broker::start(config)))
-        .collect();
-    let mut brokers = Vec::new();
-    for handle in handles {
-        brokers.push(handle.await.expect("join").expect("started"));
+    let mut starting = tokio::task::JoinSet::new();
+    for (index, config) in configs.into_iter().enumerate() {
+        starting.spawn(async move { (index, strom_broker::broker::start(config).await) });
     }
-    brokers
+    let mut started: Vec<(usize, RunningBroker)> = Vec::new();
+    while let Some(joined) = starting.join_next().await {
+        let (index, broker) = joined.expect("join");
+        started.push((index, broker.expect("started")));
+    }
+    started.sort_by_key(|(index, _)| *index);
+    started.into_iter().map(|(_, broker)| broker).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
