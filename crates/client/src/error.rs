@@ -29,7 +29,7 @@ pub enum ClientError {
         mechanism: String,
         /// What failed: the broker's refusal or the client's check.
         #[source]
-        cause: strom_protocol::sasl::client::SaslClientError,
+        cause: Box<strom_protocol::sasl::client::SaslClientError>,
     },
     /// The TCP connection to a broker could not be opened.
     #[error("cannot connect to {address}")]

@@ -222,7 +222,7 @@ pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     let failed = |cause| ClientError::Authentication {
         address: address.to_owned(),
         mechanism: security.sasl_mechanism.clone(),
-        cause,
+        cause: Box::new(cause),
     };
     let (mut exchange, mut next) = SaslClientExchange::start(
         &security.sasl_mechanism,
