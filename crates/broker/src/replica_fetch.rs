@@ -68,7 +68,8 @@ pub struct TcpFetchTransport {
     max_frame_bytes: usize,
     /// Idle connections per leader: each of its `num.replica.fetchers`
     /// fetchers takes one while it fetches and puts it back after.
-    connections: tokio::sync::Mutex<HashMap<BrokerId, Vec<BoxedStream>>>,
+    /// Each connection is kept with the leader's `host:port`.
+    connections: tokio::sync::Mutex<HashMap<BrokerId, Vec<(String, BoxedStream)>>>,
     /// When a refused login to each leader was last logged.
     authentication_warnings: Mutex<HashMap<BrokerId, Instant>>,
 }
@@ -90,7 +91,7 @@ impl TcpFetchTransport {
         }
     }
 
-    async fn connect(&self, broker: BrokerId) -> Result<BoxedStream, TransportError> {
+    async fn connect(&self, broker: BrokerId) -> Result<(String, BoxedStream), TransportError> {
         let image = self.controller.image();
         let listener = self.connector.listener();
         let address = image
@@ -106,16 +107,17 @@ impl TcpFetchTransport {
                 broker,
                 listener: listener.to_owned(),
             })?;
-        self.connector
-            .connect(&address)
-            .await
-            .map_err(|source| self.peer_failure(broker, source))
+        match self.connector.connect(&address).await {
+            Ok(stream) => Ok((address, stream)),
+            Err(source) => Err(self.peer_failure(broker, source)),
+        }
     }
 
     /// Wraps a failure with `broker`, warning (at most every
-    /// [`AUTHENTICATION_WARNING_INTERVAL`] per leader) when the leader
+    /// [`AUTHENTICATION_WARNING_INTERVAL`] per leader) when the leader and
+    /// this broker did not accept each other's certificate or the leader
     /// refused this broker's login: replication from it cannot work until
-    /// the credentials are fixed.
+    /// that is fixed.
     fn peer_failure(&self, broker: BrokerId, source: PeerError) -> TransportError {
         if source.is_authentication() {
             let now = Instant::now();
@@ -132,10 +134,10 @@ impl TcpFetchTransport {
                     leader = broker,
                     listener = self.connector.listener(),
                     error = %crate::launch::error_chain(&source),
-                    "the leader refused this broker's inter-broker login; replication from it \
-                     is retried with backoff (check the user and password of \
-                     listener.name.<listener>.<mechanism>.sasl.jaas.config and that the user \
-                     exists)"
+                    "the leader refused this broker's inter-broker login (or TLS handshake); \
+                     replication from it is retried with backoff (check the certificates, the \
+                     user and password of listener.name.<listener>.<mechanism>.sasl.jaas.config \
+                     and that the user exists)"
                 );
             }
         }
@@ -160,11 +162,10 @@ impl FetchTransport for TcpFetchTransport {
             .await
             .get_mut(&leader)
             .and_then(Vec::pop);
-        let mut stream = match reused {
-            Some(stream) => stream,
+        let (address, mut stream) = match reused {
+            Some(connection) => connection,
             None => self.connect(leader).await?,
         };
-        let address = format!("broker {leader}");
         let response = call(
             &mut stream,
             &address,
@@ -183,7 +184,7 @@ impl FetchTransport for TcpFetchTransport {
             .await
             .entry(leader)
             .or_default()
-            .push(stream);
+            .push((address, stream));
         match response {
             Response::Fetch(response) if response.error_code == 0 => Ok(results(response)),
             Response::Fetch(response) => Err(TransportError::Refused {

@@ -43,6 +43,22 @@ pub enum PeerError {
         #[source]
         source: std::io::Error,
     },
+    /// The TLS handshake failed: the peer's certificate did not verify, or
+    /// the peer refused this node's certificate.
+    #[error("the TLS handshake with {address} failed")]
+    Tls {
+        /// The peer's `host:port`.
+        address: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The system random generator failed (no SCRAM nonce).
+    #[error("no random nonce for the SASL login to {address}")]
+    Random {
+        /// The peer's `host:port`.
+        address: String,
+    },
     /// The host of the address is no TLS server name.
     #[error("{address} has no host usable as a TLS server name")]
     ServerName {
@@ -71,11 +87,15 @@ pub enum PeerError {
 }
 
 impl PeerError {
-    /// Whether the peer refused the credentials (as opposed to a network
-    /// failure): worth a warning, since retrying will not help until the
-    /// user or the password is fixed.
+    /// Whether the peer and this node did not accept each other (TLS
+    /// certificates or SASL credentials), as opposed to a network failure:
+    /// worth a warning, since retrying will not help until the
+    /// certificates, the user or the password are fixed.
     pub fn is_authentication(&self) -> bool {
-        matches!(self, PeerError::Authentication { .. })
+        matches!(
+            self,
+            PeerError::Authentication { .. } | PeerError::Tls { .. }
+        )
     }
 }
 
@@ -144,19 +164,17 @@ impl PeerConnector {
 
     /// Secures `stream`, connected to `address`: TLS, then SASL.
     pub async fn secure(&self, stream: TcpStream, address: &str) -> Result<BoxedStream, PeerError> {
-        let mut stream: BoxedStream =
-            match &self.tls {
-                None => Box::new(stream),
-                Some(connector) => {
-                    let name = server_name(address)?;
-                    Box::new(connector.connect(name, stream).await.map_err(|source| {
-                        PeerError::Io {
-                            address: address.to_owned(),
-                            source,
-                        }
-                    })?)
-                }
-            };
+        let mut stream: BoxedStream = match &self.tls {
+            None => Box::new(stream),
+            Some(connector) => {
+                let name = server_name(address)?;
+                let tls = |source| PeerError::Tls {
+                    address: address.to_owned(),
+                    source,
+                };
+                Box::new(connector.connect(name, stream).await.map_err(tls)?)
+            }
+        };
         if let Some(login) = &self.sasl {
             self.login(&mut stream, address, login).await?;
         }
@@ -177,7 +195,9 @@ impl PeerConnector {
             &login.mechanism,
             &login.username,
             &login.password,
-            &client_nonce(),
+            &client_nonce().ok_or_else(|| PeerError::Random {
+                address: address.to_owned(),
+            })?,
         )
         .map_err(failed)?;
         let mut correlation_id = 0;
@@ -250,17 +270,10 @@ fn server_name(address: &str) -> Result<ServerName<'static>, PeerError> {
 }
 
 /// A fresh SCRAM client nonce: 18 random bytes as hex.
-fn client_nonce() -> String {
+fn client_nonce() -> Option<String> {
     let mut bytes = [0u8; 18];
-    if SystemRandom::new().fill(&mut bytes).is_err() {
-        // The system generator does not fail on supported platforms; a
-        // time-derived nonce still differs per exchange.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos());
-        bytes[..16].copy_from_slice(&nanos.to_be_bytes());
-    }
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    SystemRandom::new().fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 /// Sends one request on `stream` and reads its response (one request at a
@@ -302,3 +315,7 @@ pub async fn call(
         .map_err(|e| codec(Box::new(e)))?;
     Ok(response)
 }
+
+#[cfg(test)]
+#[path = "peer_tests.rs"]
+mod tests;
