@@ -108,7 +108,11 @@ async fn the_keystore_is_presented_and_the_host_name_checked_only_with_https() {
         .err()
         .expect("no SAN for localhost");
     assert!(refused.is_authentication(), "{refused}");
-    assert_eq!(accepted.recv().await, Some(false), "the listener saw it abort");
+    assert_eq!(
+        accepted.recv().await,
+        Some(false),
+        "the listener saw it abort"
+    );
     let lenient = connector(server.clone(), false);
     assert!(
         handshake(&lenient, &by_name, &mut accepted).await,
@@ -126,7 +130,11 @@ async fn an_untrusted_peer_or_a_missing_client_certificate_is_refused() {
     let untrusting = connector(settings(&other_ca, &chain, &key), false);
     let refused = untrusting.connect(&address).await.err().expect("refused");
     assert!(refused.is_authentication(), "{refused}");
-    assert_eq!(accepted.recv().await, Some(false), "the listener saw it abort");
+    assert_eq!(
+        accepted.recv().await,
+        Some(false),
+        "the listener saw it abort"
+    );
     // The node presents a certificate the listener's CA did not sign.
     let stranger = connector(settings(&ca, &other_chain, &other_key), false);
     assert!(!handshake(&stranger, &address, &mut accepted).await);
