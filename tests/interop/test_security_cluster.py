@@ -1,6 +1,7 @@
 """Three Strom broker processes that replicate over SASL_SSL
 (SCRAM-SHA-512, `ssl.client.auth=required`) and run their quorum over an
-SSL controller listener, configured as docs/security.md shows, with
+SSL controller listener, or a SASL_SSL one with PLAIN and the users of its
+JAAS entry, configured as docs/security.md shows, with
 confluent-kafka (librdkafka) as the client: the brokers' SCRAM user is
 created after start-up through an operator listener, then an acks=all
 producer writes over the SASL_SSL listener with a client certificate and
@@ -9,6 +10,8 @@ listener answers a TLS handshake only with a client certificate."""
 import socket
 import ssl
 import time
+
+import pytest
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import (AdminClient, NewTopic, ScramCredentialInfo, ScramMechanism,
@@ -23,12 +26,28 @@ BROKER_PASSWORD = "broker-secret"
 RECORDS = 200
 
 
-def secured_cluster(strom_binary, tmp_path, certs: Certificates) -> tuple:
+def controller_sasl() -> dict:
+    """SASL PLAIN on the controller listener: each node logs in as
+    `controller` and accepts the users of the same JAAS entry."""
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            'username="controller" password="controller-secret" '
+            'user_controller="controller-secret";')
+    return {
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": jaas,
+    }
+
+
+def secured_cluster(strom_binary, tmp_path, certs: Certificates, controller_protocol: str) -> tuple:
     """The cluster (not started) and each node's INTERNAL port."""
     jaas = ("org.apache.kafka.common.security.scram.ScramLoginModule required "
             f'username="broker" password="{BROKER_PASSWORD}";')
+    extra = controller_sasl() if controller_protocol == "SASL_SSL" else {}
     cluster = Cluster(strom_binary, tmp_path / "cluster", nodes=3, extra={
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL",
+        **extra,
+        "listener.security.protocol.map":
+            f"PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:{controller_protocol}",
         "inter.broker.listener.name": "INTERNAL",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": certs.path("node-keystore.pem"),
@@ -70,13 +89,15 @@ def isrs(cluster: Cluster) -> list:
             for view in views]
 
 
-def test_brokers_replicate_over_sasl_ssl_with_an_ssl_controller_listener(strom_binary, tmp_path):
+@pytest.mark.parametrize("controller_protocol", ["SSL", "SASL_SSL"])
+def test_brokers_replicate_over_sasl_ssl_with_a_secured_controller_listener(
+        strom_binary, tmp_path, controller_protocol):
     certs_dir = tmp_path / "certs"
     certs_dir.mkdir()
     certs = Certificates(certs_dir)
-    cluster, internal = secured_cluster(strom_binary, tmp_path, certs)
+    cluster, internal = secured_cluster(strom_binary, tmp_path, certs, controller_protocol)
     try:
-        # Registration and the quorum run over the SSL controller listener.
+        # Registration and the quorum run over the secured controller listener.
         cluster.start()
         admin = AdminClient({"bootstrap.servers": cluster.nodes[0].bootstrap})
         upsertion = UserScramCredentialUpsertion(

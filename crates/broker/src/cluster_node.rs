@@ -52,7 +52,10 @@ impl QuorumMember {
         // The controller listener's security applies both ways: to the
         // connections this node opens and to those it accepts.
         let connector = crate::security::peer_connector(&cluster.peers.controller)?;
-        let acceptor = crate::security::quorum_acceptor(&cluster.peers.controller)?;
+        let acceptor = crate::security::quorum_acceptor(
+            &cluster.peers.controller,
+            cluster.peers.controller_users.as_ref(),
+        )?;
         let bind_address = match &cluster.controller_listener {
             Some(listener) => listener.bind_address()?,
             None => observer_bind_address(config, cluster)?,

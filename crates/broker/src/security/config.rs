@@ -180,6 +180,7 @@ pub const SECURITY_KEYS: &[&str] = &[
     "ssl.endpoint.identification.algorithm",
     "sasl.enabled.mechanisms",
     "sasl.mechanism.inter.broker.protocol",
+    "sasl.mechanism.controller.protocol",
     "authorizer.class.name",
     "strom.authorizer.enable",
     "super.users",

@@ -72,6 +72,18 @@ impl JaasEntry {
         self.options.get(name).map(String::as_str)
     }
 
+    /// The options named `<prefix><name>`, as `(name, value)` (PLAIN's
+    /// `user_<name>="<password>"` entries).
+    pub fn options_with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.options.iter().filter_map(move |(name, value)| {
+            let rest = name.strip_prefix(prefix)?;
+            (!rest.is_empty()).then_some((rest, value.as_str()))
+        })
+    }
+
     /// The `username` and `password` options, both required and not empty.
     pub fn credentials(&self) -> Result<(String, String), JaasError> {
         let get = |option: &'static str| {
@@ -200,6 +212,8 @@ mod tests {
         let entry = parse(text).expect("valid");
         assert_eq!(entry.flag, "required");
         assert_eq!(entry.option("user_admin"), Some("x"));
+        let users: Vec<_> = entry.options_with_prefix("user_").collect();
+        assert_eq!(users, vec![("admin", "x")]);
         assert_eq!(
             entry.credentials(),
             Ok(("admin".to_owned(), "a \"quoted\" ;=pass".to_owned()))

@@ -12,6 +12,7 @@ pub mod config;
 pub mod jaas;
 pub mod peer;
 pub mod peer_config;
+pub mod peer_sasl;
 pub mod principal;
 pub mod reload;
 pub mod sasl;
@@ -146,20 +147,26 @@ pub fn peer_connector(
 }
 
 /// The acceptor of this node's quorum listener: TLS with the controller
-/// listener's settings when it is SSL, plain TCP otherwise.
+/// listener's settings when it is SSL or SASL_SSL, a PLAIN login as one
+/// of `users` with SASL, plain TCP otherwise.
 pub fn quorum_acceptor(
     security: &peer_config::PeerClientSecurity,
+    users: Option<&peer_config::PlainUsers>,
 ) -> Result<Arc<dyn strom_controller::quorum::stream::QuorumAcceptor>, SecurityError> {
-    match &security.tls {
-        Some(settings) => {
-            let config = tls::server_config(settings).map_err(|source| SecurityError::Tls {
+    let tls = match &security.tls {
+        Some(settings) => Some(TlsAcceptor::from(tls::server_config(settings).map_err(
+            |source| SecurityError::Tls {
                 listener: security.listener.clone(),
                 source,
-            })?;
-            Ok(Arc::new(peer::PeerAcceptor::new(TlsAcceptor::from(config))))
-        }
-        None => Ok(Arc::new(strom_controller::quorum::stream::Plaintext)),
+            },
+        )?)),
+        None => None,
+    };
+    let users = users.map(peer_sasl::ListenerUsers::new);
+    if tls.is_none() && users.is_none() {
+        return Ok(Arc::new(strom_controller::quorum::stream::Plaintext));
     }
+    Ok(Arc::new(peer::PeerAcceptor::new(tls, users)))
 }
 
 /// The security protocol name of a listener, for broker registration.

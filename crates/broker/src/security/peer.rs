@@ -23,6 +23,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::peer_config::{PeerClientSecurity, SaslLogin};
+use super::peer_sasl::{self, ListenerUsers};
 use super::tls_client::{client_config, TlsClientError};
 
 /// How long connecting (TCP, TLS and SASL together) may take.
@@ -229,31 +230,45 @@ impl QuorumConnector for PeerConnector {
     }
 }
 
-/// Secures the quorum connections this node accepts (an SSL controller
-/// listener, with the listener's `ssl.client.auth`).
+/// Secures the quorum connections this node accepts: TLS on an SSL or
+/// SASL_SSL controller listener (with the listener's `ssl.client.auth`),
+/// then, with SASL, a PLAIN login as one of the listener's users.
 pub struct PeerAcceptor {
-    acceptor: TlsAcceptor,
+    tls: Option<TlsAcceptor>,
+    users: Option<ListenerUsers>,
 }
 
 impl std::fmt::Debug for PeerAcceptor {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("PeerAcceptor")
-            .finish_non_exhaustive()
+            .field("tls", &self.tls.is_some())
+            .field("users", &self.users)
+            .finish()
     }
 }
 
 impl PeerAcceptor {
-    /// An acceptor with the listener's TLS server configuration.
-    pub fn new(acceptor: TlsAcceptor) -> PeerAcceptor {
-        PeerAcceptor { acceptor }
+    /// An acceptor with the listener's TLS server configuration (if any)
+    /// and SASL users (if any).
+    pub fn new(tls: Option<TlsAcceptor>, users: Option<ListenerUsers>) -> PeerAcceptor {
+        PeerAcceptor { tls, users }
     }
 }
 
 #[async_trait]
 impl QuorumAcceptor for PeerAcceptor {
     async fn accept(&self, stream: TcpStream) -> std::io::Result<BoxedStream> {
-        Ok(Box::new(self.acceptor.accept(stream).await?))
+        let mut stream: BoxedStream = match &self.tls {
+            Some(acceptor) => Box::new(acceptor.accept(stream).await?),
+            None => Box::new(stream),
+        };
+        if let Some(users) = &self.users {
+            peer_sasl::authenticate(&mut stream, users)
+                .await
+                .map_err(std::io::Error::other)?;
+        }
+        Ok(stream)
     }
 }
 

@@ -13,7 +13,10 @@
 //! The inter-broker listener's SASL login is
 //! `sasl.mechanism.inter.broker.protocol` (PLAIN unless set) with the
 //! `username` and `password` of
-//! `listener.name.<name>.<mechanism>.sasl.jaas.config`.
+//! `listener.name.<name>.<mechanism>.sasl.jaas.config`. A SASL controller
+//! listener takes `sasl.mechanism.controller.protocol`, PLAIN only, with
+//! the `username` and `password` of its JAAS entry for this node's login
+//! and its `user_<name>` options as the users it accepts.
 
 use std::collections::BTreeMap;
 
@@ -27,8 +30,10 @@ use super::jaas;
 
 /// The key naming the inter-broker SASL mechanism.
 pub const INTER_BROKER_MECHANISM_KEY: &str = "sasl.mechanism.inter.broker.protocol";
-/// Strom's default inter-broker mechanism (Kafka's is GSSAPI, which Strom
-/// does not offer).
+/// The key naming the controller listener's SASL mechanism.
+pub const CONTROLLER_MECHANISM_KEY: &str = "sasl.mechanism.controller.protocol";
+/// Strom's default mechanism between nodes (Kafka's is GSSAPI, which
+/// Strom does not offer).
 pub const DEFAULT_INTER_BROKER_MECHANISM: &str = PLAIN;
 
 /// A SASL login: the mechanism and this node's credentials.
@@ -88,6 +93,45 @@ pub struct PeerSecurity {
     /// The quorum to the controllers' controller listener; its TLS
     /// settings also serve this node's own quorum listener.
     pub controller: PeerClientSecurity,
+    /// With SASL on the controller listener: the users this node's quorum
+    /// listener accepts.
+    pub controller_users: Option<PlainUsers>,
+}
+
+/// The users a SASL controller listener accepts with PLAIN: the
+/// `user_<name>="<password>"` options of its JAAS entry, as Kafka's
+/// PlainLoginModule takes them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PlainUsers {
+    passwords: BTreeMap<String, String>,
+}
+
+impl PlainUsers {
+    /// The `user_<name>` options of a JAAS entry.
+    pub fn from_entry(entry: &jaas::JaasEntry) -> PlainUsers {
+        PlainUsers {
+            passwords: entry
+                .options_with_prefix("user_")
+                .map(|(user, password)| (user.to_owned(), password.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// The users and their passwords.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.passwords
+            .iter()
+            .map(|(user, password)| (user.as_str(), password.as_str()))
+    }
+}
+
+impl std::fmt::Debug for PlainUsers {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_set()
+            .entries(self.passwords.keys())
+            .finish()
+    }
 }
 
 /// Parses how this node reaches `inter_broker_listener` and
@@ -100,24 +144,22 @@ pub fn parse(
     inter_broker_listener: &str,
     controller_listener: &str,
 ) -> Result<PeerSecurity, ConfigError> {
-    let controller = client_side(map, controller_listener)?;
+    let mut controller = client_side(map, controller_listener)?;
+    let mut controller_users = None;
     if controller.protocol.uses_sasl() {
-        return Err(invalid(
-            "listener.security.protocol.map",
-            controller.protocol.name(),
-            &format!(
-                "the controller listener {controller_listener} supports PLAINTEXT and SSL; \
-                 SASL on the controller listener is not supported"
-            ),
-        ));
+        let (login, entry) = peer_login(map, controller_listener, LoginSide::Controller)?;
+        controller.sasl = Some(login);
+        controller_users = Some(PlainUsers::from_entry(&entry));
     }
     let mut inter_broker = client_side(map, inter_broker_listener)?;
     if inter_broker.protocol.uses_sasl() {
-        inter_broker.sasl = Some(inter_broker_login(map, inter_broker_listener)?);
+        let (login, _) = peer_login(map, inter_broker_listener, LoginSide::InterBroker)?;
+        inter_broker.sasl = Some(login);
     }
     Ok(PeerSecurity {
         inter_broker,
         controller,
+        controller_users,
     })
 }
 
@@ -170,34 +212,73 @@ fn endpoint_identification(
     }
 }
 
-fn inter_broker_login(
+/// The two kinds of peer login, with what differs between them.
+#[derive(Clone, Copy)]
+enum LoginSide {
+    InterBroker,
+    Controller,
+}
+
+impl LoginSide {
+    fn mechanism_key(self) -> &'static str {
+        match self {
+            LoginSide::InterBroker => INTER_BROKER_MECHANISM_KEY,
+            LoginSide::Controller => CONTROLLER_MECHANISM_KEY,
+        }
+    }
+
+    /// Why `mechanism` cannot be used on this side, if it cannot.
+    fn refusal(self, mechanism: &str) -> Option<String> {
+        let known = mechanism == PLAIN || ScramMechanism::from_name(mechanism).is_some();
+        match (self, mechanism) {
+            (_, "GSSAPI" | "OAUTHBEARER") => Some(format!(
+                "{mechanism} is not supported between nodes; use {} (Strom's default is PLAIN)",
+                self.offered()
+            )),
+            (LoginSide::InterBroker, _) if known => None,
+            (LoginSide::Controller, PLAIN) => None,
+            (LoginSide::Controller, _) if known => Some(
+                "the controller listener takes PLAIN with the users of its JAAS entry: SCRAM \
+                 credentials live in the metadata log, which is read through the quorum"
+                    .to_owned(),
+            ),
+            _ => Some(format!("expected {}", self.offered())),
+        }
+    }
+
+    fn offered(self) -> &'static str {
+        match self {
+            LoginSide::InterBroker => "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+            LoginSide::Controller => "PLAIN",
+        }
+    }
+}
+
+/// This node's login to peers' SASL `listener`, and the parsed JAAS entry
+/// it came from.
+fn peer_login(
     map: &BTreeMap<String, String>,
     listener: &str,
-) -> Result<SaslLogin, ConfigError> {
+    side: LoginSide,
+) -> Result<(SaslLogin, jaas::JaasEntry), ConfigError> {
+    let mechanism_key = side.mechanism_key();
     let mechanism = map
-        .get(INTER_BROKER_MECHANISM_KEY)
+        .get(mechanism_key)
         .map(|value| value.trim())
         .filter(|value| !value.is_empty())
         .unwrap_or(DEFAULT_INTER_BROKER_MECHANISM)
         .to_owned();
-    if mechanism != PLAIN && ScramMechanism::from_name(&mechanism).is_none() {
-        let reason = match mechanism.as_str() {
-            "GSSAPI" | "OAUTHBEARER" => format!(
-                "{mechanism} is not supported between brokers; use PLAIN, SCRAM-SHA-256 or \
-                 SCRAM-SHA-512 (Strom's default is PLAIN)"
-            ),
-            _ => "expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512".to_owned(),
-        };
-        return Err(invalid(INTER_BROKER_MECHANISM_KEY, &mechanism, &reason));
+    if let Some(reason) = side.refusal(&mechanism) {
+        return Err(invalid(mechanism_key, &mechanism, &reason));
     }
     let enabled = listener_security_of(map, listener)?
         .sasl
         .is_some_and(|sasl| sasl.enables(&mechanism));
     if !enabled {
         return Err(invalid(
-            INTER_BROKER_MECHANISM_KEY,
+            mechanism_key,
             &mechanism,
-            &format!("the inter-broker listener {listener} does not enable it in sasl.enabled.mechanisms"),
+            &format!("listener {listener} does not enable it in sasl.enabled.mechanisms"),
         ));
     }
     let key = format!(
@@ -214,19 +295,31 @@ fn inter_broker_login(
                 &key,
                 "",
                 &format!(
-                    "the inter-broker listener uses SASL ({mechanism}): this broker's username \
-                     and password are required"
+                    "listener {listener} uses SASL ({mechanism}) between nodes: this node's \
+                     username and password are required"
                 ),
             )
         })?;
-    let (username, password) = jaas::parse(text)
-        .and_then(|entry| entry.credentials())
-        .map_err(|error| invalid(&key, "(not shown: it holds a password)", &error.to_string()))?;
-    Ok(SaslLogin {
+    let hidden = |error: jaas::JaasError| {
+        invalid(&key, "(not shown: it holds a password)", &error.to_string())
+    };
+    let entry = jaas::parse(text).map_err(hidden)?;
+    let (username, password) = entry.credentials().map_err(hidden)?;
+    let login = SaslLogin {
         mechanism,
         username,
         password,
-    })
+    };
+    if matches!(side, LoginSide::Controller) && entry.options_with_prefix("user_").next().is_none()
+    {
+        return Err(invalid(
+            &key,
+            "(not shown: it holds a password)",
+            "the controller listener accepts the users of its JAAS entry \
+             (user_<name>=\"<password>\" options) and it names none",
+        ));
+    }
+    Ok((login, entry))
 }
 
 #[cfg(test)]

@@ -135,27 +135,90 @@ fn gssapi_oauthbearer_and_disabled_mechanisms_are_refused() {
     for mechanism in ["GSSAPI", "OAUTHBEARER"] {
         let (key, message) = refused(&[("sasl.mechanism.inter.broker.protocol", mechanism)]);
         assert_eq!(key, "sasl.mechanism.inter.broker.protocol");
-        assert!(
-            message.contains("not supported between brokers"),
-            "{message}"
-        );
+        assert!(message.contains("not supported between nodes"), "{message}");
     }
     let (key, message) = refused(&[("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-256")]);
     assert_eq!(key, "sasl.mechanism.inter.broker.protocol");
     assert!(message.contains("sasl.enabled.mechanisms"), "{message}");
 }
 
+const CONTROLLER_JAAS: &str = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                               username=\"controller\" password=\"controller-secret\" \
+                               user_controller=\"controller-secret\" user_other=\"other-secret\";";
+
+/// The controller listener on SASL_SSL with PLAIN, plus `changes`.
+fn sasl_controller(changes: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut pairs = vec![
+        (
+            "listener.security.protocol.map",
+            "CLIENT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SASL_SSL",
+        ),
+        ("listener.name.controller.sasl.enabled.mechanisms", "PLAIN"),
+        (
+            "listener.name.controller.plain.sasl.jaas.config",
+            CONTROLLER_JAAS,
+        ),
+    ];
+    pairs.extend_from_slice(changes);
+    pairs
+}
+
 #[test]
-fn the_controller_listener_takes_ssl_but_not_sasl() {
-    let (key, message) = refused(&[(
-        "listener.security.protocol.map",
-        "CLIENT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SASL_SSL",
-    )]);
-    assert_eq!(key, "listener.security.protocol.map");
-    assert!(
-        message.contains("SASL on the controller listener is not supported"),
-        "{message}"
+fn a_sasl_controller_listener_logs_in_with_plain_and_accepts_the_jaas_users() {
+    let peers = parse(&sasl_controller(&[])).expect("valid");
+    assert_eq!(peers.controller.protocol, SecurityProtocol::SaslSsl);
+    let login = peers.controller.sasl.expect("a login");
+    assert_eq!(
+        (
+            login.mechanism.as_str(),
+            login.username.as_str(),
+            login.password.as_str()
+        ),
+        ("PLAIN", "controller", "controller-secret")
     );
+    let users = peers.controller_users.expect("users");
+    let listed: Vec<_> = users.iter().collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("controller", "controller-secret"),
+            ("other", "other-secret")
+        ]
+    );
+    assert!(!format!("{users:?}").contains("secret"));
+    assert!(parse(&[]).expect("valid").controller_users.is_none());
+}
+
+#[test]
+fn a_sasl_controller_listener_needs_plain_a_jaas_entry_and_users() {
+    let key = "listener.name.controller.plain.sasl.jaas.config";
+    assert_eq!(refused(&sasl_controller(&[(key, "")])).0, key);
+    let no_users = "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                    username=\"controller\" password=\"controller-secret\";";
+    let (named, message) = refused(&sasl_controller(&[(key, no_users)]));
+    assert_eq!(named, key);
+    assert!(message.contains("user_<name>"), "{message}");
+    for mechanism in ["SCRAM-SHA-512", "GSSAPI"] {
+        let (named, message) = refused(&sasl_controller(&[
+            ("sasl.mechanism.controller.protocol", mechanism),
+            (
+                "listener.name.controller.sasl.enabled.mechanisms",
+                "PLAIN,SCRAM-SHA-512",
+            ),
+        ]));
+        assert_eq!(named, "sasl.mechanism.controller.protocol");
+        assert!(message.contains(mechanism), "{message}");
+    }
+    let (named, message) = refused(&sasl_controller(&[(
+        "listener.name.controller.sasl.enabled.mechanisms",
+        "SCRAM-SHA-512",
+    )]));
+    assert_eq!(named, "sasl.mechanism.controller.protocol");
+    assert!(message.contains("sasl.enabled.mechanisms"), "{message}");
+}
+
+#[test]
+fn the_controller_listener_needs_a_truststore_and_a_known_protocol() {
     let (key, _) = refused(&[
         ("ssl.truststore.location", ""),
         (

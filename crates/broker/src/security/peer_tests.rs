@@ -139,3 +139,73 @@ async fn an_untrusted_peer_or_a_missing_client_certificate_is_refused() {
     let stranger = connector(settings(&ca, &other_chain, &other_key), false);
     assert!(!handshake(&stranger, &address, &mut accepted).await);
 }
+
+/// A quorum-style listener with SASL PLAIN (no TLS) for `users`; reports
+/// each connection's outcome.
+async fn sasl_listener(
+    users: &[(&str, &str)],
+) -> (u16, tokio::sync::mpsc::UnboundedReceiver<bool>) {
+    let jaas = users
+        .iter()
+        .map(|(user, password)| format!("user_{user}=\"{password}\""))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let entry = crate::security::jaas::parse(&format!(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"n\" password=\"p\" {jaas};"
+    ))
+    .expect("valid");
+    let users = crate::security::peer_config::PlainUsers::from_entry(&entry);
+    let acceptor = PeerAcceptor::new(None, Some(ListenerUsers::new(&users)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = sender.send(QuorumAcceptor::accept(&acceptor, stream).await.is_ok());
+        }
+    });
+    (port, receiver)
+}
+
+fn sasl_connector(username: &str, password: &str) -> PeerConnector {
+    let mut security = PeerClientSecurity::plaintext("CONTROLLER");
+    security.protocol = SecurityProtocol::SaslPlaintext;
+    security.sasl = Some(crate::security::peer_config::SaslLogin {
+        mechanism: "PLAIN".to_owned(),
+        username: username.to_owned(),
+        password: password.to_owned(),
+    });
+    PeerConnector::new(&security, 1 << 20).expect("connector")
+}
+
+#[tokio::test]
+async fn the_controller_listener_accepts_its_users_and_refuses_others() {
+    let (port, mut accepted) = sasl_listener(&[("controller", "secret")]).await;
+    let address = format!("127.0.0.1:{port}");
+    sasl_connector("controller", "secret")
+        .connect(&address)
+        .await
+        .expect("a user of the listener logs in");
+    assert_eq!(accepted.recv().await, Some(true));
+    for (user, password) in [("controller", "wrong"), ("stranger", "secret")] {
+        let refused = sasl_connector(user, password)
+            .connect(&address)
+            .await
+            .err()
+            .expect("refused");
+        assert!(refused.is_authentication(), "{refused}");
+        assert_eq!(accepted.recv().await, Some(false));
+    }
+    // A node that does not log in at all is refused before any Raft frame.
+    let mut plain = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    plain
+        .write_all(&[0, 0, 0, 12, 0x7d, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0, 0])
+        .await
+        .expect("write");
+    assert_eq!(accepted.recv().await, Some(false));
+}
