@@ -44,10 +44,11 @@ fn settings(ca: &str, chain: &str, key: &str) -> TlsSettings {
     }
 }
 
-/// A listener that completes one TLS handshake per connection (requiring
-/// a client certificate) and reports whether it succeeded.
-async fn listener(settings: &TlsSettings) -> (u16, tokio::sync::mpsc::UnboundedReceiver<bool>) {
-    let acceptor = TlsAcceptor::from(server_config(settings).expect("server config"));
+/// A listener that secures each connection with `acceptor`, then waits
+/// for the client's first byte (TLS 1.3 checks the client's certificate
+/// after the client's side of the handshake), and reports whether both
+/// worked.
+async fn listener(acceptor: PeerAcceptor) -> (u16, tokio::sync::mpsc::UnboundedReceiver<bool>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -55,17 +56,20 @@ async fn listener(settings: &TlsSettings) -> (u16, tokio::sync::mpsc::UnboundedR
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let mut accepted = acceptor.accept(stream).await;
-            if let Ok(stream) = &mut accepted {
-                // TLS 1.3 checks the client's certificate after the
-                // client's side of the handshake: wait for its first byte.
-                let mut byte = [0; 1];
-                accepted = stream.read_exact(&mut byte).await.map(|_| ()).and(accepted);
-            }
-            let _ = sender.send(accepted.is_ok());
+            let accepted = match QuorumAcceptor::accept(&acceptor, stream).await {
+                Ok(mut stream) => stream.read_exact(&mut [0; 1]).await.is_ok(),
+                Err(_) => false,
+            };
+            let _ = sender.send(accepted);
         }
     });
     (port, receiver)
+}
+
+/// A listener requiring TLS client certificates, with `settings`.
+async fn tls_listener(settings: &TlsSettings) -> (u16, tokio::sync::mpsc::UnboundedReceiver<bool>) {
+    let tls = TlsAcceptor::from(server_config(settings).expect("server config"));
+    listener(PeerAcceptor::new(Some(tls), None)).await
 }
 
 fn connector(settings: TlsSettings, verify_hostname: bool) -> PeerConnector {
@@ -93,7 +97,7 @@ async fn handshake(
 async fn the_keystore_is_presented_and_the_host_name_checked_only_with_https() {
     let (ca, chain, key) = authority();
     let server = settings(&ca, &chain, &key);
-    let (port, mut accepted) = listener(&server).await;
+    let (port, mut accepted) = tls_listener(&server).await;
     let by_ip = format!("127.0.0.1:{port}");
     let by_name = format!("localhost:{port}");
 
@@ -124,7 +128,7 @@ async fn the_keystore_is_presented_and_the_host_name_checked_only_with_https() {
 async fn an_untrusted_peer_or_a_missing_client_certificate_is_refused() {
     let (ca, chain, key) = authority();
     let (other_ca, other_chain, other_key) = authority();
-    let (port, mut accepted) = listener(&settings(&ca, &chain, &key)).await;
+    let (port, mut accepted) = tls_listener(&settings(&ca, &chain, &key)).await;
     let address = format!("127.0.0.1:{port}");
     // The node trusts another CA: the listener's certificate does not verify.
     let untrusting = connector(settings(&other_ca, &chain, &key), false);
@@ -140,8 +144,7 @@ async fn an_untrusted_peer_or_a_missing_client_certificate_is_refused() {
     assert!(!handshake(&stranger, &address, &mut accepted).await);
 }
 
-/// A quorum-style listener with SASL PLAIN (no TLS) for `users`; reports
-/// each connection's outcome.
+/// A quorum listener with SASL PLAIN (no TLS) for `users`.
 async fn sasl_listener(
     users: &[(&str, &str)],
 ) -> (u16, tokio::sync::mpsc::UnboundedReceiver<bool>) {
@@ -156,18 +159,7 @@ async fn sasl_listener(
     ))
     .expect("valid");
     let users = crate::security::peer_config::PlainUsers::from_entry(&entry);
-    let acceptor = PeerAcceptor::new(None, Some(ListenerUsers::new(&users)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = sender.send(QuorumAcceptor::accept(&acceptor, stream).await.is_ok());
-        }
-    });
-    (port, receiver)
+    listener(PeerAcceptor::new(None, Some(ListenerUsers::new(&users)))).await
 }
 
 fn sasl_connector(username: &str, password: &str) -> PeerConnector {
@@ -185,11 +177,15 @@ fn sasl_connector(username: &str, password: &str) -> PeerConnector {
 async fn the_controller_listener_accepts_its_users_and_refuses_others() {
     let (port, mut accepted) = sasl_listener(&[("controller", "secret")]).await;
     let address = format!("127.0.0.1:{port}");
-    sasl_connector("controller", "secret")
-        .connect(&address)
-        .await
-        .expect("a user of the listener logs in");
-    assert_eq!(accepted.recv().await, Some(true));
+    assert!(
+        handshake(
+            &sasl_connector("controller", "secret"),
+            &address,
+            &mut accepted
+        )
+        .await,
+        "a user of the listener logs in"
+    );
     for (user, password) in [("controller", "wrong"), ("stranger", "secret")] {
         let refused = sasl_connector(user, password)
             .connect(&address)
