@@ -2,8 +2,10 @@
 
 Certificates are made by `openssl` in the test's temporary directory: a
 test CA, a server certificate for 127.0.0.1/localhost, client certificates
-(CN=admin and CN=client-1) and a second, untrusted CA with a client of its
-own. Nothing with a private key is checked in.
+(CN=admin and CN=client-1), a node certificate for brokers that connect
+to each other (server and client usage, with `node-keystore.pem`) and a
+second, untrusted CA with a client of its own. Nothing with a private key
+is checked in.
 """
 import subprocess
 import tempfile
@@ -26,8 +28,12 @@ class Certificates:
         for name, subject in [("admin", "/O=Strom/CN=admin"), ("client", "/O=Strom/CN=client-1")]:
             self._leaf(name, subject, "ca", "extendedKeyUsage=clientAuth\n")
         self._leaf("rogue", "/CN=admin", "rogue-ca", "extendedKeyUsage=clientAuth\n")
-        keystore = (self.dir / "server.pem").read_text() + (self.dir / "server.key").read_text()
-        (self.dir / "server-keystore.pem").write_text(keystore)
+        self._leaf("node", "/CN=localhost", "ca",
+                   "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                   "extendedKeyUsage=serverAuth,clientAuth\n")
+        for name in ("server", "node"):
+            keystore = (self.dir / f"{name}.pem").read_text() + (self.dir / f"{name}.key").read_text()
+            (self.dir / f"{name}-keystore.pem").write_text(keystore)
 
     def _ca(self, name: str, subject: str) -> None:
         _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",

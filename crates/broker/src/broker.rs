@@ -184,6 +184,13 @@ pub async fn start_with(
         return Err(StartError::NotABroker);
     }
     create_log_dirs(&config)?;
+    // Built before anything starts: bad TLS material is a start-up error.
+    let inter_broker = match &config.cluster {
+        Some(cluster) => Some(crate::security::peer_connector(
+            &cluster.peers.inter_broker,
+        )?),
+        None => None,
+    };
     let cluster_id = meta_properties::ensure_cluster(
         &config.log_dirs,
         config.node_id,
@@ -239,8 +246,8 @@ pub async fn start_with(
         .await?,
     );
     context.replicas.set_broker_epoch(broker_epoch);
-    if let Some(cluster) = &config.cluster {
-        start_replica_fetchers(&context, cluster);
+    if let Some(connector) = inter_broker {
+        start_replica_fetchers(&context, connector);
     }
     let tasks = spawn_background_tasks(&context);
     let heartbeats = heartbeats.keep();
@@ -418,11 +425,11 @@ fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
 /// per source broker) and follows what the current image assigns here.
 fn start_replica_fetchers(
     context: &Arc<BrokerContext>,
-    cluster: &crate::cluster_config::ClusterConfig,
+    connector: Arc<crate::security::peer::PeerConnector>,
 ) {
     let transport = Arc::new(crate::replica_fetch::TcpFetchTransport::new(
         Arc::clone(&context.controller),
-        cluster.inter_broker_listener_name.clone(),
+        connector,
         strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
     ));
     let config = context.config.replica_fetcher_config();

@@ -12,12 +12,14 @@ use std::time::Duration;
 
 use crate::config::{Listener, Lookup};
 use crate::error::{ConfigError, ValueProblem};
+use crate::security::peer_config::{self, PeerSecurity};
 
 /// Cluster-mode keys Strom acts on, with their defaults.
 pub const CLUSTER_KEYS: &[(&str, &str)] = &[
     ("controller.quorum.voters", ""),
     ("controller.listener.names", ""),
     ("inter.broker.listener.name", ""),
+    ("security.inter.broker.protocol", ""),
     ("broker.rack", ""),
     ("broker.session.timeout.ms", "9000"),
     ("broker.heartbeat.interval.ms", "2000"),
@@ -48,9 +50,12 @@ pub struct ClusterConfig {
     pub voters: BTreeMap<u64, String>,
     /// The controller listener this node binds (on controller nodes).
     pub controller_listener: Option<Listener>,
-    /// `inter.broker.listener.name`: the listener other nodes reach this
-    /// broker on (the quorum's observers are fed through it).
+    /// `inter.broker.listener.name` (or the listener named by
+    /// `security.inter.broker.protocol`): the listener other nodes reach
+    /// this broker on (the quorum's observers are fed through it).
     pub inter_broker_listener_name: String,
+    /// How this node connects to the other brokers and to the controllers.
+    pub peers: PeerSecurity,
     /// `strom.cluster.id`: the cluster id every node shares (Kafka's nodes
     /// get it from `kafka-storage format`).
     pub cluster_id: String,
@@ -231,22 +236,12 @@ pub fn parse(
     if !roles.broker {
         listeners.clear();
     }
-    let inter_broker_listener_name = match get(map, "inter.broker.listener.name") {
-        "" => listeners
-            .first()
-            .map(|l| l.name.clone())
-            .unwrap_or_default(),
-        name => {
-            if roles.broker && !listeners.iter().any(|l| l.name == name) {
-                return Err(invalid(
-                    "inter.broker.listener.name",
-                    name,
-                    "not one of this broker's listeners",
-                ));
-            }
-            name.to_owned()
-        }
-    };
+    let inter_broker_listener_name = inter_broker_listener(map, roles, listeners)?;
+    let controller_listener_name = controller_listener_names(map)
+        .first()
+        .map(|name| (*name).to_owned())
+        .unwrap_or_default();
+    let peers = peer_config::parse(map, &inter_broker_listener_name, &controller_listener_name)?;
     let cluster_id = get(map, "strom.cluster.id").to_owned();
     if cluster_id.is_empty() {
         return Err(invalid(
@@ -265,6 +260,7 @@ pub fn parse(
         voters,
         controller_listener,
         inter_broker_listener_name,
+        peers,
         cluster_id,
         session_timeout: millis("broker.session.timeout.ms")?,
         heartbeat_interval: millis("broker.heartbeat.interval.ms")?,
@@ -285,6 +281,66 @@ pub fn parse(
     }))
 }
 
+/// The inter-broker listener: `inter.broker.listener.name`, or the
+/// listener named after `security.inter.broker.protocol` (Kafka refuses
+/// both at once), or the first listener.
+fn inter_broker_listener(
+    map: &BTreeMap<String, String>,
+    roles: ProcessRoles,
+    listeners: &[Listener],
+) -> Result<String, ConfigError> {
+    const NAME_KEY: &str = "inter.broker.listener.name";
+    const PROTOCOL_KEY: &str = "security.inter.broker.protocol";
+    let name = match (get(map, NAME_KEY), get(map, PROTOCOL_KEY)) {
+        ("", "") => {
+            return Ok(listeners
+                .first()
+                .map(|l| l.name.clone())
+                .unwrap_or_default())
+        }
+        (name, "") => name.to_owned(),
+        ("", protocol) => crate::security::SecurityProtocol::from_name(protocol)
+            .ok_or_else(|| {
+                invalid(
+                    PROTOCOL_KEY,
+                    protocol,
+                    "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                )
+            })?
+            .name()
+            .to_owned(),
+        (_, protocol) => {
+            return Err(invalid(
+                PROTOCOL_KEY,
+                protocol,
+                format!("set only one of {NAME_KEY} and {PROTOCOL_KEY}"),
+            ))
+        }
+    };
+    if roles.broker && !listeners.iter().any(|l| l.name == name) {
+        let key = if get(map, NAME_KEY).is_empty() {
+            PROTOCOL_KEY
+        } else {
+            NAME_KEY
+        };
+        return Err(invalid(
+            key,
+            get(map, key),
+            format!("no listener of this broker is named {name}"),
+        ));
+    }
+    Ok(name)
+}
+
+/// `controller.listener.names`.
+fn controller_listener_names(map: &BTreeMap<String, String>) -> Vec<&str> {
+    get(map, "controller.listener.names")
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
 /// Finds the controller listener (`controller.listener.names`, first
 /// name) among `listeners` and removes it from them. A controller must
 /// have it; a broker-only node must not.
@@ -294,11 +350,7 @@ fn take_controller_listener(
     listeners: &mut Vec<Listener>,
 ) -> Result<Option<Listener>, ConfigError> {
     const KEY: &str = "controller.listener.names";
-    let names: Vec<&str> = get(map, KEY)
-        .split(',')
-        .map(str::trim)
-        .filter(|name| !name.is_empty())
-        .collect();
+    let names = controller_listener_names(map);
     if names.is_empty() {
         return Err(invalid(
             KEY,
@@ -312,7 +364,6 @@ fn take_controller_listener(
     match (roles.controller, position) {
         (true, Some(index)) => {
             let listener = listeners.remove(index);
-            check_plaintext(map, &listener.name)?;
             if listeners.iter().any(|l| names.contains(&l.name.as_str())) {
                 return Err(invalid(KEY, get(map, KEY), "bind one controller listener"));
             }
@@ -332,24 +383,6 @@ fn take_controller_listener(
             "a node without the controller role must not bind the controller listener",
         )),
         (false, None) => Ok(None),
-    }
-}
-
-/// The controller listener speaks PLAINTEXT only (TLS and SASL there are
-/// not built yet); a map that says otherwise is refused, not ignored.
-fn check_plaintext(map: &BTreeMap<String, String>, name: &str) -> Result<(), ConfigError> {
-    let text = get(map, "listener.security.protocol.map");
-    let mapped = text.split(',').find_map(|pair| {
-        let (listener, protocol) = pair.split_once(':')?;
-        (listener.trim() == name).then(|| protocol.trim())
-    });
-    match mapped {
-        None | Some("PLAINTEXT") => Ok(()),
-        Some(protocol) => Err(invalid(
-            "listener.security.protocol.map",
-            text,
-            format!("the controller listener {name} supports only PLAINTEXT, not {protocol}"),
-        )),
     }
 }
 

@@ -163,11 +163,8 @@ fn inconsistent_cluster_settings_are_refused_with_the_key() {
         (&[("strom.cluster.id", "")], "strom.cluster.id"),
         (&[("process.roles", "broker,broker")], "process.roles"),
         (
-            &[(
-                "listener.security.protocol.map",
-                "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
-            )],
-            "listener.security.protocol.map",
+            &[("security.inter.broker.protocol", "PLAINTEXT")],
+            "security.inter.broker.protocol",
         ),
     ];
     for (changes, expected_key) in cases {

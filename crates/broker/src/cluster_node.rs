@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use strom_controller::controller::{BrokerHeartbeatRequest, ControllerConfig};
 use strom_controller::quorum::cluster::ClusterController;
-use strom_controller::quorum::tcp::{serve, TcpTransport};
+use strom_controller::quorum::tcp::{serve_with, TcpTransport};
 use strom_controller::quorum::{QuorumConfig, QuorumController};
 use strom_controller::ControllerClient;
 use tokio::task::JoinHandle;
@@ -53,6 +53,13 @@ impl QuorumMember {
         cluster: &ClusterConfig,
         environment: &Environment,
     ) -> Result<Self, StartError> {
+        // The controller listener's security applies both ways: to the
+        // connections this node opens and to those it accepts.
+        let connector = crate::security::peer_connector(&cluster.peers.controller)?;
+        let acceptor = crate::security::quorum_acceptor(
+            &cluster.peers.controller,
+            cluster.peers.controller_users.as_ref(),
+        )?;
         let bind_address = match &cluster.controller_listener {
             Some(listener) => listener.bind_address()?,
             None => observer_bind_address(config, cluster)?,
@@ -87,7 +94,7 @@ impl QuorumMember {
         quorum.tick_interval_ms = (millis(cluster.session_timeout) / 8).clamp(50, 1_000);
         let node = QuorumController::start(
             quorum,
-            Arc::new(TcpTransport::new()),
+            Arc::new(TcpTransport::new().with_connector(connector.clone())),
             Arc::clone(&environment.clock),
             Arc::clone(&environment.random),
         )
@@ -95,11 +102,12 @@ impl QuorumMember {
         .map_err(|source| StartError::Quorum {
             source: Box::new(source),
         })?;
-        let server = tokio::spawn(serve(listener, Arc::clone(&node)));
-        let client = Arc::new(ClusterController::new(
+        let server = tokio::spawn(serve_with(listener, Arc::clone(&node), acceptor));
+        let client = Arc::new(ClusterController::with_transport(
             node,
             cluster.voters.clone(),
             cluster.request_timeout,
+            Arc::new(TcpTransport::for_commands().with_connector(connector)),
         ));
         info!(
             node_id,

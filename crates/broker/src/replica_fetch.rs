@@ -1,35 +1,34 @@
 //! The broker's side of follower fetching: [`TcpFetchTransport`], which
 //! sends a replica Fetch
 //! (v12: topic names, the last fetched epoch, diverging-epoch answers) to
-//! the leader's inter-broker listener as found in the metadata image.
-//!
-//! Only PLAINTEXT inter-broker listeners are reached for now.
+//! the leader's inter-broker listener as found in the metadata image,
+//! over connections secured as that listener asks ([`PeerConnector`]:
+//! TLS and SASL when the listener is SSL, SASL_PLAINTEXT or SASL_SSL).
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use strom_controller::quorum::stream::BoxedStream;
 use strom_controller::runtime::ControllerClient;
 use strom_protocol::error_code::ErrorCode;
-use strom_protocol::frame::FrameDecoder;
 use strom_protocol::kafka::messages::fetch_request::{FetchPartition, FetchTopic};
 use strom_protocol::kafka::messages::{BrokerId as WireBrokerId, FetchRequest, TopicName};
 use strom_protocol::kafka::protocol::StrBytes;
-use strom_protocol::messages::{decode_response, encode_request_frame, request_header};
 use strom_protocol::messages::{Request, Response};
 use strom_replication::{
     BrokerId, FetchPartitionError, FetchTransport, PartitionFetchResult, ReplicaFetchRequest,
 };
 use strom_storage::TopicPartition;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+use crate::security::peer::{call, PeerConnector, PeerError};
 
 /// The Fetch version followers send.
 const REPLICA_FETCH_VERSION: i16 = 12;
 
-/// How long connecting to a leader may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a refused inter-broker login is logged per leader (the
+/// fetchers retry every `replica.fetch.backoff.ms` meanwhile).
+const AUTHENTICATION_WARNING_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Why a replica fetch could not be exchanged with a leader.
 #[derive(Debug, thiserror::Error)]
@@ -42,23 +41,14 @@ pub enum TransportError {
         /// The listener name.
         listener: String,
     },
-    /// Connecting, writing or reading failed.
-    #[error("i/o with broker {broker} failed")]
-    Io {
+    /// Connecting, authenticating or the exchange failed.
+    #[error("the replica fetch from broker {broker} failed")]
+    Peer {
         /// The leader.
         broker: BrokerId,
         /// The cause.
         #[source]
-        source: std::io::Error,
-    },
-    /// The request or response did not encode or decode.
-    #[error("the fetch exchange with broker {broker} is malformed")]
-    Codec {
-        /// The leader.
-        broker: BrokerId,
-        /// The cause.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: PeerError,
     },
     /// The leader answered with a top-level error code.
     #[error("broker {broker} refused the fetch with error code {code}")]
@@ -74,84 +64,84 @@ pub enum TransportError {
 /// connection per leader, reused while it works.
 pub struct TcpFetchTransport {
     controller: Arc<dyn ControllerClient>,
-    listener: String,
+    connector: Arc<PeerConnector>,
     max_frame_bytes: usize,
     /// Idle connections per leader: each of its `num.replica.fetchers`
     /// fetchers takes one while it fetches and puts it back after.
-    connections: tokio::sync::Mutex<HashMap<BrokerId, Vec<TcpStream>>>,
+    /// Each connection is kept with the leader's `host:port`.
+    connections: tokio::sync::Mutex<HashMap<BrokerId, Vec<(String, BoxedStream)>>>,
+    /// When a refused login to each leader was last logged.
+    authentication_warnings: Mutex<HashMap<BrokerId, Instant>>,
 }
 
 impl TcpFetchTransport {
-    /// A transport resolving leaders in `controller`'s image on `listener`.
+    /// A transport resolving leaders in `controller`'s image on the
+    /// connector's listener.
     pub fn new(
         controller: Arc<dyn ControllerClient>,
-        listener: String,
+        connector: Arc<PeerConnector>,
         max_frame_bytes: usize,
     ) -> TcpFetchTransport {
         TcpFetchTransport {
             controller,
-            listener,
+            connector,
             max_frame_bytes,
             connections: tokio::sync::Mutex::new(HashMap::new()),
+            authentication_warnings: Mutex::new(HashMap::new()),
         }
     }
 
-    async fn connect(&self, broker: BrokerId) -> Result<TcpStream, TransportError> {
+    async fn connect(&self, broker: BrokerId) -> Result<(String, BoxedStream), TransportError> {
         let image = self.controller.image();
-        let endpoint = image
+        let listener = self.connector.listener();
+        let address = image
             .broker(broker)
             .and_then(|found| {
                 found
                     .endpoints
                     .iter()
-                    .find(|endpoint| endpoint.name == self.listener)
+                    .find(|endpoint| endpoint.name == listener)
             })
-            .map(|endpoint| (endpoint.host.clone(), endpoint.port))
+            .map(|endpoint| format!("{}:{}", endpoint.host, endpoint.port))
             .ok_or_else(|| TransportError::NoEndpoint {
                 broker,
-                listener: self.listener.clone(),
+                listener: listener.to_owned(),
             })?;
-        let io = |source| TransportError::Io { broker, source };
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(endpoint))
-            .await
-            .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
-            .map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
-        Ok(stream)
+        match self.connector.connect(&address).await {
+            Ok(stream) => Ok((address, stream)),
+            Err(source) => Err(self.peer_failure(broker, source)),
+        }
     }
 
-    async fn exchange(
-        &self,
-        stream: &mut TcpStream,
-        broker: BrokerId,
-        frame: &[u8],
-    ) -> Result<Response, TransportError> {
-        let io = |source| TransportError::Io { broker, source };
-        stream.write_all(frame).await.map_err(io)?;
-        let decoder = FrameDecoder::new(self.max_frame_bytes);
-        let mut buffer = BytesMut::with_capacity(64 * 1024);
-        let body = loop {
-            match decoder.decode(&mut buffer) {
-                Ok(Some(body)) => break body,
-                Ok(None) => {}
-                Err(source) => {
-                    return Err(TransportError::Codec {
-                        broker,
-                        source: Box::new(source),
-                    })
-                }
+    /// Wraps a failure with `broker`, warning (at most every
+    /// [`AUTHENTICATION_WARNING_INTERVAL`] per leader) when the leader and
+    /// this broker did not accept each other's certificate or the leader
+    /// refused this broker's login: replication from it cannot work until
+    /// that is fixed.
+    fn peer_failure(&self, broker: BrokerId, source: PeerError) -> TransportError {
+        if source.is_authentication() {
+            let now = Instant::now();
+            let mut warned = self
+                .authentication_warnings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let due = warned
+                .get(&broker)
+                .is_none_or(|last| now.duration_since(*last) >= AUTHENTICATION_WARNING_INTERVAL);
+            if due {
+                warned.insert(broker, now);
+                tracing::warn!(
+                    leader = broker,
+                    listener = self.connector.listener(),
+                    error = %crate::launch::error_chain(&source),
+                    "the leader refused this broker's inter-broker login (or TLS handshake); \
+                     replication from it is retried with backoff (check the certificates, the \
+                     user and password of listener.name.<listener>.<mechanism>.sasl.jaas.config \
+                     and that the user exists)"
+                );
             }
-            if stream.read_buf(&mut buffer).await.map_err(io)? == 0 {
-                return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
-            }
-        };
-        let (_, response) = decode_response(body, 1, REPLICA_FETCH_VERSION).map_err(|source| {
-            TransportError::Codec {
-                broker,
-                source: Box::new(source),
-            }
-        })?;
-        Ok(response)
+        }
+        TransportError::Peer { broker, source }
     }
 }
 
@@ -164,19 +154,6 @@ impl FetchTransport for TcpFetchTransport {
         request: ReplicaFetchRequest,
     ) -> Result<Vec<(TopicPartition, PartitionFetchResult)>, TransportError> {
         let body = Request::Fetch(wire_request(&request));
-        let header = request_header(
-            &body,
-            REPLICA_FETCH_VERSION,
-            0,
-            Some("strom-replica-fetcher"),
-        );
-        let mut frame = BytesMut::new();
-        encode_request_frame(&header, &body, &mut frame).map_err(|source| {
-            TransportError::Codec {
-                broker: leader,
-                source: Box::new(source),
-            }
-        })?;
         // The connection is taken out while in use: other fetchers do not
         // wait for this one's long poll.
         let reused = self
@@ -185,17 +162,29 @@ impl FetchTransport for TcpFetchTransport {
             .await
             .get_mut(&leader)
             .and_then(Vec::pop);
-        let mut stream = match reused {
-            Some(stream) => stream,
+        let (address, mut stream) = match reused {
+            Some(connection) => connection,
             None => self.connect(leader).await?,
         };
-        let response = self.exchange(&mut stream, leader, &frame).await?;
+        let response = call(
+            &mut stream,
+            &address,
+            &body,
+            REPLICA_FETCH_VERSION,
+            0,
+            self.max_frame_bytes,
+        )
+        .await
+        .map_err(|source| TransportError::Peer {
+            broker: leader,
+            source,
+        })?;
         self.connections
             .lock()
             .await
             .entry(leader)
             .or_default()
-            .push(stream);
+            .push((address, stream));
         match response {
             Response::Fetch(response) if response.error_code == 0 => Ok(results(response)),
             Response::Fetch(response) => Err(TransportError::Refused {

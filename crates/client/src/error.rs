@@ -27,9 +27,9 @@ pub enum ClientError {
         address: String,
         /// The mechanism.
         mechanism: String,
-        /// The client-side cause, when the client found it.
+        /// What failed: the broker's refusal or the client's check.
         #[source]
-        cause: Option<strom_protocol::sasl::SaslError>,
+        cause: Box<strom_protocol::sasl::client::SaslClientError>,
     },
     /// The TCP connection to a broker could not be opened.
     #[error("cannot connect to {address}")]

@@ -9,20 +9,17 @@ use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use ring::rand::{SecureRandom, SystemRandom};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig as TlsConfig, RootCertStore};
-use strom_protocol::error_code::ErrorCode;
-use strom_protocol::kafka::messages::{ApiKey, SaslAuthenticateRequest, SaslHandshakeRequest};
-use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{
     decode_response, encode_request_frame, request_header, Request, Response,
 };
-use strom_protocol::sasl::plain::PlainMessage;
-use strom_protocol::sasl::scram::{ScramClient, ScramMechanism};
-use strom_protocol::sasl::{SaslError, PLAIN};
+use strom_protocol::sasl::client::SaslClientExchange;
+use strom_protocol::sasl::scram::ScramMechanism;
+use strom_protocol::sasl::PLAIN;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use crate::error::{ClientError, ConfigError};
@@ -214,66 +211,41 @@ async fn call<S: AsyncRead + AsyncWrite + Unpin>(
         })
 }
 
-fn sasl_failed(address: &str, mechanism: &str, cause: Option<SaslError>) -> ClientError {
-    ClientError::Authentication {
-        address: address.to_owned(),
-        mechanism: mechanism.to_owned(),
-        cause,
-    }
-}
-
 /// Authenticates a fresh connection: SaslHandshake v1, then the
-/// mechanism's messages in SaslAuthenticate requests.
+/// mechanism's messages in SaslAuthenticate requests (see
+/// [`SaslClientExchange`]).
 pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     address: &str,
     security: &ClientSecurity,
 ) -> Result<(), ClientError> {
-    let mechanism = security.sasl_mechanism.as_str();
-    let handshake =
-        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_string(mechanism.to_owned()));
-    let Response::SaslHandshake(answer) = call(stream, address, handshake.into(), 1, 1).await?
-    else {
-        return Err(ClientError::UnexpectedResponse {
-            api_key: ApiKey::SaslHandshake as i16,
-        });
+    let failed = |cause| ClientError::Authentication {
+        address: address.to_owned(),
+        mechanism: security.sasl_mechanism.clone(),
+        cause: Box::new(cause),
     };
-    if answer.error_code != ErrorCode::None.code() {
-        return Err(sasl_failed(address, mechanism, None));
-    }
-    let mut exchange = async |token: Vec<u8>, correlation_id| {
-        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
-        match call(stream, address, request.into(), 1, correlation_id).await? {
-            Response::SaslAuthenticate(answer) if answer.error_code == 0 => Ok(answer.auth_bytes),
-            Response::SaslAuthenticate(_) => Err(sasl_failed(address, mechanism, None)),
-            _ => Err(ClientError::UnexpectedResponse {
-                api_key: ApiKey::SaslAuthenticate as i16,
-            }),
-        }
-    };
-    if mechanism == PLAIN {
-        let message = PlainMessage {
-            authorization_id: String::new(),
-            username: security.sasl_username.clone(),
-            password: security.sasl_password.clone(),
-        };
-        exchange(message.encode(), 2).await?;
-        return Ok(());
-    }
-    let scram = ScramMechanism::from_name(mechanism)
-        .ok_or_else(|| sasl_failed(address, mechanism, None))?;
-    let (mut client, first) = ScramClient::start(
-        scram,
+    let (mut exchange, mut next) = SaslClientExchange::start(
+        &security.sasl_mechanism,
         &security.sasl_username,
         &security.sasl_password,
         &client_nonce()?,
-    );
-    let server_first = exchange(first, 2).await?;
-    let last = client
-        .client_final(&server_first)
-        .map_err(|cause| sasl_failed(address, mechanism, Some(cause)))?;
-    let server_final = exchange(last, 3).await?;
-    client
-        .finish(&server_final)
-        .map_err(|cause| sasl_failed(address, mechanism, Some(cause)))
+    )
+    .map_err(failed)?;
+    // The exchange takes at most three round trips.
+    let mut correlation_id = 1;
+    loop {
+        let response = call(
+            stream,
+            address,
+            next.request,
+            next.api_version,
+            correlation_id,
+        )
+        .await?;
+        match exchange.on_response(&response).map_err(failed)? {
+            Some(request) => next = request,
+            None => return Ok(()),
+        }
+        correlation_id += 1;
+    }
 }

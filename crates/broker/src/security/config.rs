@@ -180,6 +180,7 @@ pub const SECURITY_KEYS: &[&str] = &[
     "ssl.endpoint.identification.algorithm",
     "sasl.enabled.mechanisms",
     "sasl.mechanism.inter.broker.protocol",
+    "sasl.mechanism.controller.protocol",
     "authorizer.class.name",
     "strom.authorizer.enable",
     "super.users",
@@ -231,7 +232,8 @@ impl Lookup<'_> {
     }
 }
 
-fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
+/// A security value that cannot be used.
+pub(super) fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
     ConfigError::Invalid {
         key: key.to_owned(),
         value: value.to_owned(),
@@ -270,6 +272,24 @@ impl SecurityConfig {
     pub fn listener(&self, name: &str) -> Option<&ListenerSecurity> {
         self.listeners.iter().find(|l| l.listener == name)
     }
+}
+
+/// The security of one listener, whether or not this node binds it (the
+/// listener of a peer this node connects to).
+pub(super) fn listener_security_of(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+) -> Result<ListenerSecurity, ConfigError> {
+    listener_security(&Lookup { map }, &protocol_map(map)?, listener)
+}
+
+/// Whether `listener.security.protocol.map` (or Kafka's default map)
+/// names `listener`.
+pub(super) fn is_mapped(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+) -> Result<bool, ConfigError> {
+    Ok(protocol_map(map)?.contains_key(&listener.to_ascii_uppercase()))
 }
 
 fn protocol_map(

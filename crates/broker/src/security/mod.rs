@@ -9,11 +9,16 @@
 
 pub mod authorizer;
 pub mod config;
+pub mod jaas;
+pub mod peer;
+pub mod peer_config;
+pub mod peer_sasl;
 pub mod principal;
 pub mod reload;
 pub mod sasl;
 pub mod session;
 pub mod tls;
+pub mod tls_client;
 
 use std::sync::Arc;
 
@@ -38,6 +43,15 @@ pub enum SecurityError {
         /// The cause.
         #[source]
         source: tls::TlsSetupError,
+    },
+    /// The TLS client this node connects to its peers' listener with.
+    #[error("connections to other nodes' listener {listener}: TLS cannot be set up")]
+    PeerTls {
+        /// The peers' listener.
+        listener: String,
+        /// The cause.
+        #[source]
+        source: tls_client::TlsClientError,
     },
     /// A listener of `listeners` without security settings (not parsed).
     #[error("listener {listener} has no security settings")]
@@ -117,6 +131,42 @@ pub fn listener_runtimes(
             }))
         })
         .collect()
+}
+
+/// The connector to peers' `security.listener` (replica fetchers, the
+/// quorum).
+pub fn peer_connector(
+    security: &peer_config::PeerClientSecurity,
+) -> Result<Arc<peer::PeerConnector>, SecurityError> {
+    peer::PeerConnector::new(security, strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES)
+        .map(Arc::new)
+        .map_err(|source| SecurityError::PeerTls {
+            listener: security.listener.clone(),
+            source,
+        })
+}
+
+/// The acceptor of this node's quorum listener: TLS with the controller
+/// listener's settings when it is SSL or SASL_SSL, a PLAIN login as one
+/// of `users` with SASL, plain TCP otherwise.
+pub fn quorum_acceptor(
+    security: &peer_config::PeerClientSecurity,
+    users: Option<&peer_config::PlainUsers>,
+) -> Result<Arc<dyn strom_controller::quorum::stream::QuorumAcceptor>, SecurityError> {
+    let tls = match &security.tls {
+        Some(settings) => Some(TlsAcceptor::from(tls::server_config(settings).map_err(
+            |source| SecurityError::Tls {
+                listener: security.listener.clone(),
+                source,
+            },
+        )?)),
+        None => None,
+    };
+    let users = users.map(peer_sasl::ListenerUsers::new);
+    if tls.is_none() && users.is_none() {
+        return Ok(Arc::new(strom_controller::quorum::stream::Plaintext));
+    }
+    Ok(Arc::new(peer::PeerAcceptor::new(tls, users)))
 }
 
 /// The security protocol name of a listener, for broker registration.

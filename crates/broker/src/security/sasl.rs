@@ -148,7 +148,7 @@ fn scram_step(
 
 /// Checks a PLAIN message against the stored SCRAM credentials (either
 /// mechanism) and returns the user.
-fn plain(token: &[u8], store: &dyn CredentialStore) -> Result<String, SaslError> {
+pub(crate) fn plain(token: &[u8], store: &dyn CredentialStore) -> Result<String, SaslError> {
     let message = PlainMessage::parse(token)?;
     if !message.authorization_id.is_empty() && message.authorization_id != message.username {
         return Err(SaslError::InvalidCredentials);

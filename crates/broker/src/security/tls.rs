@@ -157,7 +157,7 @@ fn decrypt(block: &str, password: &str) -> Result<PrivateKeyDer<'static>, pkcs8:
     )))
 }
 
-fn protocol_versions(
+pub(super) fn protocol_versions(
     settings: &TlsSettings,
 ) -> Result<Vec<&'static SupportedProtocolVersion>, TlsSetupError> {
     settings

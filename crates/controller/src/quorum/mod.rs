@@ -25,6 +25,8 @@
 //! - [`status`]: the DescribeQuorum view of the quorum.
 //! - [`tcp`]: Raft RPCs over TCP in Kafka's framing: the transport nodes use
 //!   between processes, and the server side of a connection.
+//! - [`stream`]: the connector and acceptor traits through which the
+//!   embedding node secures those connections (TLS), and [`stream::Plaintext`].
 //!
 //! # Mapping to Kafka
 //!
@@ -45,6 +47,7 @@ pub mod node;
 pub mod remote;
 pub mod state_machine;
 pub mod status;
+pub mod stream;
 pub mod tcp;
 pub mod types;
 

@@ -13,6 +13,9 @@
 //!
 //! [`TcpTransport`] is the client side (one connection per peer, reopened
 //! after any error); [`serve_connection`] answers one accepted connection.
+//! Both sides reach the socket through the embedding node's
+//! [`QuorumConnector`] and [`QuorumAcceptor`] (TLS on an SSL controller
+//! listener, see [`stream`](crate::quorum::stream)).
 //! A frame larger than the cap, a header that does not parse, another API
 //! key or a body that does not decode closes the connection and changes
 //! nothing.
@@ -28,6 +31,9 @@ use tokio::net::TcpStream;
 use crate::quorum::network::{QuorumTransport, TransportError};
 use crate::quorum::node::QuorumController;
 use crate::quorum::remote::{self, RemoteCommand, COMMAND_API_KEY, COMMAND_API_VERSION};
+use crate::quorum::stream::{
+    BoxedStream, Plaintext, QuorumAcceptor, QuorumConnector, HANDSHAKE_TIMEOUT,
+};
 use crate::quorum::types::NodeId;
 
 /// The Strom-private API key of a Raft RPC (outside Kafka's key range).
@@ -201,15 +207,41 @@ where
     }
 }
 
-/// Serves Raft requests on `listener` until the task is aborted.
+/// Serves Raft requests on `listener`, over plain TCP, until the task is
+/// aborted.
 pub async fn serve(listener: tokio::net::TcpListener, node: Arc<QuorumController>) {
+    serve_with(listener, node, Arc::new(Plaintext)).await;
+}
+
+/// Serves Raft requests on `listener` until the task is aborted, each
+/// accepted connection first secured by `acceptor` (within
+/// [`HANDSHAKE_TIMEOUT`]).
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    node: Arc<QuorumController>,
+    acceptor: Arc<dyn QuorumAcceptor>,
+) {
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
         };
         let _ = stream.set_nodelay(true);
         let node = Arc::clone(&node);
+        let acceptor = Arc::clone(&acceptor);
         tokio::spawn(async move {
+            let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
+                .await
+            {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(error)) => {
+                    tracing::warn!(%peer, %error, "refused a controller connection");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(%peer, "a controller connection did not finish its handshake in time");
+                    return;
+                }
+            };
             if let Err(error) = serve_connection(stream, node).await {
                 tracing::debug!(%peer, error = %error, "closed a controller connection");
             }
@@ -218,13 +250,14 @@ pub async fn serve(listener: tokio::net::TcpListener, node: Arc<QuorumController
 }
 
 struct Connection {
-    stream: TcpStream,
+    stream: BoxedStream,
     next_correlation_id: i32,
 }
 
 /// The client side: one connection per peer, reopened after any error.
 pub struct TcpTransport {
     api_key: i16,
+    connector: Arc<dyn QuorumConnector>,
     connections: std::sync::Mutex<BTreeMap<NodeId, Arc<tokio::sync::Mutex<Option<Connection>>>>>,
 }
 
@@ -232,6 +265,7 @@ impl std::fmt::Debug for TcpTransport {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("TcpTransport")
+            .field("connector", &self.connector)
             .finish_non_exhaustive()
     }
 }
@@ -243,21 +277,28 @@ impl Default for TcpTransport {
 }
 
 impl TcpTransport {
-    /// A transport of Raft requests, with no connections yet.
+    /// A transport of Raft requests over plain TCP, with no connections
+    /// yet.
     pub fn new() -> Self {
         Self {
             api_key: RAFT_API_KEY,
+            connector: Arc::new(Plaintext),
             connections: std::sync::Mutex::default(),
         }
     }
 
     /// A transport of forwarded controller commands
-    /// ([`RemoteCommand`]), with no connections yet.
+    /// ([`RemoteCommand`]) over plain TCP, with no connections yet.
     pub fn for_commands() -> Self {
         Self {
             api_key: COMMAND_API_KEY,
-            connections: std::sync::Mutex::default(),
+            ..Self::new()
         }
+    }
+
+    /// The same transport, securing each new connection with `connector`.
+    pub fn with_connector(self, connector: Arc<dyn QuorumConnector>) -> Self {
+        Self { connector, ..self }
     }
 
     fn slot(&self, target: NodeId) -> Arc<tokio::sync::Mutex<Option<Connection>>> {
@@ -269,26 +310,38 @@ impl TcpTransport {
     }
 }
 
+/// Opens a connection to `target` at `address`, secured by `connector`.
+async fn open(
+    connector: &dyn QuorumConnector,
+    target: NodeId,
+    address: &str,
+) -> Result<Connection, TransportError> {
+    let stream = TcpStream::connect(address)
+        .await
+        .map_err(|_| TransportError::Unreachable {
+            target,
+            address: address.to_string(),
+        })?;
+    let _ = stream.set_nodelay(true);
+    let stream = connector
+        .connect(stream, address)
+        .await
+        .map_err(|source| TransportError::Io { target, source })?;
+    Ok(Connection {
+        stream,
+        next_correlation_id: 0,
+    })
+}
+
 async fn exchange(
-    api_key: i16,
+    transport: &TcpTransport,
     slot: &mut Option<Connection>,
     target: NodeId,
     address: &str,
     request: &[u8],
 ) -> Result<Vec<u8>, TransportError> {
     if slot.is_none() {
-        let stream =
-            TcpStream::connect(address)
-                .await
-                .map_err(|_| TransportError::Unreachable {
-                    target,
-                    address: address.to_string(),
-                })?;
-        let _ = stream.set_nodelay(true);
-        *slot = Some(Connection {
-            stream,
-            next_correlation_id: 0,
-        });
+        *slot = Some(open(transport.connector.as_ref(), target, address).await?);
     }
     let io = |source| TransportError::Io { target, source };
     let Some(connection) = slot.as_mut() else {
@@ -296,7 +349,7 @@ async fn exchange(
     };
     let correlation_id = connection.next_correlation_id;
     connection.next_correlation_id = correlation_id.wrapping_add(1);
-    let header = request_header(api_key, correlation_id);
+    let header = request_header(transport.api_key, correlation_id);
     write_frame(&mut connection.stream, &[&header, request])
         .await
         .map_err(|error| io(std::io::Error::other(error)))?;
@@ -325,7 +378,7 @@ impl QuorumTransport for TcpTransport {
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let attempt = async {
             let mut connection = slot.lock().await;
-            let result = exchange(self.api_key, &mut connection, target, address, &request).await;
+            let result = exchange(self, &mut connection, target, address, &request).await;
             if result.is_err() {
                 *connection = None;
             }

@@ -117,3 +117,61 @@ async fn a_node_that_shuts_down_closes_its_connections() {
         .expect("join");
     assert!(result.is_ok(), "{result:?}");
 }
+
+/// A stand-in for TLS: the connector writes a preamble, the acceptor
+/// refuses connections without it.
+#[derive(Debug)]
+struct Preamble;
+
+const PREAMBLE: &[u8; 4] = b"SEC1";
+
+#[async_trait]
+impl QuorumConnector for Preamble {
+    async fn connect(&self, mut stream: TcpStream, _address: &str) -> std::io::Result<BoxedStream> {
+        stream.write_all(PREAMBLE).await?;
+        Ok(Box::new(stream))
+    }
+}
+
+#[async_trait]
+impl QuorumAcceptor for Preamble {
+    async fn accept(&self, mut stream: TcpStream) -> std::io::Result<BoxedStream> {
+        let mut preamble = [0; 4];
+        stream.read_exact(&mut preamble).await?;
+        if &preamble != PREAMBLE {
+            return Err(std::io::Error::other("no preamble"));
+        }
+        Ok(Box::new(stream))
+    }
+}
+
+#[tokio::test]
+async fn both_sides_go_through_the_connector_and_the_acceptor() {
+    let (_directory, node) = single_voter().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address").to_string();
+    let server = tokio::spawn(serve_with(listener, node, Arc::new(Preamble)));
+    let vote = crate::quorum::codec::RaftRequest::Vote(openraft::raft::VoteRequest {
+        vote: openraft::Vote::new(0, 9),
+        last_log_id: None,
+    })
+    .encode();
+    let timeout = std::time::Duration::from_secs(2);
+    let secured = TcpTransport::new().with_connector(Arc::new(Preamble));
+    let reply = secured
+        .call(1, &address, vote.clone(), timeout)
+        .await
+        .expect("answered through the connector and the acceptor");
+    assert!(matches!(
+        crate::quorum::codec::RaftReply::decode(&reply),
+        Ok(crate::quorum::codec::RaftReply::Vote(_))
+    ));
+    let plain = TcpTransport::new();
+    assert!(
+        plain.call(1, &address, vote, timeout).await.is_err(),
+        "the acceptor refuses a connection the connector did not open"
+    );
+    server.abort();
+}

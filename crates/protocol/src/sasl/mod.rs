@@ -5,9 +5,11 @@
 //! Sans-IO like the rest of the crate: callers pass in the random nonces and
 //! salts they draw and get bytes back. The broker runs the server side
 //! ([`scram::ScramServer`]), the clients the client side
-//! ([`scram::ScramClient`]). Only salted credentials
+//! ([`scram::ScramClient`]), driven through Kafka's SaslHandshake and
+//! SaslAuthenticate requests by [`client::SaslClientExchange`]. Only salted credentials
 //! ([`scram::ScramCredential`]) are ever kept, never a password.
 
+pub mod client;
 pub mod plain;
 pub mod scram;
 
