@@ -125,7 +125,9 @@ impl<L: FollowerLog, T: FetchTransport> FetcherManager<L, T> {
 
     /// Stops (or resumes) every fetch without forgetting what is followed:
     /// a paused follower stands for a stuck one (the leader's lag check
-    /// then removes it from the ISR).
+    /// then removes it from the ISR). Once it returns, no answer to a
+    /// fetch is applied until resumed (one already being applied
+    /// finishes).
     pub fn set_paused(&self, paused: bool) {
         self.paused
             .store(paused, std::sync::atomic::Ordering::Release);
@@ -279,6 +281,12 @@ async fn run<L: FollowerLog, T: FetchTransport>(
             answer = transport.fetch(source, request.clone()) => answer,
             () = shared.changed.notified() => continue,
         };
+        // An answer that arrived together with a pause (both ready at one
+        // poll, and the select took the answer) is not applied: once
+        // `set_paused(true)` has returned, nothing fetched after it lands.
+        if paused.load(std::sync::atomic::Ordering::Acquire) {
+            continue;
+        }
         let handled = {
             let shared = Arc::clone(&shared);
             let clock = Arc::clone(&clock);
