@@ -424,9 +424,27 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         &self,
         request: &OffsetCommitRequest,
     ) -> Result<PartitionResults, GroupError> {
-        let (results, waits) = self.commit_and_append(request)?;
-        committed(waits).await?;
-        Ok(results)
+        self.begin_commit_offsets(request).await
+    }
+
+    /// [`commit_offsets`](Self::commit_offsets) in two steps: the commit
+    /// is applied and appended when this is called, and the returned
+    /// future only waits for the log to commit it. A caller that answers
+    /// requests concurrently (a connection's pipelined OffsetCommits)
+    /// calls this in request order, so that the last commit to arrive is
+    /// the one that stays, as Kafka handles a connection's requests one at
+    /// a time.
+    pub fn begin_commit_offsets(
+        &self,
+        request: &OffsetCommitRequest,
+    ) -> impl std::future::Future<Output = Result<PartitionResults, GroupError>> + Send + 'static
+    {
+        let appended = self.commit_and_append(request);
+        async move {
+            let (results, waits) = appended?;
+            committed(waits).await?;
+            Ok(results)
+        }
     }
 
     /// The locked part of [`commit_offsets`](Self::commit_offsets): the

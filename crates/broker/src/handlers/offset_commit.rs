@@ -41,11 +41,13 @@ pub fn handle(
         let result = Ok(PartitionResults::new());
         return Reply::Response(Response::OffsetCommit(response(&request, result, &skipped)));
     }
-    // The answer waits until the in-sync replicas of the group's
-    // `__consumer_offsets` partition have the commit.
-    let coordinator = broker.groups.coordinator.clone();
+    // Applied and appended now, in the connection's request order (the
+    // deferred answers run concurrently); the answer waits until the
+    // in-sync replicas of the group's `__consumer_offsets` partition have
+    // the commit.
+    let committed = broker.groups.coordinator.begin_commit_offsets(&commit);
     Reply::Deferred(Box::pin(async move {
-        let result = coordinator.commit_offsets(&commit).await;
+        let result = committed.await;
         Some(Response::OffsetCommit(response(&request, result, &skipped)).into())
     }))
 }
