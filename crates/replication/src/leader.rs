@@ -321,23 +321,6 @@ impl LeaderState {
         self.maybe_advance_high_watermark()
     }
 
-    /// Forgets proposed followers that have not caught up for longer than
-    /// `replica_lag_time_max_ms` (a proposal whose answer never came and
-    /// whose follower stopped fetching); returns the new HW if it advanced.
-    pub fn expire_isr_additions(
-        &mut self,
-        now_ms: i64,
-        replica_lag_time_max_ms: i64,
-    ) -> Option<i64> {
-        let remotes = &self.remotes;
-        self.pending_additions.retain(|replica| {
-            remotes.get(replica).is_some_and(|progress| {
-                now_ms - progress.last_caught_up_time_ms <= replica_lag_time_max_ms
-            })
-        });
-        self.maybe_advance_high_watermark()
-    }
-
     /// Followers proposed into the ISR whose expansion is not committed
     /// yet; the HW waits for them too.
     pub fn pending_isr_additions(&self) -> &BTreeSet<BrokerId> {
@@ -571,22 +554,20 @@ mod tests {
         assert_eq!(state.high_watermark(), 5, "waits for proposed 3");
         // The controller kept {1, 2} (3 was fenced meanwhile).
         assert_eq!(state.apply_isr(set(&[1, 2]), 1), Some(8));
-        // A refusal without a new ISR, or a follower that stopped
-        // fetching, settles a later proposal too.
+        // A refusal without a new ISR settles a later proposal too.
         state.on_follower_fetch(3, 8, 4).unwrap();
         state.on_local_append(9);
         state.on_follower_fetch(2, 9, 5).unwrap();
         assert_eq!(state.high_watermark(), 8);
         assert_eq!(state.abandon_isr_additions(), Some(9));
+        // A proposal whose answer never came keeps holding the HW back,
+        // however long its follower has stopped fetching: the controller
+        // may have committed it (and may elect that follower).
         state.on_follower_fetch(3, 9, 6).unwrap();
         state.on_local_append(10);
         state.on_follower_fetch(2, 10, 7).unwrap();
-        assert_eq!(
-            state.expire_isr_additions(100, 500),
-            None,
-            "3 caught up at 6"
-        );
-        assert_eq!(state.expire_isr_additions(700, 500), Some(10));
+        assert_eq!(state.high_watermark(), 9, "waits for proposed 3");
+        assert_eq!(state.apply_isr(set(&[1, 2]), 2), Some(10));
     }
 
     #[test]

@@ -705,15 +705,12 @@ impl Partition {
     }
 
     /// The ISR without the followers that lagged longer than
-    /// `replica_lag_time_max_ms`, if any must go (led here only). Followers
-    /// proposed into the ISR that stopped fetching as long are forgotten.
+    /// `replica_lag_time_max_ms`, if any must go (led here only).
     pub fn isr_shrink(&self, now_ms: i64, replica_lag_time_max_ms: i64) -> Option<IsrChange> {
-        let expired = self
-            .leading(|leader| leader.expire_isr_additions(now_ms, replica_lag_time_max_ms))
-            .ok()
-            .and_then(Result::ok)
-            .flatten();
-        self.publish_advanced(expired);
+        // A follower proposed into the ISR is not dropped here however long
+        // it has stopped fetching: the controller may have committed the
+        // expansion (its answer lost), so only the committed ISR or a
+        // refusal settles the proposal.
         self.leading(|leader| leader.isr_shrink(now_ms, replica_lag_time_max_ms))
             .ok()?
             .ok()?
