@@ -200,9 +200,6 @@ class ConfluentWorkload(threading.Thread):
                 self.fatal_error = self.fatal_error or str(error)
             if self.fatal_error is not None:
                 self.history.fatal.append(f"{self.producer_name}: {self.fatal_error}")
-                # Everything still queued or in flight fails now (counted
-                # as failed, so it may or may not be in the log).
-                self.producer.purge(in_queue=True, in_flight=True)
                 break
         # After a fatal error librdkafka may still hold messages it would
         # complete only at message.timeout.ms: they count as never
@@ -213,6 +210,8 @@ class ConfluentWorkload(threading.Thread):
             while self.unflushed and self.fatal_error is None and time.monotonic() < deadline:
                 self.unflushed = self.producer.flush(1.0)
             if self.unflushed and self.fatal_error is not None:
+                # Everything still queued or in flight fails now (counted
+                # as failed, so it may or may not be in the log).
                 self.producer.purge(in_queue=True, in_flight=True)
                 self.unflushed = self.producer.flush(5.0)
         except KafkaException as error:

@@ -26,13 +26,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use strom_broker::groups::{collect_batch, offsets_batch};
 use strom_clock::SeededRandom;
 use strom_coordinator::{
-    BackendError, CoordinatorConfig, CoordinatorCore, LogError, LogOperation, LogRecord,
-    OffsetCommitPartition, OffsetCommitRequest, OffsetsLog,
+    CoordinatorConfig, CoordinatorCore, LogError, LogOperation, LogRecord, OffsetCommitPartition,
+    OffsetCommitRequest, OffsetsLog,
 };
-use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
+use strom_protocol::records::RecordBatches;
 use strom_replication::{AckStatus, Partition, RoleView};
 
 use super::{read_batches, Message, Node, Simulation, DATA_PARTITIONS, PRODUCE_TIMEOUT_MS, TOPIC};
@@ -177,27 +177,9 @@ struct OffsetsPartitionLog<'a> {
     appended_at: Option<i32>,
 }
 
-fn backend(
-    operation: LogOperation,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> LogError {
-    LogError::Backend {
-        operation,
-        source: BackendError::new(source),
-    }
-}
-
 impl OffsetsLog for OffsetsPartitionLog<'_> {
     fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for record in records {
-            builder
-                .append(self.now_ms, Some(&record.key), record.value.as_deref(), &[])
-                .map_err(|source| backend(LogOperation::BuildBatch, source))?;
-        }
-        let batch = builder
-            .build()
-            .map_err(|source| backend(LogOperation::BuildBatch, source))?;
+        let batch = offsets_batch(self.now_ms, records)?;
         let appended = self
             .partition
             .append(batch, true, self.now_ms)
@@ -228,21 +210,8 @@ impl OffsetsLog for OffsetsPartitionLog<'_> {
             return Ok(records);
         };
         for batch in RecordBatches::new(bytes) {
-            let batch = batch.map_err(|source| backend(LogOperation::Decode, source))?;
-            for record in batch
-                .records()
-                .map_err(|source| backend(LogOperation::Decode, source))?
-            {
-                let record = record.map_err(|source| backend(LogOperation::Decode, source))?;
-                let offset = record.offset(batch.base_offset());
-                if offset < from_offset || records.len() >= max_records {
-                    continue;
-                }
-                if let Some(key) = record.key_bytes() {
-                    let value: Option<Bytes> = record.value_bytes();
-                    records.push((offset, LogRecord { key, value }));
-                }
-            }
+            let batch = batch.map_err(|source| LogError::backend(LogOperation::Decode, source))?;
+            collect_batch(&batch, from_offset, max_records, &mut records)?;
         }
         Ok(records)
     }

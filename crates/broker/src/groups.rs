@@ -23,8 +23,8 @@ use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
 use strom_controller::runtime::ControllerClient;
 use strom_coordinator::{
-    BackendError, CommitWait, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError,
-    LogOperation, LogRecord, OffsetConfig, OffsetsLog,
+    CommitWait, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError, LogOperation,
+    LogRecord, OffsetConfig, OffsetsLog,
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 use strom_replication::{AckStatus, ReplicationError};
@@ -96,7 +96,7 @@ fn append_error(partition: i32, error: AppendFailure) -> LogError {
         AppendFailure::Replication(ReplicationError::NotLeader) => {
             LogError::NotLeader { partition }
         }
-        error => backend(LogOperation::Append, error),
+        error => LogError::backend(LogOperation::Append, error),
     }
 }
 
@@ -131,15 +131,7 @@ impl OffsetsLog for OffsetsTopicLog {
     fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
         let replica = self.led(partition)?;
         let now_ms = self.replicas.now_ms();
-        let mut builder = RecordBatchBuilder::new(Compression::None);
-        for record in records {
-            builder
-                .append(now_ms, Some(&record.key), record.value.as_deref(), &[])
-                .map_err(|source| backend(LogOperation::BuildBatch, source))?;
-        }
-        let batch = builder
-            .build()
-            .map_err(|source| backend(LogOperation::BuildBatch, source))?;
+        let batch = offsets_batch(now_ms, records)?;
         let appended = blocking(|| replica.append_flushing_here(batch, true, now_ms));
         match appended {
             Ok(appended) => {
@@ -202,13 +194,14 @@ impl OffsetsLog for OffsetsTopicLog {
         // asked for: keep reading until something is found or the end.
         while records.is_empty() {
             let (bytes, log_end_offset) = read_to_log_end(&replica, next_offset)
-                .map_err(|source| backend(LogOperation::Read, source))?;
+                .map_err(|source| LogError::backend(LogOperation::Read, source))?;
             let Some(bytes) = bytes else {
                 break;
             };
             let mut last_next_offset = next_offset;
             for batch in RecordBatches::new(bytes) {
-                let batch = batch.map_err(|source| backend(LogOperation::Decode, source))?;
+                let batch =
+                    batch.map_err(|source| LogError::backend(LogOperation::Decode, source))?;
                 last_next_offset = last_next_offset.max(batch.next_offset());
                 if batch.attributes().is_control() {
                     continue;
@@ -243,23 +236,29 @@ fn read_to_log_end(
     Ok((bytes, log_end_offset))
 }
 
-fn backend(
-    operation: LogOperation,
-    source: impl std::error::Error + Send + Sync + 'static,
-) -> LogError {
-    LogError::Backend {
-        operation,
-        source: BackendError::new(source),
+/// `records` as one uncompressed batch stamped `now_ms`, as
+/// `__consumer_offsets` stores them.
+pub fn offsets_batch(now_ms: i64, records: &[LogRecord]) -> Result<Bytes, LogError> {
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for record in records {
+        builder
+            .append(now_ms, Some(&record.key), record.value.as_deref(), &[])
+            .map_err(|source| LogError::backend(LogOperation::BuildBatch, source))?;
     }
+    builder
+        .build()
+        .map_err(|source| LogError::backend(LogOperation::BuildBatch, source))
 }
 
-fn collect_batch(
+/// Adds the keyed records of `batch` at or past `from_offset` to
+/// `records`, with their offsets, until it holds `max_records`.
+pub fn collect_batch(
     batch: &strom_protocol::records::RecordBatch,
     from_offset: i64,
     max_records: usize,
     records: &mut Vec<(i64, LogRecord)>,
 ) -> Result<(), LogError> {
-    let corrupt = |source| backend(LogOperation::Decode, source);
+    let corrupt = |source| LogError::backend(LogOperation::Decode, source);
     for record in batch.records().map_err(corrupt)? {
         if records.len() >= max_records {
             break;

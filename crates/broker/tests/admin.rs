@@ -2,9 +2,6 @@
 //! directory, requests encoded with the protocol crate.
 
 use strom_protocol::error_code::ErrorCode;
-use strom_protocol::kafka::messages::create_topics_request::{
-    CreatableTopic, CreatableTopicConfig,
-};
 use strom_protocol::kafka::messages::delete_topics_request::DeleteTopicState;
 use strom_protocol::kafka::messages::describe_configs_request::DescribeConfigsResource;
 use strom_protocol::kafka::messages::incremental_alter_configs_request::{
@@ -21,31 +18,14 @@ use strom_protocol::records::{Compression, RecordBatchBuilder};
 
 mod common;
 
-use common::{config, Client};
+use common::{config, create_topic_answer, Client};
 
 fn name(text: &str) -> TopicName {
     TopicName(StrBytes::from_string(text.to_owned()))
 }
 
 async fn create_topic(client: &mut Client, topic: &str, partitions: i32, configs: &[(&str, &str)]) {
-    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(name(topic))
-        .with_num_partitions(partitions)
-        .with_replication_factor(1)
-        .with_configs(
-            configs
-                .iter()
-                .map(|(key, value)| {
-                    CreatableTopicConfig::default()
-                        .with_name(StrBytes::from_string((*key).to_owned()))
-                        .with_value(Some(StrBytes::from_string((*value).to_owned())))
-                })
-                .collect(),
-        )]);
-    let Response::CreateTopics(response) = client.send(Request::CreateTopics(request), 5).await
-    else {
-        panic!("not a CreateTopics response");
-    };
+    let response = create_topic_answer(client, topic, partitions, configs).await;
     assert_eq!(
         response.topics[0].error_code, 0,
         "{:?}",

@@ -6,9 +6,6 @@
 use std::time::Duration;
 
 use strom_protocol::error_code::ErrorCode;
-use strom_protocol::kafka::messages::create_topics_request::{
-    CreatableTopic, CreatableTopicConfig,
-};
 use strom_protocol::kafka::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use strom_protocol::kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use strom_protocol::kafka::messages::*;
@@ -18,7 +15,7 @@ use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 
 mod common;
 
-use common::{config, Client};
+use common::{config, create_topic_answer, Client};
 
 const TOPIC: &str = "sessions";
 const FETCH_VERSION: i16 = 12;
@@ -30,24 +27,7 @@ fn name(text: &str) -> TopicName {
 }
 
 async fn create_topic(client: &mut Client, topic: &str, partitions: i32, configs: &[(&str, &str)]) {
-    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(name(topic))
-        .with_num_partitions(partitions)
-        .with_replication_factor(1)
-        .with_configs(
-            configs
-                .iter()
-                .map(|(key, value)| {
-                    CreatableTopicConfig::default()
-                        .with_name(StrBytes::from_string((*key).to_owned()))
-                        .with_value(Some(StrBytes::from_string((*value).to_owned())))
-                })
-                .collect(),
-        )]);
-    let Response::CreateTopics(response) = client.send(Request::CreateTopics(request), 5).await
-    else {
-        panic!("not a CreateTopics response");
-    };
+    let response = create_topic_answer(client, topic, partitions, configs).await;
     assert_eq!(response.topics[0].error_code, 0);
 }
 

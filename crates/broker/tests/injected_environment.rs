@@ -7,9 +7,6 @@ use std::sync::Arc;
 
 use strom_broker::{Environment, RunningBroker};
 use strom_clock::{Clock, ManualClock, Random, SeededRandom, SystemClock};
-use strom_protocol::kafka::messages::create_topics_request::{
-    CreatableTopic, CreatableTopicConfig,
-};
 use strom_protocol::kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use strom_protocol::kafka::messages::*;
 use strom_protocol::kafka::protocol::StrBytes;
@@ -19,30 +16,13 @@ use strom_storage::TopicPartition;
 
 mod common;
 
-use common::{config, wait_until, Client};
+use common::{config, create_topic_answer, wait_until, Client};
 
 const TOPIC: &str = "timed";
 const HOUR_MS: i64 = 3_600_000;
 
 async fn create_topic(client: &mut Client, topic: &str, configs: &[(&str, &str)]) {
-    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
-        .with_num_partitions(1)
-        .with_replication_factor(1)
-        .with_configs(
-            configs
-                .iter()
-                .map(|(key, value)| {
-                    CreatableTopicConfig::default()
-                        .with_name(StrBytes::from_string((*key).to_owned()))
-                        .with_value(Some(StrBytes::from_string((*value).to_owned())))
-                })
-                .collect(),
-        )]);
-    let Response::CreateTopics(response) = client.send(Request::CreateTopics(request), 5).await
-    else {
-        panic!("not a CreateTopics response");
-    };
+    let response = create_topic_answer(client, topic, 1, configs).await;
     assert_eq!(response.topics[0].error_code, 0, "{response:?}");
 }
 

@@ -171,6 +171,19 @@ pub enum LogOperation {
     Decode,
 }
 
+impl LogError {
+    /// A backend failure while doing `operation`, with its cause.
+    pub fn backend(
+        operation: LogOperation,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> LogError {
+        LogError::Backend {
+            operation,
+            source: BackendError::new(source),
+        }
+    }
+}
+
 impl std::fmt::Display for LogOperation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

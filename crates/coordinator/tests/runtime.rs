@@ -144,17 +144,7 @@ async fn two_members_join_sync_and_commit() {
 #[tokio::test(start_paused = true)]
 async fn timer_task_expires_silent_members() {
     let coordinator = coordinator(InMemoryOffsetsLog::new());
-    let joined = coordinator
-        .join_group(GROUP, old_style_join("a"))
-        .await
-        .expect("joined");
-    coordinator
-        .sync_group(
-            GROUP,
-            sync_request(0, &joined.member_id, joined.generation_id, vec![]),
-        )
-        .await
-        .expect("synced");
+    let joined = join_and_sync(&coordinator).await;
     let timer = coordinator.spawn_timer(Duration::from_millis(100));
     tokio::time::sleep(Duration::from_millis(9_000)).await;
     assert_eq!(
@@ -189,6 +179,14 @@ async fn one_stable_member(
     let coordinator =
         GroupCoordinator::new(config, InMemoryOffsetsLog::new(), clock, fresh_random());
     coordinator.load_partition(0).expect("loads");
+    let joined = join_and_sync(&coordinator).await;
+    (coordinator, joined)
+}
+
+/// Member "a" joined and synced: the group is stable with it alone.
+async fn join_and_sync(
+    coordinator: &GroupCoordinator<InMemoryOffsetsLog>,
+) -> strom_coordinator::JoinResponse {
     let joined = coordinator
         .join_group(GROUP, old_style_join("a"))
         .await
@@ -200,7 +198,7 @@ async fn one_stable_member(
         )
         .await
         .expect("synced");
-    (coordinator, joined)
+    joined
 }
 
 #[tokio::test]

@@ -178,3 +178,38 @@ pub fn sample(exposition: &str, series: &str) -> Option<f64> {
         value.split(' ').next()?.parse().ok()
     })
 }
+
+/// Asks for `topic` with `partitions` partitions, replication factor 1 and
+/// `configs`; returns the CreateTopics answer (v5).
+#[allow(dead_code)] // Not every test binary creates topics.
+pub async fn create_topic_answer(
+    client: &mut Client,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> strom_protocol::kafka::messages::CreateTopicsResponse {
+    use strom_protocol::kafka::messages::create_topics_request::{
+        CreatableTopic, CreatableTopicConfig,
+    };
+    use strom_protocol::kafka::messages::{CreateTopicsRequest, TopicName};
+    use strom_protocol::kafka::protocol::StrBytes;
+    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+        .with_num_partitions(partitions)
+        .with_replication_factor(1)
+        .with_configs(
+            configs
+                .iter()
+                .map(|(key, value)| {
+                    CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_string((*key).to_owned()))
+                        .with_value(Some(StrBytes::from_string((*value).to_owned())))
+                })
+                .collect(),
+        )]);
+    let Response::CreateTopics(response) = client.send(Request::CreateTopics(request), 5).await
+    else {
+        panic!("not a CreateTopics response");
+    };
+    response
+}
