@@ -37,11 +37,15 @@
 //! simulation, `crates/controller/tests/quorum_simulation.rs`). A failure
 //! prints the seed and the last events. `STROM_REPLICATION_SIM_SEEDS=N`
 //! runs N seeds (default 100), `STROM_REPLICATION_SIM_FIRST_SEED` picks the
-//! first, `STROM_REPLICATION_SIM_STEPS` the steps per seed.
+//! first, `STROM_REPLICATION_SIM_STEPS` the steps per seed,
+//! `STROM_REPLICATION_SIM_TIME_BUDGET_S` stops starting seeds after that
+//! many seconds, and `STROM_REPLICATION_SIM_KEEP_GOING=1` goes on past a
+//! failing seed and lists every failure at the end.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use strom_clock::SeededRandom;
 use strom_clock::{Clock, ManualClock};
@@ -1377,25 +1381,56 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
     let seeds = env_u64("STROM_REPLICATION_SIM_SEEDS", 100);
     let first = env_u64("STROM_REPLICATION_SIM_FIRST_SEED", 1);
     let steps = env_u64("STROM_REPLICATION_SIM_STEPS", 1_500) as u32;
+    // A long hunt: stop starting seeds after this many seconds (0: run them
+    // all), and go on past a failing seed, listing every failure at the end.
+    let budget = Duration::from_secs(env_u64("STROM_REPLICATION_SIM_TIME_BUDGET_S", 0));
+    let keep_going = env_u64("STROM_REPLICATION_SIM_KEEP_GOING", 0) == 1;
+    let started = Instant::now();
     let mut total = Outcome::default();
+    let mut ran = 0u64;
+    let mut failed = Vec::new();
     for seed in first..first + seeds {
-        let outcome = run_seed(seed, steps);
+        if !budget.is_zero() && started.elapsed() >= budget {
+            break;
+        }
+        ran += 1;
+        let outcome = if keep_going {
+            match std::panic::catch_unwind(|| run_seed(seed, steps)) {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    failed.push(seed);
+                    continue;
+                }
+            }
+        } else {
+            run_seed(seed, steps)
+        };
         total.acknowledged += outcome.acknowledged;
         total.commits += outcome.commits;
         total.restarts += outcome.restarts;
         total.coordinator_moves += outcome.coordinator_moves;
         total.controller_failovers += outcome.controller_failovers;
+        if keep_going && ran % 100 == 0 {
+            eprintln!(
+                "{ran} seeds ({first}..={seed}) in {} s, failed: {failed:?}",
+                started.elapsed().as_secs()
+            );
+        }
     }
+    let passed = ran - failed.len() as u64;
     println!(
-        "{seeds} seeds: {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves, {} controller failovers",
+        "{ran} seeds from {first} ({} s): {passed} passed, failed {failed:?}; {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves, {} controller failovers",
+        started.elapsed().as_secs(),
         total.acknowledged, total.commits, total.restarts, total.coordinator_moves, total.controller_failovers
     );
+    assert!(failed.is_empty(), "seeds {failed:?} broke an invariant");
+    assert!(ran > 0, "the time budget ran out before the first seed");
     assert_eq!(
         total.acknowledged as u64,
-        seeds * u64::from(RECORDS_PER_PARTITION as u32) * DATA_PARTITIONS as u64,
+        passed * u64::from(RECORDS_PER_PARTITION as u32) * DATA_PARTITIONS as u64,
         "every record was eventually acknowledged"
     );
     // The group's invariants were exercised across coordinator failovers.
-    assert!(total.restarts >= seeds as u32 && total.coordinator_moves > 0);
+    assert!(total.restarts >= passed as u32 && total.coordinator_moves > 0);
     assert!(total.controller_failovers > 0);
 }
