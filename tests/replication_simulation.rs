@@ -1156,15 +1156,23 @@ impl Simulation {
     /// replication, not fsync), so the victim comes back with little or
     /// nothing. The promise holds while one in-sync replica keeps the
     /// records: a power loss is injected only when every partition has
-    /// another ISR member that is up, registered and unfenced, and no other
+    /// another ISR member that is up, registered and unfenced, with at
+    /// least half its broker session left at the controller, and no other
     /// fault follows until the victim is back out of every ISR
-    /// (re-registered). A power loss of the last ISR member
-    /// loses records, in Strom as in Kafka before KIP-966.
+    /// (re-registered). A power loss of the last ISR member loses records,
+    /// in Strom as in Kafka before KIP-966; so does one whose only other
+    /// ISR member is fenced right after it (a session about to lapse after
+    /// an earlier cut): the fence takes that member out of the ISR and
+    /// leaves the victim the whole of it (seeds 20779 and 21402 before the
+    /// session condition).
     fn power_loss(&mut self, id: i32) {
         let Some(topic) = self.image.topic_by_name(TOPIC) else {
             return;
         };
-        // Another ISR member that is up, registered and unfenced.
+        let now_ms = self.now_ms as u64;
+        // Another ISR member that is up, registered, unfenced and not about
+        // to be fenced (a controller that has not heard from it since it
+        // became active gives it a whole session).
         let keeper = |member: &i32| {
             *member != id
                 && self.brokers[member].alive
@@ -1172,6 +1180,10 @@ impl Simulation {
                 && self.image.broker(*member).is_some_and(|broker| {
                     broker.incarnation_id == self.brokers[member].incarnation && !broker.fenced
                 })
+                && self
+                    .controller
+                    .last_heartbeat_ms(*member)
+                    .is_none_or(|last| now_ms.saturating_sub(last) <= SESSION_TIMEOUT_MS as u64 / 2)
         };
         let kept = (0..PARTITIONS).all(|index| {
             topic

@@ -27,7 +27,9 @@ at a time, each healed and followed by a wait for a full ISR, so that
 under `acks=all` and `min.insync.replicas=2` no acknowledged record may be
 lost. The `scripts/chaos` command runs it for many cycles.
 """
+import collections
 import json
+import logging
 import os
 import random
 import subprocess
@@ -125,6 +127,30 @@ class History:
 # --- producers -------------------------------------------------------------------
 
 
+class ClientLog(logging.Handler):
+    """The last lines of librdkafka's `eos` debug log (producer id and
+    epoch changes, drains and epoch bumps, sequence errors), with the time
+    each was logged: what a failure report shows of the client's side."""
+
+    def __init__(self, name: str, keep: int = 2000):
+        super().__init__(level=logging.DEBUG)
+        self.lines = collections.deque(maxlen=keep)
+        self.epoch_bumps = []
+        self.logger = logging.getLogger(f"strom.chaos.{name}.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+
+    def emit(self, record) -> None:
+        line = record.getMessage()
+        self.lines.append(f"{now_ms()} {line}")
+        if "bumped epoch" in line:
+            self.epoch_bumps.append((now_ms(), line))
+
+    def tail(self, count: int = 60) -> str:
+        return "\n".join(list(self.lines)[-count:])
+
+
 class ConfluentWorkload(threading.Thread):
     """An idempotent acks=all librdkafka producer writing `rate` values a
     second until stopped."""
@@ -148,8 +174,11 @@ class ConfluentWorkload(threading.Thread):
             "linger.ms": 5,
             "retry.backoff.ms": 100,
             "error_cb": self._error,
+            "debug": "eos",
         }
         config.update(extra or {})
+        self.client_log = ClientLog(name)
+        config["logger"] = self.client_log.logger
         self.fatal_error = None
         self.producer = Producer(config)
 
@@ -216,6 +245,10 @@ class ConfluentWorkload(threading.Thread):
                 self.unflushed = self.producer.flush(5.0)
         except KafkaException as error:
             self.history.fatal.append(f"{self.producer_name} flush: {error}")
+        if self.unflushed:
+            print(f"{self.producer_name}: {self.unflushed} messages never completed "
+                  f"(fatal error: {self.fatal_error}); librdkafka's last eos log lines:\n"
+                  f"{self.client_log.tail()}", flush=True)
         self.producer = None
 
     def stop(self) -> None:
@@ -308,6 +341,9 @@ def stop_workloads(workloads, timeout_s: float = 180.0) -> None:
         workload.stop()
     for workload in workloads:
         workload.join(timeout_s)
+        if workload.is_alive() and isinstance(workload, ConfluentWorkload):
+            print(f"{workload.producer_name} still flushing after {timeout_s} s; librdkafka's last eos "
+                  f"log lines:\n{workload.client_log.tail()}", flush=True)
         if isinstance(workload, StromWorkload):
             workload.finish(timeout_s)
 

@@ -164,6 +164,14 @@ impl Controller {
         self.last_rebalance_check_ms = None;
     }
 
+    /// When this controller last heard from `broker_id` (registration or
+    /// heartbeat), in the `now_ms` of the calls; `None` before the first
+    /// word since it became active, when the broker's session starts at
+    /// the next [`Controller::tick`].
+    pub fn last_heartbeat_ms(&self, broker_id: BrokerId) -> Option<u64> {
+        self.last_heartbeat_ms.get(&broker_id).copied()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ControllerConfig {
         &self.config
