@@ -28,11 +28,13 @@ under `acks=all` and `min.insync.replicas=2` no acknowledged record may be
 lost. The `scripts/chaos` command runs it for many cycles.
 """
 import collections
+import faulthandler
 import json
 import logging
 import os
 import random
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -90,17 +92,44 @@ class Fault:
     controller: bool = False
 
 
+class WatchedLock:
+    """A lock that says who holds it when a thread waits for it longer
+    than `patience_s` (every thread's stack goes to stderr), then goes on
+    waiting: a harness that hangs names its culprit."""
+
+    def __init__(self, patience_s: float = 10.0):
+        self._lock = threading.Lock()
+        self._patience_s = patience_s
+        self.holder = None
+
+    def __enter__(self):
+        if not self._lock.acquire(timeout=self._patience_s):
+            print(f"history lock wanted by {threading.current_thread().name} for {self._patience_s} s, "
+                  f"held by {self.holder}; threads:", file=sys.stderr, flush=True)
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+            self._lock.acquire()
+        self.holder = threading.current_thread().name
+        return self
+
+    def __exit__(self, *exc):
+        self.holder = None
+        self._lock.release()
+        return False
+
+
 class History:
     """Every attempt, acknowledgement and failure, thread-safe."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = WatchedLock()
         self.attempted = {}
         self.acked = {}
         self.failed = {}
         self.faults = []
         # Errors that stopped a producer for good.
         self.fatal = []
+        # Producer epoch bumps and their reasons, from librdkafka's log.
+        self.client_events = []
 
     def attempt(self, value: str, partition: int) -> None:
         with self.lock:
@@ -132,10 +161,11 @@ class ClientLog(logging.Handler):
     epoch changes, drains and epoch bumps, sequence errors), with the time
     each was logged: what a failure report shows of the client's side."""
 
-    def __init__(self, name: str, keep: int = 2000):
+    def __init__(self, name: str, history=None, keep: int = 2000):
         super().__init__(level=logging.DEBUG)
+        self.name_ = name
+        self.history = history
         self.lines = collections.deque(maxlen=keep)
-        self.epoch_bumps = []
         self.logger = logging.getLogger(f"strom.chaos.{name}.{id(self)}")
         self.logger.propagate = False
         self.logger.setLevel(logging.DEBUG)
@@ -144,8 +174,15 @@ class ClientLog(logging.Handler):
     def emit(self, record) -> None:
         line = record.getMessage()
         self.lines.append(f"{now_ms()} {line}")
-        if "bumped epoch" in line:
-            self.epoch_bumps.append((now_ms(), line))
+        # librdkafka bumps its producer epoch (KIP-360) after a sequence
+        # error or a timed-out message and then sends again, under the new
+        # epoch from sequence 0, every message it holds unacknowledged: a
+        # message that was stored but whose answer was lost is stored
+        # twice. The report lists the bumps with librdkafka's reason.
+        if "bumped epoch" in line or "epoch bump" in line.lower():
+            if self.history is not None:
+                with self.history.lock:
+                    self.history.client_events.append((now_ms(), self.name_, line))
 
     def tail(self, count: int = 60) -> str:
         return "\n".join(list(self.lines)[-count:])
@@ -177,7 +214,7 @@ class ConfluentWorkload(threading.Thread):
             "debug": "eos",
         }
         config.update(extra or {})
-        self.client_log = ClientLog(name)
+        self.client_log = ClientLog(name, history)
         config["logger"] = self.client_log.logger
         self.fatal_error = None
         self.producer = Producer(config)
@@ -344,6 +381,8 @@ def stop_workloads(workloads, timeout_s: float = 180.0) -> None:
         if workload.is_alive() and isinstance(workload, ConfluentWorkload):
             print(f"{workload.producer_name} still flushing after {timeout_s} s; librdkafka's last eos "
                   f"log lines:\n{workload.client_log.tail()}", flush=True)
+            faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
+            raise AssertionError(f"{workload.producer_name} did not finish within {timeout_s} s")
         if isinstance(workload, StromWorkload):
             workload.finish(timeout_s)
 
@@ -449,6 +488,7 @@ class Report:
     elections_ms: list = field(default_factory=list)
     gaps_ms: list = field(default_factory=list)
     faults: dict = field(default_factory=dict)
+    client_events: list = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -469,6 +509,7 @@ class Report:
             "readers_disagree": len(self.readers_disagree),
             "foreign": len(self.foreign),
             "producers_stopped_by_fatal_errors": len(self.fatal),
+            "client_epoch_bump_log_lines": len(self.client_events),
             "faults": self.faults,
             "failover_ms": percentiles(self.failovers_ms),
             "election_ms": percentiles(self.elections_ms),
@@ -477,7 +518,8 @@ class Report:
 
     def format(self) -> str:
         lines = [json.dumps(self.summary(), indent=1)]
-        for name in ("lost", "duplicated", "reordered", "moved", "readers_disagree", "foreign", "fatal"):
+        for name in ("lost", "duplicated", "reordered", "moved", "readers_disagree", "foreign", "fatal",
+                     "client_events"):
             items = getattr(self, name)
             if items:
                 lines.append(f"{name} (first 10): {items[:10]}")
@@ -504,6 +546,7 @@ def check(history: History, reads: dict, other_reads: dict = None) -> Report:
         attempted = dict(history.attempted)
         failed = dict(history.failed)
         faults = list(history.faults)
+        report.client_events = list(history.client_events)
     report.fatal = list(history.fatal)
     report.acknowledged = len(acked)
     report.attempted = len(attempted)

@@ -291,7 +291,7 @@ def test_a_whole_isr_lost_waits_for_its_last_member_unless_unclean_election_is_e
             fault = chaos.one("cascade")
             time.sleep(1)
         finally:
-            ch.stop_workloads(workloads)
+            ch.stop_workloads(workloads, timeout_s=60)
         report = read_and_check(cluster, history, partitions=1)
         stale = int(fault.detail.split("started alone")[0].split()[1].rstrip(","))
         logs = "".join(node.log_text(start) for node in cluster.nodes if node.is_controller

@@ -50,10 +50,12 @@ pub struct QuorumConfig {
     /// Settings of the controller core.
     pub controller: ControllerConfig,
     /// `controller.quorum.election.timeout.ms`: a follower that hears
-    /// nothing from the leader for a random time between this and 1.5 times
-    /// this, after the leader's lease (1.5 times this) has run out, starts
-    /// an election; so a dead leader is replaced after 2.5 to 3 times this
-    /// plus one vote round.
+    /// nothing from the leader for its election timeout, after the
+    /// leader's lease (the same time) has run out, starts an election; so a
+    /// dead leader is replaced after 2 to 3 times this plus one vote round.
+    /// Each node draws its timeout once at start, between this and 1.5
+    /// times this, from the injected random source (so a seeded test
+    /// decides it).
     pub election_timeout_ms: u64,
     /// How often the leader sends heartbeats (Kafka's followers fetch at
     /// about this interval).
@@ -92,15 +94,20 @@ impl QuorumConfig {
         }
     }
 
-    fn raft_config(&self) -> Result<openraft::Config, QuorumStartError> {
+    /// openraft's configuration, with this node's election timeout drawn
+    /// from `random`. openraft draws a node's timeout once, when the node
+    /// starts, from `[min, max)` with its own generator; a range one
+    /// millisecond wide leaves it no choice.
+    fn raft_config(&self, random: &dyn Random) -> Result<openraft::Config, QuorumStartError> {
+        let spread = (self.election_timeout_ms / 2).max(1);
+        let election_timeout = self
+            .election_timeout_ms
+            .saturating_add(random.below_u64(spread));
         let config = openraft::Config {
             cluster_name: "strom-metadata".to_string(),
             heartbeat_interval: self.heartbeat_interval_ms,
-            election_timeout_min: self.election_timeout_ms,
-            election_timeout_max: self
-                .election_timeout_ms
-                .saturating_add(self.election_timeout_ms / 2)
-                .max(self.election_timeout_ms.saturating_add(1)),
+            election_timeout_min: election_timeout,
+            election_timeout_max: election_timeout.saturating_add(1),
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_interval_entries.max(1)),
             max_in_snapshot_log_to_keep: 0,
             install_snapshot_timeout: self.request_timeout_ms,
@@ -181,7 +188,7 @@ impl QuorumController {
         clock: Arc<dyn Clock>,
         random: Arc<dyn Random>,
     ) -> Result<Arc<Self>, QuorumStartError> {
-        let raft_config = Arc::new(config.raft_config()?);
+        let raft_config = Arc::new(config.raft_config(random.as_ref())?);
         let directory = config.metadata_dir.clone();
         let (log, recovery, machine) = tokio::task::spawn_blocking(move || {
             let (log, recovery) = QuorumLogStore::open(&directory)?;
@@ -501,5 +508,37 @@ async fn liveness_loop(node: Weak<QuorumController>, interval: Duration) {
             Ok(_) | Err(RuntimeError::NotController { .. }) => {}
             Err(error) => tracing::warn!(error = %error, "broker session check failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strom_clock::SeededRandom;
+
+    fn config() -> QuorumConfig {
+        QuorumConfig::new(1, BTreeMap::from([(1, "127.0.0.1:1".to_string())]), "unused")
+    }
+
+    fn timeout(seed: u64) -> (u64, u64) {
+        let raft = config()
+            .raft_config(&SeededRandom::new(seed))
+            .expect("valid timeouts");
+        (raft.election_timeout_min, raft.election_timeout_max)
+    }
+
+    #[test]
+    fn the_election_timeout_comes_from_the_injected_random_source() {
+        let drawn: Vec<u64> = (0..64).map(|seed| timeout(seed).0).collect();
+        for seed in 0..64 {
+            let (min, max) = timeout(seed);
+            // openraft draws from [min, max): one value is left.
+            assert_eq!(max, min + 1);
+            assert!((500..750).contains(&min), "{min}");
+            // The same seed, the same timeout.
+            assert_eq!(timeout(seed), (min, max));
+        }
+        let distinct: std::collections::BTreeSet<u64> = drawn.iter().copied().collect();
+        assert!(distinct.len() > 32, "{distinct:?}");
     }
 }
