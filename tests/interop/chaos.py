@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,6 +91,16 @@ class Fault:
     elected_ms: int = None
     # Whether the node was the active controller when it was killed.
     controller: bool = False
+
+
+def describe_raised() -> str:
+    """The exception being handled and where it was raised, for a report
+    (also when it is not an exception class, which traceback cannot
+    format)."""
+    kind, value, trace = sys.exc_info()
+    where = " <- ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} {frame.name}"
+                        for frame in reversed(traceback.extract_tb(trace)))
+    return f"{getattr(kind, '__name__', kind)}: {value!r} at {where}"
 
 
 class WatchedLock:
@@ -239,6 +250,22 @@ class ConfluentWorkload(threading.Thread):
             self.history.fail(value, str(error))
 
     def run(self) -> None:
+        try:
+            self._produce_until_stopped()
+        except:  # noqa: E722 -- confluent-kafka can raise a KafkaError, which no except clause names
+            self.fatal_error = self.fatal_error or f"produce loop raised {describe_raised()}"
+            self.history.fatal.append(f"{self.producer_name}: {self.fatal_error}")
+        try:
+            self._finish()
+        except:  # noqa: E722 -- as above
+            self.history.fatal.append(f"{self.producer_name} flush raised {describe_raised()}")
+        if self.unflushed:
+            print(f"{self.producer_name}: {self.unflushed} messages never completed "
+                  f"(fatal error: {self.fatal_error}); librdkafka's last eos log lines:\n"
+                  f"{self.client_log.tail()}", flush=True)
+        self.producer = None
+
+    def _produce_until_stopped(self) -> None:
         sequence = 0
         started = time.monotonic()
         while not self.stopping.is_set():
@@ -255,7 +282,8 @@ class ConfluentWorkload(threading.Thread):
                     continue
                 except KafkaException as error:
                     # Refused locally (librdkafka's metadata does not have
-                    # the topic for a moment): nothing was sent; retried.
+                    # the topic for a moment, or the producer has just
+                    # failed fatally): nothing was sent; retried.
                     self.local_refusals.append(str(error))
                     self.producer.poll(0.1)
                     continue
@@ -266,15 +294,20 @@ class ConfluentWorkload(threading.Thread):
                 self.fatal_error = self.fatal_error or str(error)
             if self.fatal_error is not None:
                 self.history.fatal.append(f"{self.producer_name}: {self.fatal_error}")
-                break
+                return
+
+    def _finish(self) -> None:
         # After a fatal error librdkafka may still hold messages it would
         # complete only at message.timeout.ms: they count as never
         # completed (present or not, both allowed).
         deadline = time.monotonic() + self.flush_timeout_s
         try:
-            self.unflushed = self.producer.flush(1.0)
-            while self.unflushed and self.fatal_error is None and time.monotonic() < deadline:
+            if self.fatal_error is None:
                 self.unflushed = self.producer.flush(1.0)
+                while self.unflushed and self.fatal_error is None and time.monotonic() < deadline:
+                    self.unflushed = self.producer.flush(1.0)
+            else:
+                self.unflushed = len(self.producer)
             if self.unflushed and self.fatal_error is not None:
                 # Everything still queued or in flight fails now (counted
                 # as failed, so it may or may not be in the log).
@@ -282,11 +315,6 @@ class ConfluentWorkload(threading.Thread):
                 self.unflushed = self.producer.flush(5.0)
         except KafkaException as error:
             self.history.fatal.append(f"{self.producer_name} flush: {error}")
-        if self.unflushed:
-            print(f"{self.producer_name}: {self.unflushed} messages never completed "
-                  f"(fatal error: {self.fatal_error}); librdkafka's last eos log lines:\n"
-                  f"{self.client_log.tail()}", flush=True)
-        self.producer = None
 
     def stop(self) -> None:
         self.stopping.set()

@@ -12,9 +12,10 @@
 //!   of the committed log: two nodes that reached the same metadata offset
 //!   hold equal images there, and all converge once the faults stop.
 //!
-//! The seed decides the schedule and every network fault; openraft's
-//! timers run on tokio's clock, so a seed reproduces the same faults, not
-//! the same interleaving. A failure prints the seed and the recent
+//! The seed decides the schedule, every network fault and each node
+//! start's election timeout; openraft's timers run on tokio's clock and
+//! tasks interleave as tokio schedules them, so a seed reproduces the same
+//! faults and timeouts, not the same interleaving. A failure prints the seed and the recent
 //! history. `STROM_QUORUM_SIM_SEEDS=N` runs N seeds (default 4) and
 //! `STROM_QUORUM_SIM_FIRST_SEED` picks the first, for longer hunts.
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strom_clock::{SeededRandom, SystemClock};
+use strom_clock::{Random, SeededRandom, SystemClock};
 use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic,
 };
@@ -25,6 +25,9 @@ pub struct Cluster {
     snapshot_interval_entries: u64,
     /// The voters' election timeout (`QuorumConfig`'s default unless set).
     election_timeout_ms: Option<u64>,
+    /// Seeds each node start's random source (and so its election
+    /// timeout) from the cluster's seed.
+    random: SeededRandom,
 }
 
 impl Cluster {
@@ -53,6 +56,7 @@ impl Cluster {
             nodes: BTreeMap::new(),
             snapshot_interval_entries,
             election_timeout_ms,
+            random: SeededRandom::new(seed),
         };
         for id in 1..=voters {
             cluster.restart(id).await;
@@ -119,7 +123,7 @@ impl Cluster {
             self.config(node_id),
             self.network.transport(node_id),
             Arc::new(SystemClock),
-            Arc::new(SeededRandom::new(node_id)),
+            Arc::new(SeededRandom::new(self.random.next_u64() ^ node_id)),
         )
         .await
         .expect("node starts");
