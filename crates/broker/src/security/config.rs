@@ -77,8 +77,10 @@ pub enum ClientAuth {
     Required,
 }
 
-/// Where PEM text comes from: a file or the property itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where PEM text comes from: a file or the property itself. Its Debug
+/// output names an inline property and the length of its text, never the
+/// text (it may be a private key).
+#[derive(Clone, PartialEq, Eq)]
 pub enum PemSource {
     /// A file (`ssl.keystore.location`, `ssl.truststore.location`).
     File(PathBuf),
@@ -92,8 +94,9 @@ pub enum PemSource {
     },
 }
 
-/// The TLS settings of one listener.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The TLS settings of one listener. Its Debug output leaves out
+/// `ssl.key.password` and inline PEM text.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TlsSettings {
     /// Certificate chain (and key, for a keystore file).
     pub certificate_chain: PemSource,
@@ -109,6 +112,37 @@ pub struct TlsSettings {
     pub enabled_protocols: Vec<String>,
     /// `ssl.cipher.suites` (empty: rustls's defaults).
     pub cipher_suites: Vec<String>,
+}
+
+impl std::fmt::Debug for PemSource {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => formatter.debug_tuple("File").field(path).finish(),
+            Self::Inline { key, text } => formatter
+                .debug_struct("Inline")
+                .field("key", key)
+                .field("text_bytes", &text.len())
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("TlsSettings")
+            .field("certificate_chain", &self.certificate_chain)
+            .field("private_key", &self.private_key)
+            .field(
+                "key_password",
+                &self.key_password.as_ref().map(|_| "(redacted)"),
+            )
+            .field("truststore", &self.truststore)
+            .field("client_auth", &self.client_auth)
+            .field("enabled_protocols", &self.enabled_protocols)
+            .field("cipher_suites", &self.cipher_suites)
+            .finish()
+    }
 }
 
 /// The SASL settings of one listener.

@@ -152,3 +152,32 @@ fn security_keys_are_known_in_both_forms() {
     ));
     assert!(!is_security_key("ssl.keystore.locaton"));
 }
+
+#[test]
+fn debug_output_leaves_out_the_key_password_and_inline_pem_text() {
+    let config = parse(&[
+        ("listeners", "SSL://:1"),
+        ("ssl.keystore.type", "PEM"),
+        (
+            "ssl.keystore.certificate.chain",
+            "-----BEGIN CERTIFICATE-----\nCERTSECRETTEXT\n-----END CERTIFICATE-----",
+        ),
+        (
+            "ssl.keystore.key",
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nKEYSECRETTEXT\n-----END ENCRYPTED PRIVATE KEY-----",
+        ),
+        ("ssl.key.password", "hunter2-password"),
+    ])
+    .expect("valid");
+    let tls = config
+        .listener("SSL")
+        .and_then(|listener| listener.tls.clone())
+        .expect("tls");
+    assert_eq!(tls.key_password.as_deref(), Some("hunter2-password"));
+    let shown = format!("{config:?} {tls:?}");
+    for secret in ["hunter2-password", "KEYSECRETTEXT", "CERTSECRETTEXT"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(shown.contains("ssl.keystore.key"), "{shown}");
+    assert!(shown.contains("(redacted)"), "{shown}");
+}
