@@ -1422,7 +1422,7 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
         total.restarts += outcome.restarts;
         total.coordinator_moves += outcome.coordinator_moves;
         total.controller_failovers += outcome.controller_failovers;
-        if keep_going && ran % 100 == 0 {
+        if keep_going && ran.is_multiple_of(100) {
             eprintln!(
                 "{ran} seeds ({first}..={seed}) in {} s, failed: {failed:?}",
                 started.elapsed().as_secs()

@@ -17,8 +17,8 @@
 //! - a leader at the consumer's newest epoch never ends below what the
 //!   consumer has read (records below a HW do not vanish);
 //! - an OffsetFetch answer is never below a commit acknowledged before the
-//!   fetch was sent (committed offsets never go backwards), and is an
-//!   offset the consumer committed;
+//!   fetch was sent nor below an earlier answer (committed offsets never go
+//!   backwards), and is an offset the consumer committed;
 //!
 //! and at the end: the consumer read every acknowledged record, and the
 //! final coordinator returns the consumer's final positions.
@@ -137,6 +137,8 @@ pub(crate) struct Consumer {
     sent: BTreeSet<(i32, i64)>,
     /// The highest acknowledged commit per partition.
     pub(crate) acknowledged: BTreeMap<i32, i64>,
+    /// The highest offset an OffsetFetch answered per partition.
+    fetched: BTreeMap<i32, i64>,
     /// The request in flight: its id, when it was sent, and the
     /// acknowledged commits when it was sent.
     in_flight: Option<(u64, i64, BTreeMap<i32, i64>)>,
@@ -157,6 +159,7 @@ impl Consumer {
             newest_epoch: BTreeMap::new(),
             sent: BTreeSet::new(),
             acknowledged: BTreeMap::new(),
+            fetched: BTreeMap::new(),
             in_flight: None,
             next_id: 0,
             next_attempt_ms: 0,
@@ -186,6 +189,10 @@ impl OffsetsLog for OffsetsPartitionLog<'_> {
             .map_err(|_| LogError::NotLeader { partition })?;
         self.appended_at = Some(appended.leader_epoch);
         Ok(appended.info.last_offset)
+    }
+
+    fn committed_offset(&self, _partition: i32) -> Result<i64, LogError> {
+        Ok(self.partition.high_watermark.current())
     }
 
     fn read(
@@ -304,7 +311,20 @@ impl Simulation {
                 None => return,
             },
             GroupMessage::OffsetFetch { id: request } => {
-                let core = &self.brokers[&id].group.core;
+                let now_ms = self.now_ms;
+                let broker = self.brokers.get_mut(&id).expect("broker");
+                // As the broker's coordinator does: what the log has
+                // committed first.
+                if broker.group.loaded_at.is_some() {
+                    if let Some(partition) = broker.partitions.get(&OFFSETS_PARTITION) {
+                        broker.group.core.advance_committed(
+                            0,
+                            partition.high_watermark.current(),
+                            now_ms,
+                        );
+                    }
+                }
+                let core = &broker.group.core;
                 let offsets = core
                     .fetch_offsets(
                         GROUP,
@@ -366,10 +386,9 @@ impl Simulation {
             committed: false,
         };
         let host = &mut broker.group;
-        let before = host.core.offsets(GROUP).cloned();
         if host
             .core
-            .commit_offsets(&commit_request(offsets), now_ms)
+            .stage_offsets(&commit_request(offsets), now_ms)
             .is_err()
         {
             return Some(refused);
@@ -381,7 +400,7 @@ impl Simulation {
             .map(|(_, record)| record)
             .collect();
         let Some(partition) = broker.partitions.get(&OFFSETS_PARTITION) else {
-            host.core.restore_offsets(GROUP, before);
+            host.core.discard_staged();
             return Some(refused);
         };
         let mut log = OffsetsPartitionLog {
@@ -391,6 +410,7 @@ impl Simulation {
         };
         match (log.append(0, &records), log.appended_at) {
             (Ok(last_offset), Some(leader_epoch)) => {
+                host.core.place_staged(0, last_offset);
                 host.waits.push(CommitWait {
                     id: request,
                     leader_epoch,
@@ -400,7 +420,7 @@ impl Simulation {
                 None
             }
             _ => {
-                host.core.restore_offsets(GROUP, before);
+                host.core.discard_staged();
                 Some(refused)
             }
         }
@@ -576,6 +596,10 @@ impl Simulation {
                     return self.consumer_done(false);
                 };
                 self.check_offsets(&offsets, &acknowledged_when_sent);
+                for (partition, offset) in &offsets {
+                    let highest = self.consumer.fetched.entry(*partition).or_insert(*offset);
+                    *highest = (*highest).max(*offset);
+                }
                 for (partition, offset) in offsets {
                     self.consumer.positions.insert(partition, offset.max(0));
                 }
@@ -638,9 +662,18 @@ impl Simulation {
     }
 
     /// An OffsetFetch answer is at or above every commit acknowledged
-    /// before it was asked, and is an offset the consumer committed.
+    /// before it was asked and every earlier answer (the consumer only
+    /// commits growing offsets, so a committed offset never goes back), and
+    /// is an offset the consumer committed.
     fn check_offsets(&self, offsets: &[(i32, i64)], acknowledged: &BTreeMap<i32, i64>) {
         for (partition, offset) in offsets {
+            if let Some(earlier) = self.consumer.fetched.get(partition) {
+                if offset < earlier {
+                    self.fail(&format!(
+                        "p{partition}: OffsetFetch answered {offset} after it had answered {earlier}"
+                    ));
+                }
+            }
             if let Some(floor) = acknowledged.get(partition) {
                 if offset < floor {
                     self.fail(&format!(
@@ -677,7 +710,7 @@ impl Simulation {
 
     /// At the end: every acknowledged record was read at its offset, and
     /// the coordinator returns the final positions.
-    pub(crate) fn check_consumer_final(&self) {
+    pub(crate) fn check_consumer_final(&mut self) {
         for (partition, producer) in &self.producers {
             for (sequence, offset) in &producer.acknowledged {
                 if self.consumer.read.get(&(*partition, *offset)) != Some(sequence) {
@@ -692,6 +725,15 @@ impl Simulation {
             .partition(OFFSETS_PARTITION)
             .and_then(|state| state.leader)
             .unwrap_or_else(|| self.fail("the offsets partition has no leader at the end"));
+        let now_ms = self.now_ms;
+        let broker = self.brokers.get_mut(&coordinator).expect("broker");
+        if let Some(partition) = broker.partitions.get(&OFFSETS_PARTITION) {
+            let high_watermark = partition.high_watermark.current();
+            broker
+                .group
+                .core
+                .advance_committed(0, high_watermark, now_ms);
+        }
         let fetched = self.brokers[&coordinator]
             .group
             .core

@@ -155,6 +155,10 @@ impl OffsetsLog for OffsetsTopicLog {
         }
     }
 
+    fn committed_offset(&self, partition: i32) -> Result<i64, LogError> {
+        Ok(self.led(partition)?.high_watermark.current())
+    }
+
     fn wait_committed(&self, partition: i32, last_offset: i64) -> CommitWait {
         let replica = self.led(partition);
         let timeout = self.commit_timeout;

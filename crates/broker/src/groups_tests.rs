@@ -251,7 +251,7 @@ async fn losing_leadership_fails_waiting_commits_and_unloads_the_groups() {
 }
 
 #[tokio::test]
-async fn a_new_leader_loads_the_whole_log_past_its_high_watermark() {
+async fn a_new_leader_loads_the_whole_log_and_answers_its_tail_once_the_high_watermark_passes_it() {
     let node = Node::new(&[("offsets.commit.timeout.ms", "50")], &[]);
     let mut metadata = replicated_offsets_topic();
     node.apply(&metadata.image);
@@ -262,10 +262,17 @@ async fn a_new_leader_loads_the_whole_log_past_its_high_watermark() {
         .expect_err("no follower fetched: not committed in time");
     // The record is in the log past the HW. Leadership moves away and back:
     // the partition is reloaded, from the whole log (as leader, this log
-    // is what the followers will hold).
+    // is what the followers will hold). Its tail past the HW may hold a
+    // commit an earlier coordinator acknowledged, so OffsetFetch waits
+    // until the followers have it.
     node.apply(metadata.lead(2));
     assert!(node.committed(0).is_err());
     node.apply(metadata.lead(1));
+    assert_eq!(
+        node.committed(0),
+        Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
+    );
+    node.follower_catches_up();
     assert_eq!(node.committed(0), Ok(10));
 }
 
@@ -318,6 +325,11 @@ async fn led_again_at_a_newer_epoch_the_partition_is_reloaded() {
         .append_as_follower(commit_batch(1, 1, 1, 77), 1)
         .expect("follower append");
     node.apply(metadata.lead(1));
+    assert_eq!(
+        node.committed(0),
+        Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
+    );
+    node.follower_catches_up();
     assert_eq!(node.committed(0), Ok(5));
     assert_eq!(
         node.committed(1),

@@ -1,7 +1,7 @@
 //! The sans-IO coordinator: every group of the `__consumer_offsets`
 //! partitions this broker owns, their offsets, and the records to persist.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use strom_clock::Random;
@@ -72,6 +72,22 @@ pub struct CoordinatorCore {
     pub(crate) partitions: HashMap<i32, PartitionStatus>,
     pub(crate) groups: HashMap<String, GroupEntry>,
     records: Vec<(i32, LogRecord)>,
+    /// Offset commits written to `__consumer_offsets` but not yet committed
+    /// there, by partition and the offset of their batch's last record:
+    /// applied in log order once the partition's high watermark passes
+    /// them (see [`advance_committed`](Self::advance_committed)), so that
+    /// OffsetFetch answers only what the log has committed.
+    pending: BTreeMap<(i32, i64), Vec<OffsetsRecord>>,
+    /// The commit records of the last [`stage_offsets`](Self::stage_offsets)
+    /// until the runtime places them at their offset or drops them.
+    staged: Vec<OffsetsRecord>,
+    /// Per loaded partition whose log was not committed to its end when it
+    /// was replayed: that end. OffsetFetch answers
+    /// COORDINATOR_LOAD_IN_PROGRESS until the high watermark reaches it,
+    /// since the uncommitted tail may hold commits an earlier coordinator
+    /// acknowledged (a new leader learns the high watermark from its
+    /// followers' next fetches).
+    horizons: HashMap<i32, i64>,
     completions: Vec<Completion>,
     next_retention_check_ms: i64,
     /// Where new member ids draw their random part from.
@@ -88,6 +104,9 @@ impl CoordinatorCore {
             partitions: HashMap::new(),
             groups: HashMap::new(),
             records: Vec::new(),
+            pending: BTreeMap::new(),
+            staged: Vec::new(),
+            horizons: HashMap::new(),
             completions: Vec::new(),
             next_retention_check_ms: i64::MIN,
             random,
@@ -125,6 +144,8 @@ impl CoordinatorCore {
     /// dropped and their parked requests answered NOT_COORDINATOR.
     pub fn unload(&mut self, partition: i32) {
         self.partitions.remove(&partition);
+        self.pending.retain(|(pending, _), _| *pending != partition);
+        self.horizons.remove(&partition);
         let owned: Vec<String> = self
             .groups
             .keys()
@@ -319,8 +340,29 @@ impl CoordinatorCore {
             .min()
     }
 
-    /// OffsetCommit: validates the member as Kafka does and stores each
-    /// partition's offset.
+    /// OffsetCommit on a log that commits what it appends at once:
+    /// [`stage_offsets`](Self::stage_offsets) with the offsets applied
+    /// immediately. A runtime over a replicated log stages, places the
+    /// staged commit at its offset and applies it when the log commits it.
+    pub fn commit_offsets(
+        &mut self,
+        request: &OffsetCommitRequest,
+        now_ms: i64,
+    ) -> Result<PartitionResults, GroupError> {
+        let results = self.stage_offsets(request, now_ms)?;
+        for record in std::mem::take(&mut self.staged) {
+            self.apply_record(record, now_ms);
+        }
+        Ok(results)
+    }
+
+    /// OffsetCommit: validates the member as Kafka does and writes a record
+    /// for each partition's offset (see [`take_records`](Self::take_records)).
+    /// The offsets are not visible yet: the caller appends the records, then
+    /// either [`place_staged`](Self::place_staged) them at the offset they
+    /// were appended at (they become visible when
+    /// [`advance_committed`](Self::advance_committed) passes it) or
+    /// [`discard_staged`](Self::discard_staged) them when the append fails.
     ///
     /// Commits with a negative generation are accepted for groups in the
     /// Empty state (standalone consumers and admin tools), creating the group
@@ -328,11 +370,12 @@ impl CoordinatorCore {
     /// is refused with [`GroupError::IllegalGeneration`] (`current: -1`);
     /// OffsetCommit v9+ answers GROUP_ID_NOT_FOUND for it instead, which the
     /// broker decides by version.
-    pub fn commit_offsets(
+    pub fn stage_offsets(
         &mut self,
         request: &OffsetCommitRequest,
         now_ms: i64,
     ) -> Result<PartitionResults, GroupError> {
+        self.staged.clear();
         let group_id = request.group_id.as_str();
         if group_id.is_empty() {
             return Err(GroupError::InvalidGroupId);
@@ -389,24 +432,98 @@ impl CoordinatorCore {
                 partition: key.partition,
                 value: Some(offset.to_value()),
             });
-            entry.offsets.commit(key.clone(), offset);
             results.push((key, Ok(())));
         }
         for record in records {
+            self.staged.push(record.clone());
             self.push_record(record);
         }
         Ok(results)
     }
 
+    /// The commit of the last [`stage_offsets`](Self::stage_offsets) was
+    /// appended to `partition` in a batch ending at `last_offset`: it
+    /// becomes visible once the high watermark passes that offset.
+    pub fn place_staged(&mut self, partition: i32, last_offset: i64) {
+        let staged = std::mem::take(&mut self.staged);
+        if !staged.is_empty() {
+            self.pending
+                .entry((partition, last_offset))
+                .or_default()
+                .extend(staged);
+        }
+    }
+
+    /// A replayed commit at `offset`, past the high watermark: pending, and
+    /// OffsetFetch waits until the high watermark passes it.
+    pub(crate) fn stage_record(&mut self, partition: i32, offset: i64, record: OffsetsRecord) {
+        self.pending
+            .entry((partition, offset))
+            .or_default()
+            .push(record);
+        let horizon = self.horizons.entry(partition).or_insert(0);
+        *horizon = (*horizon).max(offset.saturating_add(1));
+    }
+
+    /// The commit of the last [`stage_offsets`](Self::stage_offsets) was
+    /// not appended: it is forgotten.
+    pub fn discard_staged(&mut self) {
+        self.staged.clear();
+    }
+
+    /// The log has committed `partition` below `high_watermark`: the
+    /// pending commits there are applied, in log order.
+    pub fn advance_committed(&mut self, partition: i32, high_watermark: i64, now_ms: i64) {
+        if self
+            .horizons
+            .get(&partition)
+            .is_some_and(|horizon| high_watermark >= *horizon)
+        {
+            self.horizons.remove(&partition);
+        }
+        let ready: Vec<(i32, i64)> = self
+            .pending
+            .range((partition, i64::MIN)..(partition, high_watermark))
+            .map(|(key, _)| *key)
+            .collect();
+        for key in ready {
+            for record in self.pending.remove(&key).unwrap_or_default() {
+                self.apply_record(record, now_ms);
+            }
+        }
+    }
+
+    /// How many commits wait for the log to commit them (for tests and
+    /// metrics).
+    pub fn pending_commits(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Forgets pending commits of `group_id` (of one of its partitions
+    /// when `only` is given): its offsets were deleted after them.
+    fn drop_pending(&mut self, group_id: &str, only: Option<&TopicPartition>) {
+        for records in self.pending.values_mut() {
+            records.retain(|record| !commit_of(record, group_id, only));
+        }
+        self.pending.retain(|_, records| !records.is_empty());
+    }
+
     /// OffsetFetch for one group: the requested partitions, or all
     /// committed ones when `topics` is `None`. An unknown group has no
-    /// offsets (every partition answers -1).
+    /// offsets (every partition answers -1). Only what the log has
+    /// committed is answered (see [`advance_committed`](Self::advance_committed));
+    /// a partition loaded with an uncommitted tail of commits answers
+    /// [`GroupError::CoordinatorLoadInProgress`] until the high watermark
+    /// passes that tail.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
     ) -> Result<Vec<PartitionOffset>, GroupError> {
-        self.check_owner(group_id)?;
+        let partition = self.check_owner(group_id)?;
+        if self.horizons.contains_key(&partition) {
+            return Err(GroupError::CoordinatorLoadInProgress { partition });
+        }
         match self.groups.get(group_id) {
             Some(entry) => Ok(entry.offsets.fetch(topics)),
             None => Ok(GroupOffsets::new().fetch(topics)),
@@ -432,6 +549,7 @@ impl CoordinatorCore {
         let subscribed = subscriptions(&entry.group)?;
         let mut results = Vec::new();
         let mut records = Vec::new();
+        let mut deleted = Vec::new();
         for (topic, partitions) in topics {
             let refused = subscribed
                 .as_ref()
@@ -442,7 +560,9 @@ impl CoordinatorCore {
                     results.push((key, Err(GroupError::GroupSubscribedToTopic)));
                     continue;
                 }
-                if entry.offsets.remove(&key) {
+                let pending = pending_commit_of(&self.pending, group_id, Some(&key));
+                if entry.offsets.remove(&key) || pending {
+                    deleted.push(key.clone());
                     records.push(OffsetsRecord::OffsetCommit {
                         group: group_id.to_owned(),
                         topic: key.topic.clone(),
@@ -457,6 +577,10 @@ impl CoordinatorCore {
             && entry.group.is_empty()
             && entry.group.pending_members.is_empty()
             && entry.offsets.is_empty();
+        for key in &deleted {
+            self.drop_pending(group_id, Some(key));
+        }
+        let unused = unused && !pending_commit_of(&self.pending, group_id, None);
         for record in records {
             self.push_record(record);
         }
@@ -491,6 +615,7 @@ impl CoordinatorCore {
 
     /// Marks a group Dead and writes tombstones for its offsets and metadata.
     fn remove_group(&mut self, group_id: &str, now_ms: i64) {
+        self.drop_pending(group_id, None);
         let Some(mut entry) = self.groups.remove(group_id) else {
             return;
         };
@@ -557,6 +682,26 @@ impl CoordinatorCore {
     /// their tombstones.
     pub fn remove_topic_offsets(&mut self, topics: &[String]) {
         let mut records = Vec::new();
+        for pending in self.pending.values_mut() {
+            pending.retain(|record| match record {
+                OffsetsRecord::OffsetCommit {
+                    group,
+                    topic,
+                    partition,
+                    ..
+                } if topics.contains(topic) => {
+                    records.push(OffsetsRecord::OffsetCommit {
+                        group: group.clone(),
+                        topic: topic.clone(),
+                        partition: *partition,
+                        value: None,
+                    });
+                    false
+                }
+                _ => true,
+            });
+        }
+        self.pending.retain(|_, pending| !pending.is_empty());
         for (group_id, entry) in &mut self.groups {
             for topic in topics {
                 for partition in entry.offsets.remove_topic(topic) {
@@ -601,7 +746,10 @@ impl CoordinatorCore {
             let group_unused = group.state() == GroupState::Empty
                 && group.is_empty()
                 && group.pending_members.is_empty();
-            if group_unused && entry.offsets.is_empty() {
+            if group_unused
+                && entry.offsets.is_empty()
+                && !pending_commit_of(&self.pending, group_id, None)
+            {
                 dead.push(group_id.clone());
             }
         }
@@ -668,18 +816,6 @@ impl CoordinatorCore {
         }
     }
 
-    /// Puts back a group's offsets as they were before a commit whose
-    /// records could not be appended (`None`: the group had none), so that
-    /// OffsetFetch agrees with the log. A runtime other than
-    /// [`GroupCoordinator`](crate::GroupCoordinator) (a simulation) calls it
-    /// after [`commit_offsets`](Self::commit_offsets) when its append of
-    /// [`take_records`](Self::take_records) fails.
-    pub fn restore_offsets(&mut self, group_id: &str, offsets: Option<GroupOffsets>) {
-        if let Some(entry) = self.groups.get_mut(group_id) {
-            entry.offsets = offsets.unwrap_or_default();
-        }
-    }
-
     /// Marks `partition` loaded.
     pub(crate) fn finish_loading(&mut self, partition: i32) {
         self.partitions.insert(partition, PartitionStatus::Loaded);
@@ -687,10 +823,41 @@ impl CoordinatorCore {
 
     /// Drops groups of `partition` (before a replay).
     pub(crate) fn clear_partition(&mut self, partition: i32) {
+        self.pending.retain(|(pending, _), _| *pending != partition);
+        self.horizons.remove(&partition);
         let config_partitions = self.config.offsets_topic_partitions;
         self.groups
             .retain(|group_id, _| partition_for_group(group_id, config_partitions) != partition);
     }
+}
+
+/// Whether `record` commits an offset of `group_id` (of `only`, when
+/// given).
+fn commit_of(record: &OffsetsRecord, group_id: &str, only: Option<&TopicPartition>) -> bool {
+    match record {
+        OffsetsRecord::OffsetCommit {
+            group,
+            topic,
+            partition,
+            ..
+        } => {
+            group == group_id
+                && only.is_none_or(|key| key.topic == *topic && key.partition == *partition)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a pending commit of `group_id` (of `only`, when given) waits.
+fn pending_commit_of(
+    pending: &BTreeMap<(i32, i64), Vec<OffsetsRecord>>,
+    group_id: &str,
+    only: Option<&TopicPartition>,
+) -> bool {
+    pending
+        .values()
+        .flatten()
+        .any(|record| commit_of(record, group_id, only))
 }
 
 /// Kafka's OffsetCommit member checks.

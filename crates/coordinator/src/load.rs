@@ -35,7 +35,9 @@ pub fn read_partition(
 
 impl CoordinatorCore {
     /// Replays `partition` from the start of `log`: later records win and
-    /// tombstones delete. The partition must have been marked with
+    /// tombstones delete. Offset commits the log has not committed yet
+    /// (at or past [`OffsetsLog::committed_offset`]) stay pending until
+    /// [`advance_committed`](Self::advance_committed) passes them. The partition must have been marked with
     /// [`begin_loading`](Self::begin_loading); it serves requests once this
     /// returns `Ok`. Returns the number of records replayed. On error the
     /// partition stays loading (requests keep getting
@@ -50,22 +52,27 @@ impl CoordinatorCore {
             return Err(LoadError::NotOwned { partition });
         }
         let records = read_partition(log, partition)?;
-        self.replay_records(partition, records, now_ms)
+        let committed = log
+            .committed_offset(partition)
+            .map_err(|source| LoadError::Read { partition, source })?;
+        self.replay_records(partition, records, committed, now_ms)
     }
 
     /// Replays records already read from `partition` (see
-    /// [`read_partition`]), as [`load_partition`](Self::load_partition) does.
+    /// [`read_partition`]), as [`load_partition`](Self::load_partition) does;
+    /// `committed` is the partition's high watermark.
     pub fn replay_records(
         &mut self,
         partition: i32,
         records: Vec<(i64, LogRecord)>,
+        committed: i64,
         now_ms: i64,
     ) -> Result<u64, LoadError> {
         if self.partition_status(partition) != Some(PartitionStatus::Loading) {
             return Err(LoadError::NotOwned { partition });
         }
         self.clear_partition(partition);
-        match self.apply_records(partition, records, now_ms) {
+        match self.apply_records(partition, records, committed, now_ms) {
             Ok(replayed) => {
                 self.finish_loading(partition);
                 tracing::debug!(partition, replayed, "loaded __consumer_offsets partition");
@@ -82,6 +89,7 @@ impl CoordinatorCore {
         &mut self,
         partition: i32,
         records: Vec<(i64, LogRecord)>,
+        committed: i64,
         now_ms: i64,
     ) -> Result<u64, LoadError> {
         let mut replayed = 0_u64;
@@ -96,7 +104,11 @@ impl CoordinatorCore {
                 .group()
                 .is_some_and(|group| self.partition_for(group) == partition);
             if belongs_here {
-                self.apply_record(decoded, now_ms);
+                if offset >= committed && matches!(decoded, OffsetsRecord::OffsetCommit { .. }) {
+                    self.stage_record(partition, offset, decoded);
+                } else {
+                    self.apply_record(decoded, now_ms);
+                }
             }
             replayed += 1;
         }

@@ -48,6 +48,16 @@ pub trait OffsetsLog {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    /// The offset below which `partition` is committed (its high
+    /// watermark). The coordinator applies offset commits below it and
+    /// keeps those at or past it pending, invisible to OffsetFetch, until
+    /// it moves past them. The default, for a log with no replicas, commits
+    /// everything it holds.
+    fn committed_offset(&self, partition: i32) -> Result<i64, LogError> {
+        let _ = partition;
+        Ok(i64::MAX)
+    }
+
     /// Reads up to `max_records` records of `partition` starting at
     /// `from_offset`, with their offsets. An empty result means the end.
     fn read(

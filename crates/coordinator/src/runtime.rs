@@ -253,12 +253,19 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     pub fn load_partition(&self, partition: i32) -> Result<u64, LoadError> {
         let offline = |_| LoadError::Offline { partition };
         self.lock().map_err(offline)?.core.begin_loading(partition);
-        let records = read_partition(&*lock(&self.log), partition)?;
+        let (records, committed) = {
+            let log = lock(&self.log);
+            let records = read_partition(&*log, partition)?;
+            let committed = log
+                .committed_offset(partition)
+                .map_err(|source| LoadError::Read { partition, source })?;
+            (records, committed)
+        };
         let now_ms = self.now_ms();
         self.lock()
             .map_err(offline)?
             .core
-            .replay_records(partition, records, now_ms)
+            .replay_records(partition, records, committed, now_ms)
     }
 
     /// Takes ownership of `partition` without reading it yet: its groups get
@@ -412,14 +419,17 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     /// waits (without the coordinator's lock) until the log has committed
     /// them ([`OffsetsLog::wait_committed`]: with replication, every
     /// in-sync replica has them), as Kafka's coordinator appends with
-    /// `acks=-1`.
+    /// `acks=-1`. Until the log has committed them they are pending:
+    /// OffsetFetch answers the offsets below the high watermark only, so
+    /// that an offset it returned is never taken back by a coordinator
+    /// failover.
     ///
-    /// If the append is refused the commit is undone in memory and the
-    /// request fails with [`GroupError::LogAppendFailed`]. If the append
-    /// is written but not committed in time, the request fails the same
-    /// way while the offsets stay in memory, as they are in the leader's
-    /// log (a reload would find them there too); if leadership moved, the
-    /// partition is unloaded anyway.
+    /// If the append is refused the commit is forgotten and the request
+    /// fails with [`GroupError::LogAppendFailed`]. If the append is written
+    /// but not committed in time, the request fails the same way and the
+    /// commit stays pending, as it is in the leader's log: it becomes
+    /// visible if the high watermark passes it later, and is gone if
+    /// leadership moves first and the new leader's log lacks it.
     pub async fn commit_offsets(
         &self,
         request: &OffsetCommitRequest,
@@ -455,12 +465,16 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     ) -> Result<(PartitionResults, Vec<CommitWait>), GroupError> {
         let now_ms = self.now_ms();
         let mut inner = self.lock()?;
-        let before = inner.core.offsets(&request.group_id).cloned();
-        let result = inner.core.commit_offsets(request, now_ms);
+        let result = inner.core.stage_offsets(request, now_ms);
         let flushed = inner.flush(&self.log);
-        if flushed.is_err() {
+        let partition = inner.core.partition_for(&request.group_id);
+        match &flushed {
+            Ok(appended) => match appended.iter().find(|(other, _)| *other == partition) {
+                Some((_, last_offset)) => inner.core.place_staged(partition, *last_offset),
+                None => inner.core.discard_staged(),
+            },
             // Not written: forget the commit so that reads agree with the log.
-            inner.core.restore_offsets(&request.group_id, before);
+            Err(_) => inner.core.discard_staged(),
         }
         let results = result?;
         let appended = flushed?;
@@ -472,13 +486,23 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         Ok((results, waits))
     }
 
-    /// OffsetFetch for one group.
+    /// OffsetFetch for one group: the offsets the log has committed
+    /// (pending commits below its high watermark are applied first).
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
     ) -> Result<Vec<PartitionOffset>, GroupError> {
-        self.lock()?.core.fetch_offsets(group_id, topics)
+        let now_ms = self.now_ms();
+        let mut inner = self.lock()?;
+        let partition = inner.core.partition_for(group_id);
+        // Not the leader of the partition any more: the core answers
+        // NOT_COORDINATOR once it is unloaded; until then it answers what
+        // it had applied.
+        if let Ok(committed) = lock(&self.log).committed_offset(partition) {
+            inner.core.advance_committed(partition, committed, now_ms);
+        }
+        inner.core.fetch_offsets(group_id, topics)
     }
 
     /// OffsetDelete.

@@ -549,3 +549,136 @@ fn offset_delete_protects_every_topic_when_subscriptions_cannot_be_parsed() {
         .unwrap();
     assert_eq!(results[0].1, Err(GroupError::GroupSubscribedToTopic));
 }
+
+fn fetched_offset(core: &CoordinatorCore, group_id: &str) -> Result<i64, GroupError> {
+    core.fetch_offsets(group_id, Some(&[("t".to_owned(), vec![0])]))
+        .map(|offsets| offsets[0].offset)
+}
+
+#[test]
+fn a_staged_commit_is_answered_only_once_the_high_watermark_passes_it() {
+    let mut core = core_with(no_delay());
+    core.stage_offsets(&standalone("g", vec![partition("t", 0, 42)]), 1_000)
+        .expect("accepted");
+    assert_eq!(decoded_records(&mut core).len(), 1);
+    core.place_staged(0, 10);
+    core.stage_offsets(&standalone("g", vec![partition("t", 0, 50)]), 1_001)
+        .expect("accepted");
+    core.place_staged(0, 11);
+    assert_eq!(core.pending_commits(), 2);
+    // Written, not committed: OffsetFetch answers what the log committed.
+    assert_eq!(fetched_offset(&core, "g"), Ok(-1));
+    core.advance_committed(0, 10, 1_002);
+    assert_eq!(fetched_offset(&core, "g"), Ok(-1));
+    core.advance_committed(0, 11, 1_002);
+    assert_eq!(fetched_offset(&core, "g"), Ok(42));
+    // Both at once would apply in log order: the later commit stays.
+    core.advance_committed(0, 100, 1_003);
+    assert_eq!(fetched_offset(&core, "g"), Ok(50));
+    assert_eq!(core.pending_commits(), 0);
+}
+
+#[test]
+fn a_commit_that_was_not_appended_is_forgotten() {
+    let mut core = core_with(no_delay());
+    core.commit_offsets(&standalone("g", vec![partition("t", 0, 5)]), 1_000)
+        .expect("accepted");
+    core.stage_offsets(&standalone("g", vec![partition("t", 0, 9)]), 1_001)
+        .expect("accepted");
+    core.discard_staged();
+    // A later commit does not pick up the dropped one.
+    core.stage_offsets(&standalone("other", vec![partition("t", 0, 1)]), 1_002)
+        .expect("accepted");
+    core.place_staged(0, 3);
+    core.advance_committed(0, 100, 1_003);
+    assert_eq!(fetched_offset(&core, "g"), Ok(5));
+    assert_eq!(fetched_offset(&core, "other"), Ok(1));
+}
+
+#[test]
+fn offset_delete_drops_a_pending_commit_of_that_partition() {
+    let mut core = core_with(no_delay());
+    core.stage_offsets(
+        &standalone("g", vec![partition("t", 0, 42), partition("t", 1, 7)]),
+        1_000,
+    )
+    .expect("accepted");
+    core.place_staged(0, 4);
+    core.take_records();
+    let deleted = core
+        .delete_offsets("g", &[("t".to_owned(), vec![0])], 1_001)
+        .expect("deleted");
+    assert!(deleted.iter().all(|(_, result)| result.is_ok()));
+    // The tombstone is written even though only a pending commit had it.
+    assert_eq!(decoded_records(&mut core).len(), 1);
+    core.advance_committed(0, 100, 1_002);
+    let fetched = core
+        .fetch_offsets("g", Some(&[("t".to_owned(), vec![0, 1])]))
+        .expect("served");
+    assert_eq!(
+        fetched.iter().map(|p| p.offset).collect::<Vec<_>>(),
+        vec![-1, 7]
+    );
+}
+
+/// An in-memory log whose high watermark lags its end.
+struct LaggingLog {
+    log: InMemoryOffsetsLog,
+    committed: i64,
+}
+
+impl OffsetsLog for LaggingLog {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        self.log.append(partition, records)
+    }
+
+    fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
+        Ok(self.committed)
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+        self.log.read(partition, from_offset, max_records)
+    }
+}
+
+#[test]
+fn a_coordinator_loaded_with_an_uncommitted_tail_waits_for_it_before_answering_offset_fetch() {
+    let mut first = core_with(no_delay());
+    let mut log = LaggingLog {
+        log: InMemoryOffsetsLog::new(),
+        committed: 0,
+    };
+    for offset in [3, 8, 13] {
+        first
+            .commit_offsets(&standalone("g", vec![partition("t", 0, offset)]), 1_000)
+            .expect("accepted");
+        let records: Vec<_> = first.take_records().into_iter().map(|(_, r)| r).collect();
+        log.append(0, &records).expect("appended");
+    }
+    // The new leader's high watermark covers the first commit only: the
+    // others may be commits an earlier coordinator acknowledged.
+    log.committed = 1;
+    let mut second = CoordinatorCore::new(first.config().clone(), seeded());
+    second.begin_loading(0);
+    assert_eq!(second.load_partition(&log, 0, 2_000), Ok(3));
+    assert_eq!(
+        fetched_offset(&second, "g"),
+        Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
+    );
+    second.advance_committed(0, 2, 2_001);
+    assert_eq!(
+        fetched_offset(&second, "g"),
+        Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
+    );
+    second.advance_committed(0, 3, 2_002);
+    assert_eq!(fetched_offset(&second, "g"), Ok(13));
+}

@@ -247,11 +247,13 @@ async fn errors_are_returned_directly() {
     );
 }
 
-/// A log that accepts reads (empty) and refuses appends once told to.
+/// A log that accepts reads (empty), refuses appends once told to, and
+/// has committed only up to `committed` when that is set.
 #[derive(Default)]
 struct FlakyLog {
     inner: InMemoryOffsetsLog,
     refuse_appends: bool,
+    committed: Option<i64>,
 }
 
 impl strom_coordinator::OffsetsLog for FlakyLog {
@@ -270,6 +272,10 @@ impl strom_coordinator::OffsetsLog for FlakyLog {
             });
         }
         self.inner.append(partition, records)
+    }
+
+    fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
+        Ok(self.committed.unwrap_or(i64::MAX))
     }
 
     fn read(
@@ -324,6 +330,21 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
     assert_eq!(source.to_string(), "disk full");
     let offsets = coordinator.fetch_offsets("simple", None).expect("served");
     assert_eq!(offsets[0].offset, 5, "the failed commit is not visible");
+    // A commit the log holds but has not committed is not answered until
+    // its high watermark passes it.
+    coordinator.with_log_mut(|log| {
+        log.refuse_appends = false;
+        log.committed = Some(i64::try_from(log.inner.len(0)).expect("small"));
+    });
+    coordinator
+        .commit_offsets(&commit(11))
+        .await
+        .expect("appended");
+    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    assert_eq!(offsets[0].offset, 5, "not committed by the log yet");
+    coordinator.with_log_mut(|log| log.committed = None);
+    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    assert_eq!(offsets[0].offset, 11);
 }
 
 #[tokio::test(start_paused = true)]

@@ -517,7 +517,11 @@ mod tests {
     use strom_clock::SeededRandom;
 
     fn config() -> QuorumConfig {
-        QuorumConfig::new(1, BTreeMap::from([(1, "127.0.0.1:1".to_string())]), "unused")
+        QuorumConfig::new(
+            1,
+            BTreeMap::from([(1, "127.0.0.1:1".to_string())]),
+            "unused",
+        )
     }
 
     fn timeout(seed: u64) -> (u64, u64) {
