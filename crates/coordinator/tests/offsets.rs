@@ -621,42 +621,10 @@ fn offset_delete_drops_a_pending_commit_of_that_partition() {
     );
 }
 
-/// An in-memory log whose high watermark lags its end.
-struct LaggingLog {
-    log: InMemoryOffsetsLog,
-    committed: i64,
-}
-
-impl OffsetsLog for LaggingLog {
-    fn append(
-        &mut self,
-        partition: i32,
-        records: &[strom_coordinator::LogRecord],
-    ) -> Result<i64, strom_coordinator::LogError> {
-        self.log.append(partition, records)
-    }
-
-    fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
-        Ok(self.committed)
-    }
-
-    fn read(
-        &self,
-        partition: i32,
-        from_offset: i64,
-        max_records: usize,
-    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
-        self.log.read(partition, from_offset, max_records)
-    }
-}
-
 #[test]
 fn a_coordinator_loaded_with_an_uncommitted_tail_waits_for_it_before_answering_offset_fetch() {
     let mut first = core_with(no_delay());
-    let mut log = LaggingLog {
-        log: InMemoryOffsetsLog::new(),
-        committed: 0,
-    };
+    let mut log = ControlledLog::default();
     for offset in [3, 8, 13] {
         first
             .commit_offsets(&standalone("g", vec![partition("t", 0, offset)]), 1_000)
@@ -666,7 +634,7 @@ fn a_coordinator_loaded_with_an_uncommitted_tail_waits_for_it_before_answering_o
     }
     // The new leader's high watermark covers the first commit only: the
     // others may be commits an earlier coordinator acknowledged.
-    log.committed = 1;
+    log.committed = Some(1);
     let mut second = CoordinatorCore::new(first.config().clone(), seeded());
     second.begin_loading(0);
     assert_eq!(second.load_partition(&log, 0, 2_000), Ok(3));

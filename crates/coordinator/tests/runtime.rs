@@ -247,47 +247,6 @@ async fn errors_are_returned_directly() {
     );
 }
 
-/// A log that accepts reads (empty), refuses appends once told to, and
-/// has committed only up to `committed` when that is set.
-#[derive(Default)]
-struct FlakyLog {
-    inner: InMemoryOffsetsLog,
-    refuse_appends: bool,
-    committed: Option<i64>,
-}
-
-impl strom_coordinator::OffsetsLog for FlakyLog {
-    fn append(
-        &mut self,
-        partition: i32,
-        records: &[strom_coordinator::LogRecord],
-    ) -> Result<i64, strom_coordinator::LogError> {
-        if self.refuse_appends {
-            return Err(strom_coordinator::LogError::Backend {
-                operation: strom_coordinator::LogOperation::Append,
-                source: strom_coordinator::BackendError::new(std::io::Error::new(
-                    std::io::ErrorKind::StorageFull,
-                    "disk full",
-                )),
-            });
-        }
-        self.inner.append(partition, records)
-    }
-
-    fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
-        Ok(self.committed.unwrap_or(i64::MAX))
-    }
-
-    fn read(
-        &self,
-        partition: i32,
-        from_offset: i64,
-        max_records: usize,
-    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
-        self.inner.read(partition, from_offset, max_records)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_commit_that_cannot_be_appended_is_undone() {
     let config = CoordinatorConfig {
@@ -295,8 +254,12 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
         offsets_topic_partitions: 1,
         ..CoordinatorConfig::default()
     };
-    let coordinator =
-        GroupCoordinator::new(config, FlakyLog::default(), paused_clock(), fresh_random());
+    let coordinator = GroupCoordinator::new(
+        config,
+        ControlledLog::default(),
+        paused_clock(),
+        fresh_random(),
+    );
     coordinator.load_partition(0).expect("loads");
     let commit = |offset| OffsetCommitRequest {
         group_id: "simple".into(),
@@ -374,41 +337,12 @@ async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
     assert_eq!(coordinator.fetch_offsets(GROUP, None), Ok(Vec::new()));
 }
 
-/// An offsets log whose appends panic once armed: a panic while the
-/// coordinator holds its group state.
-struct PanickingLog {
-    inner: InMemoryOffsetsLog,
-    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl strom_coordinator::OffsetsLog for PanickingLog {
-    fn append(
-        &mut self,
-        partition: i32,
-        records: &[strom_coordinator::LogRecord],
-    ) -> Result<i64, strom_coordinator::LogError> {
-        if self.armed.load(std::sync::atomic::Ordering::SeqCst) {
-            panic!("injected panic while the group state is locked");
-        }
-        self.inner.append(partition, records)
-    }
-
-    fn read(
-        &self,
-        partition: i32,
-        from_offset: i64,
-        max_records: usize,
-    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
-        self.inner.read(partition, from_offset, max_records)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
     let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let log = PanickingLog {
-        inner: InMemoryOffsetsLog::default(),
-        armed: std::sync::Arc::clone(&armed),
+    let log = ControlledLog {
+        panic_armed: std::sync::Arc::clone(&armed),
+        ..ControlledLog::default()
     };
     let config = CoordinatorConfig {
         group: no_delay(),

@@ -188,3 +188,50 @@ pub fn stable_single(core: &mut CoordinatorCore, now_ms: i64) -> (String, i32) {
     assert_eq!(synced.len(), 1);
     (member_id, response.generation_id)
 }
+
+/// An in-memory log a test controls: it refuses appends once told to,
+/// panics on an append once `panic_armed` is set (a panic while the
+/// coordinator holds its group state), and has committed only up to
+/// `committed` when that is set.
+#[derive(Default)]
+pub struct ControlledLog {
+    pub inner: InMemoryOffsetsLog,
+    pub refuse_appends: bool,
+    pub panic_armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub committed: Option<i64>,
+}
+
+impl strom_coordinator::OffsetsLog for ControlledLog {
+    fn append(
+        &mut self,
+        partition: i32,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        if self.panic_armed.load(std::sync::atomic::Ordering::SeqCst) {
+            panic!("injected panic while the group state is locked");
+        }
+        if self.refuse_appends {
+            return Err(strom_coordinator::LogError::Backend {
+                operation: strom_coordinator::LogOperation::Append,
+                source: strom_coordinator::BackendError::new(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    "disk full",
+                )),
+            });
+        }
+        self.inner.append(partition, records)
+    }
+
+    fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
+        Ok(self.committed.unwrap_or(i64::MAX))
+    }
+
+    fn read(
+        &self,
+        partition: i32,
+        from_offset: i64,
+        max_records: usize,
+    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+        self.inner.read(partition, from_offset, max_records)
+    }
+}
