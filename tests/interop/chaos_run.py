@@ -100,7 +100,9 @@ def main() -> int:
                "seconds": round(time.monotonic() - started, 1), **report.summary(),
                "failover_by_fault": [[fault.kind, fault.node, fault.controller, fault.start_ms, fault.elected_ms,
                                       fault.failover_ms]
-                                     for fault in history.faults if fault.failover_ms]}
+                                     for fault in history.faults if fault.failover_ms],
+               # librdkafka's producer epoch bumps (time, producer, log line).
+               "client_epoch_bumps": report.client_events}
     print(json.dumps(summary, indent=1))
     print(report.format().split("\n", 1)[1] if "\n" in report.format() and not report.clean else "")
     if report.clean and not args.keep_logs:
