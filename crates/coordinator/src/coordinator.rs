@@ -499,6 +499,16 @@ impl CoordinatorCore {
         self.pending.len()
     }
 
+    /// The partitions with commits waiting for the log.
+    pub fn pending_partitions(&self) -> Vec<i32> {
+        let partitions: BTreeSet<i32> = self
+            .pending
+            .keys()
+            .map(|(partition, _)| *partition)
+            .collect();
+        partitions.into_iter().collect()
+    }
+
     /// Forgets pending commits of `group_id` (of one of its partitions
     /// when `only` is given): its offsets were deleted after them.
     fn drop_pending(&mut self, group_id: &str, only: Option<&TopicPartition>) {

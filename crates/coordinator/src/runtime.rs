@@ -153,6 +153,16 @@ async fn committed(waits: Vec<CommitWait>) -> Result<(), GroupError> {
     Ok(())
 }
 
+/// Applies the pending commits of `partition` that its log has committed.
+/// A log that does not lead the partition any more answers nothing here:
+/// the core then answers NOT_COORDINATOR once the partition is unloaded,
+/// and until then what it had applied.
+fn catch_up(core: &mut CoordinatorCore, log: &Mutex<impl OffsetsLog>, partition: i32, now_ms: i64) {
+    if let Ok(committed) = lock(log).committed_offset(partition) {
+        core.advance_committed(partition, committed, now_ms);
+    }
+}
+
 /// Locks the offsets log: it is a handle to storage with no state of its
 /// own for a panic to leave half-changed, so it is reused after one.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -286,12 +296,22 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         }
     }
 
-    /// Advances timers now.
+    /// Advances timers now, after applying the pending offset commits the
+    /// log has committed since (so that expiry sees them, and commits whose
+    /// answer timed out do not wait for the next OffsetFetch).
     pub fn tick(&self) {
         let _ = self.with_core(|inner, now_ms| {
+            for partition in inner.core.pending_partitions() {
+                catch_up(&mut inner.core, &self.log, partition, now_ms);
+            }
             inner.core.tick(now_ms);
             Ok(())
         });
+    }
+
+    /// How many offset commits wait for the log to commit them.
+    pub fn pending_commits(&self) -> usize {
+        self.lock().map_or(0, |inner| inner.core.pending_commits())
     }
 
     /// Spawns the timer task: it calls [`tick`](Self::tick) every `interval`
@@ -465,9 +485,12 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     ) -> Result<(PartitionResults, Vec<CommitWait>), GroupError> {
         let now_ms = self.now_ms();
         let mut inner = self.lock()?;
+        // The group's earlier commits are answered by now, so committed:
+        // applied here, pending commits stay as many as are in flight.
+        let partition = inner.core.partition_for(&request.group_id);
+        catch_up(&mut inner.core, &self.log, partition, now_ms);
         let result = inner.core.stage_offsets(request, now_ms);
         let flushed = inner.flush(&self.log);
-        let partition = inner.core.partition_for(&request.group_id);
         match &flushed {
             Ok(appended) => match appended.iter().find(|(other, _)| *other == partition) {
                 Some((_, last_offset)) => inner.core.place_staged(partition, *last_offset),
@@ -496,12 +519,7 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
         let now_ms = self.now_ms();
         let mut inner = self.lock()?;
         let partition = inner.core.partition_for(group_id);
-        // Not the leader of the partition any more: the core answers
-        // NOT_COORDINATOR once it is unloaded; until then it answers what
-        // it had applied.
-        if let Ok(committed) = lock(&self.log).committed_offset(partition) {
-            inner.core.advance_committed(partition, committed, now_ms);
-        }
+        catch_up(&mut inner.core, &self.log, partition, now_ms);
         inner.core.fetch_offsets(group_id, topics)
     }
 

@@ -308,6 +308,18 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
     coordinator.with_log_mut(|log| log.committed = None);
     let offsets = coordinator.fetch_offsets("simple", None).expect("served");
     assert_eq!(offsets[0].offset, 11);
+    // A group that commits and never fetches keeps no more pending commits
+    // than it has in flight: each commit applies what the log committed,
+    // and the timer applies the rest.
+    for offset in 12..40 {
+        coordinator
+            .commit_offsets(&commit(offset))
+            .await
+            .expect("committed");
+        assert!(coordinator.pending_commits() <= 1);
+    }
+    coordinator.tick();
+    assert_eq!(coordinator.pending_commits(), 0);
 }
 
 #[tokio::test(start_paused = true)]
