@@ -408,50 +408,6 @@ async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
         .all(|described| described == &Err(GroupError::CoordinatorNotAvailable)));
 }
 
-/// An offsets log whose commits wait for a signal (the in-sync replicas
-/// catching up) and can be told to fail instead.
-#[derive(Default)]
-struct ReplicatedLog {
-    inner: InMemoryOffsetsLog,
-    /// Released to let waiting commits through.
-    committed: std::sync::Arc<tokio::sync::Notify>,
-    /// When set, commits fail with this instead.
-    failure: Option<strom_coordinator::LogError>,
-}
-
-impl strom_coordinator::OffsetsLog for ReplicatedLog {
-    fn append(
-        &mut self,
-        partition: i32,
-        records: &[strom_coordinator::LogRecord],
-    ) -> Result<i64, strom_coordinator::LogError> {
-        self.inner.append(partition, records)
-    }
-
-    fn read(
-        &self,
-        partition: i32,
-        from_offset: i64,
-        max_records: usize,
-    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
-        self.inner.read(partition, from_offset, max_records)
-    }
-
-    fn wait_committed(&self, _partition: i32, _last_offset: i64) -> strom_coordinator::CommitWait {
-        let committed = std::sync::Arc::clone(&self.committed);
-        let failure = self.failure.clone();
-        Box::pin(async move {
-            match failure {
-                Some(error) => Err(error),
-                None => {
-                    committed.notified().await;
-                    Ok(())
-                }
-            }
-        })
-    }
-}
-
 fn standalone_commit(offset: i64) -> OffsetCommitRequest {
     OffsetCommitRequest {
         group_id: "simple".into(),
@@ -479,7 +435,7 @@ async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coor
     };
     let coordinator = GroupCoordinator::new(
         config,
-        ReplicatedLog::default(),
+        ControlledLog::gated(),
         paused_clock(),
         fresh_random(),
     );
@@ -496,7 +452,7 @@ async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coor
         "the coordinator is not held by the waiting commit"
     );
     assert_eq!(coordinator.with_log(|log| log.inner.len(0)), 1);
-    coordinator.with_log(|log| log.committed.notify_waiters());
+    coordinator.with_log(|log| log.release_commits());
     let results = commit.await.expect("task").expect("committed");
     assert!(results.iter().all(|(_, result)| result.is_ok()));
     let offsets = coordinator.fetch_offsets("simple", None).expect("served");
@@ -511,9 +467,9 @@ async fn a_commit_the_log_does_not_commit_fails_with_the_log_s_reason() {
         ..CoordinatorConfig::default()
     };
     let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };
-    let log = ReplicatedLog {
-        failure: Some(not_leader.clone()),
-        ..ReplicatedLog::default()
+    let log = ControlledLog {
+        commit_failure: Some(not_leader.clone()),
+        ..ControlledLog::gated()
     };
     let coordinator = GroupCoordinator::new(config, log, paused_clock(), fresh_random());
     coordinator.load_partition(0).expect("loads");
@@ -525,7 +481,7 @@ async fn a_commit_the_log_does_not_commit_fails_with_the_log_s_reason() {
 
 /// Two members joined to generation 2 of GROUP on `coordinator`: (leader
 /// id, follower id).
-async fn two_members(coordinator: &GroupCoordinator<ReplicatedLog>) -> (String, String) {
+async fn two_members(coordinator: &GroupCoordinator<ControlledLog>) -> (String, String) {
     let first = coordinator
         .join_group(GROUP, old_style_join("a"))
         .await
@@ -546,7 +502,7 @@ async fn two_members(coordinator: &GroupCoordinator<ReplicatedLog>) -> (String, 
 
 /// The leader's and the follower's SyncGroup answers of generation 2.
 async fn sync_both(
-    coordinator: &GroupCoordinator<ReplicatedLog>,
+    coordinator: &GroupCoordinator<ControlledLog>,
     leader: &str,
     follower: &str,
 ) -> (
@@ -584,7 +540,7 @@ async fn sync_answers_wait_until_the_group_s_assignment_is_committed() {
     };
     let coordinator = GroupCoordinator::new(
         config,
-        ReplicatedLog::default(),
+        ControlledLog::gated(),
         paused_clock(),
         fresh_random(),
     );
@@ -598,7 +554,7 @@ async fn sync_answers_wait_until_the_group_s_assignment_is_committed() {
         Ok(()),
         "the coordinator is not held while the record commits"
     );
-    coordinator.with_log(|log| log.committed.notify_waiters());
+    coordinator.with_log(|log| log.release_commits());
     let leader_sync = leader_sync.await.expect("task").expect("synced");
     let follower_sync = follower_sync.await.expect("task").expect("synced");
     assert_eq!(leader_sync.assignment, Bytes::from_static(b"p0"));
@@ -614,14 +570,14 @@ async fn an_assignment_not_committed_fails_every_member_s_sync() {
     };
     let coordinator = GroupCoordinator::new(
         config,
-        ReplicatedLog::default(),
+        ControlledLog::gated(),
         paused_clock(),
         fresh_random(),
     );
     coordinator.load_partition(0).expect("loads");
     let (leader, follower) = two_members(&coordinator).await;
     let not_leader = strom_coordinator::LogError::NotLeader { partition: 0 };
-    coordinator.with_log_mut(|log| log.failure = Some(not_leader.clone()));
+    coordinator.with_log_mut(|log| log.commit_failure = Some(not_leader.clone()));
     let (leader_sync, follower_sync) = sync_both(&coordinator, &leader, &follower).await;
     let failed = Err(GroupError::LogAppendFailed { source: not_leader });
     assert_eq!(leader_sync.await.expect("task"), failed);

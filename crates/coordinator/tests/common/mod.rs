@@ -191,14 +191,35 @@ pub fn stable_single(core: &mut CoordinatorCore, now_ms: i64) -> (String, i32) {
 
 /// An in-memory log a test controls: it refuses appends once told to,
 /// panics on an append once `panic_armed` is set (a panic while the
-/// coordinator holds its group state), and has committed only up to
-/// `committed` when that is set.
+/// coordinator holds its group state), has committed only up to
+/// `committed` when that is set, and, when gated, lets a commit through
+/// only when [`release_commits`](Self::release_commits) is called (the
+/// in-sync replicas catching up) or fails it with `commit_failure`.
 #[derive(Default)]
 pub struct ControlledLog {
     pub inner: InMemoryOffsetsLog,
     pub refuse_appends: bool,
     pub panic_armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub committed: Option<i64>,
+    pub commit_gate: Option<std::sync::Arc<tokio::sync::Notify>>,
+    pub commit_failure: Option<strom_coordinator::LogError>,
+}
+
+impl ControlledLog {
+    /// A log whose commits wait for [`release_commits`](Self::release_commits).
+    pub fn gated() -> ControlledLog {
+        ControlledLog {
+            commit_gate: Some(std::sync::Arc::default()),
+            ..ControlledLog::default()
+        }
+    }
+
+    /// Lets the commits waiting now through.
+    pub fn release_commits(&self) {
+        if let Some(gate) = &self.commit_gate {
+            gate.notify_waiters();
+        }
+    }
 }
 
 impl strom_coordinator::OffsetsLog for ControlledLog {
@@ -224,6 +245,20 @@ impl strom_coordinator::OffsetsLog for ControlledLog {
 
     fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
         Ok(self.committed.unwrap_or(i64::MAX))
+    }
+
+    fn wait_committed(&self, _partition: i32, _last_offset: i64) -> strom_coordinator::CommitWait {
+        let gate = self.commit_gate.clone();
+        let failure = self.commit_failure.clone();
+        Box::pin(async move {
+            if let Some(error) = failure {
+                return Err(error);
+            }
+            if let Some(gate) = gate {
+                gate.notified().await;
+            }
+            Ok(())
+        })
     }
 
     fn read(
