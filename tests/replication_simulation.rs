@@ -1321,6 +1321,8 @@ struct Outcome {
     /// Loads of the group beyond the first (coordinator failovers).
     coordinator_moves: u32,
     controller_failovers: u32,
+    /// OffsetFetch answers to the admin client.
+    admin_fetches: u32,
 }
 
 /// Runs one seed: `steps` steps with faults, then a calm period in which
@@ -1378,6 +1380,7 @@ fn run_seed(seed: u64, steps: u32) -> Outcome {
         restarts: simulation.consumer.restarts,
         coordinator_moves: simulation.consumer.loads.saturating_sub(1),
         controller_failovers: simulation.controller_failovers,
+        admin_fetches: simulation.consumer.observer_answers,
     }
 }
 
@@ -1422,6 +1425,7 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
         total.restarts += outcome.restarts;
         total.coordinator_moves += outcome.coordinator_moves;
         total.controller_failovers += outcome.controller_failovers;
+        total.admin_fetches += outcome.admin_fetches;
         if keep_going && ran.is_multiple_of(100) {
             eprintln!(
                 "{ran} seeds ({first}..={seed}) in {} s, failed: {failed:?}",
@@ -1431,9 +1435,10 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
     }
     let passed = ran - failed.len() as u64;
     println!(
-        "{ran} seeds from {first} ({} s): {passed} passed, failed {failed:?}; {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves, {} controller failovers",
+        "{ran} seeds from {first} ({} s): {passed} passed, failed {failed:?}; {} records acknowledged, {} offset commits acknowledged, {} consumer restarts from committed offsets, {} coordinator moves, {} controller failovers, {} admin OffsetFetch answers",
         started.elapsed().as_secs(),
-        total.acknowledged, total.commits, total.restarts, total.coordinator_moves, total.controller_failovers
+        total.acknowledged, total.commits, total.restarts, total.coordinator_moves, total.controller_failovers,
+        total.admin_fetches
     );
     assert!(failed.is_empty(), "seeds {failed:?} broke an invariant");
     assert!(ran > 0, "the time budget ran out before the first seed");
@@ -1445,4 +1450,5 @@ fn replication_keeps_its_invariants_under_seeded_faults() {
     // The group's invariants were exercised across coordinator failovers.
     assert!(total.restarts >= passed as u32 && total.coordinator_moves > 0);
     assert!(total.controller_failovers > 0);
+    assert!(total.admin_fetches > 0);
 }

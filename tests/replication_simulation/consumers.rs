@@ -18,7 +18,9 @@
 //!   consumer has read (records below a HW do not vanish);
 //! - an OffsetFetch answer is never below a commit acknowledged before the
 //!   fetch was sent nor below an earlier answer (committed offsets never go
-//!   backwards), and is an offset the consumer committed;
+//!   backwards), and is an offset the consumer committed; the same holds
+//!   for an admin client that asks now and then whatever the consumer is
+//!   doing (also while a commit is pending);
 //!
 //! and at the end: the consumer read every acknowledged record, and the
 //! final coordinator returns the consumer's final positions.
@@ -139,6 +141,13 @@ pub(crate) struct Consumer {
     pub(crate) acknowledged: BTreeMap<i32, i64>,
     /// The highest offset an OffsetFetch answered per partition.
     fetched: BTreeMap<i32, i64>,
+    /// An admin client that asks OffsetFetch now and then, whatever the
+    /// consumer is doing (so also while a commit is pending): its request
+    /// in flight (id, when sent, the acknowledged commits then), the
+    /// highest offsets it was answered, and how many answers it checked.
+    observer_in_flight: Option<(u64, i64, BTreeMap<i32, i64>)>,
+    observer_fetched: BTreeMap<i32, i64>,
+    pub(crate) observer_answers: u32,
     /// The request in flight: its id, when it was sent, and the
     /// acknowledged commits when it was sent.
     in_flight: Option<(u64, i64, BTreeMap<i32, i64>)>,
@@ -160,6 +169,9 @@ impl Consumer {
             sent: BTreeSet::new(),
             acknowledged: BTreeMap::new(),
             fetched: BTreeMap::new(),
+            observer_in_flight: None,
+            observer_fetched: BTreeMap::new(),
+            observer_answers: 0,
             in_flight: None,
             next_id: 0,
             next_attempt_ms: 0,
@@ -478,7 +490,74 @@ impl Simulation {
         Some((leader, state.leader_epoch))
     }
 
+    /// The admin client: one OffsetFetch at a time to the coordinator of
+    /// the newest metadata, about every 100 ms.
+    pub(crate) fn observer_tick(&mut self) {
+        let now_ms = self.now_ms;
+        if let Some((_, sent_ms, _)) = self.consumer.observer_in_flight {
+            if now_ms - sent_ms < CONSUMER_TIMEOUT_MS {
+                return;
+            }
+            self.consumer.observer_in_flight = None;
+        }
+        if !self.rng.chance(50) {
+            return;
+        }
+        let Some((coordinator, _)) = self.consumer_metadata(OFFSETS_PARTITION) else {
+            return;
+        };
+        let id = self.consumer.next_id;
+        self.consumer.next_id += 1;
+        self.consumer.observer_in_flight = Some((id, now_ms, self.consumer.acknowledged.clone()));
+        self.send(
+            Node::Client,
+            Node::Broker(coordinator),
+            Message::Group(GroupMessage::OffsetFetch { id }),
+        );
+    }
+
+    /// An answer to the admin client: never below a commit acknowledged
+    /// before it asked, never below an earlier answer, always an offset the
+    /// consumer committed.
+    fn observer_receives(&mut self, offsets: Option<Vec<(i32, i64)>>) {
+        let Some((_, _, acknowledged)) = self.consumer.observer_in_flight.take() else {
+            return;
+        };
+        let Some(offsets) = offsets else {
+            return;
+        };
+        self.consumer.observer_answers += 1;
+        for (partition, offset) in &offsets {
+            if let Some(floor) = acknowledged.get(partition) {
+                if offset < floor {
+                    self.fail(&format!(
+                        "p{partition}: OffsetFetch answered the admin client {offset} after {floor} was acknowledged"
+                    ));
+                }
+            }
+            if let Some(earlier) = self.consumer.observer_fetched.get(partition) {
+                if offset < earlier {
+                    self.fail(&format!(
+                        "p{partition}: OffsetFetch answered the admin client {offset} after it had answered {earlier}"
+                    ));
+                }
+            }
+            if *offset >= 0 && !self.consumer.sent.contains(&(*partition, *offset)) {
+                self.fail(&format!(
+                    "p{partition}: the admin client was answered {offset}, never committed"
+                ));
+            }
+            let highest = self
+                .consumer
+                .observer_fetched
+                .entry(*partition)
+                .or_insert(*offset);
+            *highest = (*highest).max(*offset);
+        }
+    }
+
     pub(crate) fn consumer_tick(&mut self) {
+        self.observer_tick();
         let now_ms = self.now_ms;
         if let Some((_, sent_ms, _)) = self.consumer.in_flight {
             if now_ms - sent_ms < CONSUMER_TIMEOUT_MS {
@@ -555,6 +634,16 @@ impl Simulation {
         else {
             return;
         };
+        if let GroupMessage::OffsetFetchReply { id, offsets } = &message {
+            if self
+                .consumer
+                .observer_in_flight
+                .as_ref()
+                .is_some_and(|(observer, _, _)| observer == id)
+            {
+                return self.observer_receives(offsets.clone());
+            }
+        }
         let acknowledged_when_sent = match &self.consumer.in_flight {
             Some((in_flight, _, acknowledged)) if in_flight == id => acknowledged.clone(),
             _ => return,
