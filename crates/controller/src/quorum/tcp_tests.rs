@@ -5,6 +5,7 @@ use tokio::io::{duplex, AsyncReadExt, AsyncWriteExt};
 use super::*;
 use crate::quorum::memory::MemoryNetwork;
 use crate::quorum::node::QuorumConfig;
+use crate::quorum::QuorumStatus;
 use strom_clock::{SeededRandom, SystemClock};
 
 async fn single_voter() -> (tempfile::TempDir, Arc<QuorumController>) {
@@ -69,10 +70,27 @@ async fn an_oversized_or_negative_frame_closes_the_connection() {
     }
 }
 
+/// The voter's status once it has elected itself and committed what its
+/// election writes (two readings 100 ms apart agree): what a garbage frame
+/// must not change.
+async fn settled_status(node: &QuorumController) -> QuorumStatus {
+    let mut last = node.status();
+    for _ in 0..100 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = node.status();
+        if now.is_active && now.epoch == last.epoch && now.high_watermark == last.high_watermark {
+            return now;
+        }
+        last = now;
+    }
+    panic!("the single voter did not settle: {last:?}");
+}
+
 #[tokio::test]
 async fn a_garbage_body_closes_the_connection_and_changes_nothing() {
     let (_directory, node) = single_voter().await;
-    let before = node.status();
+    // Its own election would change the epoch under the check.
+    let before = settled_status(&node).await;
     let (result, answer) = send_raw(
         Arc::clone(&node),
         frame(&[&request_header(RAFT_API_KEY, 1), &[0xFF; 40]]),
