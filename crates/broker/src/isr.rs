@@ -14,8 +14,18 @@ use tracing::{debug, info};
 
 use crate::replica_manager::{PartitionReplica, ReplicaManager};
 
+/// How long a leader waits before it sends again an ISR change that got no
+/// answer (the metadata quorum did not answer in time, or the connection
+/// broke).
+const UNANSWERED_RETRY: Duration = Duration::from_millis(200);
+
 /// Sends `change` for `replica` to the controller (at most one at a time per
-/// partition), then applies the controller's image. Must run inside a
+/// partition), then applies the controller's image. A change that got no
+/// answer is sent again after [`UNANSWERED_RETRY`] while this broker leads
+/// at the same leader and partition epochs, as Kafka's AlterPartition
+/// manager retries: a follower proposed into the ISR holds the HW back
+/// until an answer or the image settles the proposal, and a follower that
+/// cannot fetch would never cause another proposal. Must run inside a
 /// tokio runtime.
 pub fn propose(
     controller: &Arc<dyn ControllerClient>,
@@ -45,6 +55,7 @@ pub fn propose(
     let replica = Arc::clone(replica);
     tokio::spawn(async move {
         let topic_partition = &replica.topic_partition;
+        let mut unanswered = false;
         match controller.alter_partition(request.clone()).await {
             Ok(Ok(reply)) => {
                 info!(%topic_partition, isr = ?reply.isr, partition_epoch = reply.partition_epoch, "ISR changed");
@@ -63,11 +74,23 @@ pub fn propose(
                     replica.abandon_isr_expansion();
                 }
             }
-            Err(error) => debug!(%topic_partition, %error, "ISR change not sent"),
+            Err(error) => {
+                debug!(%topic_partition, %error, "ISR change not answered; sent again shortly");
+                unanswered = true;
+            }
         }
         let image = controller.image();
-        let _ = tokio::task::spawn_blocking(move || replicas.apply_image(&image)).await;
+        let applying = Arc::clone(&replicas);
+        let _ = tokio::task::spawn_blocking(move || applying.apply_image(&image)).await;
         replica.end_isr_change();
+        if unanswered {
+            tokio::time::sleep(UNANSWERED_RETRY).await;
+            let same_leader =
+                matches!(replica.leader_epoch(), Ok(Ok(epoch)) if epoch == leader_epoch);
+            if same_leader && replica.partition_epoch() == Some(change.partition_epoch) {
+                propose(&controller, &replicas, &replica, change);
+            }
+        }
     });
 }
 

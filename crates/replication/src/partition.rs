@@ -475,6 +475,13 @@ impl Partition {
             .unwrap_or_default()
     }
 
+    /// The partition epoch of the ISR the leader knows, if led here.
+    pub fn partition_epoch(&self) -> Option<i32> {
+        self.leading(|leader| leader.partition_epoch())
+            .ok()
+            .and_then(Result::ok)
+    }
+
     /// The number of in-sync replicas (0 unless led here and online).
     pub fn isr_size(&self) -> usize {
         self.isr().len()
