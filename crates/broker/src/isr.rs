@@ -21,7 +21,7 @@ const UNANSWERED_RETRY: Duration = Duration::from_millis(200);
 
 /// Sends `change` for `replica` to the controller (at most one at a time per
 /// partition), then applies the controller's image. A change that got no
-/// answer is sent again after [`UNANSWERED_RETRY`] while this broker leads
+/// answer is sent again after 200 ms (`UNANSWERED_RETRY`) while this broker leads
 /// at the same leader and partition epochs, as Kafka's AlterPartition
 /// manager retries: a follower proposed into the ISR holds the HW back
 /// until an answer or the image settles the proposal, and a follower that
