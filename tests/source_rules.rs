@@ -95,7 +95,12 @@ fn describe_cycle(lib: &Path, cycle: &[String]) -> String {
 fn no_library_crate_has_an_import_cycle_between_its_modules() {
     let allowed: BTreeMap<(&str, Vec<String>), ()> = ALLOWED_CYCLES
         .iter()
-        .map(|(dir, modules)| ((*dir, modules.iter().map(|m| (*m).to_owned()).collect()), ()))
+        .map(|(dir, modules)| {
+            (
+                (*dir, modules.iter().map(|m| (*m).to_owned()).collect()),
+                (),
+            )
+        })
         .collect();
     let crates = library_crates();
     assert!(crates.len() >= 10, "found the library crates: {crates:?}");
@@ -138,7 +143,13 @@ fn no_function_outside_tests_is_over_the_limit() {
         .iter()
         .map(|f| {
             let file = f.file.strip_prefix(&root).unwrap_or(&f.file);
-            format!("{}:{} {} ({} lines)", file.display(), f.line, f.name, f.lines)
+            format!(
+                "{}:{} {} ({} lines)",
+                file.display(),
+                f.line,
+                f.name,
+                f.lines
+            )
         })
         .collect();
     assert!(
@@ -162,13 +173,28 @@ fn scratch_crate(files: &[(&str, &str)]) -> tempfile::TempDir {
 #[test]
 fn a_cycle_through_a_re_export_and_super_is_found() {
     let directory = scratch_crate(&[
-        ("src/lib.rs", "pub mod config;\npub mod security;\npub use config::Config;\n"),
-        ("src/config.rs", "use crate::security::Settings;\npub struct Config;\n"),
-        ("src/security/mod.rs", "mod parse;\npub use parse::Settings;\n"),
-        ("src/security/parse.rs", "pub struct Settings(crate::Config);\nfn f() { super::super::config::Config; }\n"),
+        (
+            "src/lib.rs",
+            "pub mod config;\npub mod security;\npub use config::Config;\n",
+        ),
+        (
+            "src/config.rs",
+            "use crate::security::Settings;\npub struct Config;\n",
+        ),
+        (
+            "src/security/mod.rs",
+            "mod parse;\npub use parse::Settings;\n",
+        ),
+        (
+            "src/security/parse.rs",
+            "pub struct Settings(crate::Config);\nfn f() { super::super::config::Config; }\n",
+        ),
     ]);
     let cycles = crate_cycles(&directory.path().join("src/lib.rs"));
-    assert_eq!(cycles, vec![vec!["config".to_owned(), "security::parse".to_owned()]]);
+    assert_eq!(
+        cycles,
+        vec![vec!["config".to_owned(), "security::parse".to_owned()]]
+    );
 }
 
 #[test]

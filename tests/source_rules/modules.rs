@@ -97,10 +97,13 @@ fn child_file(parent: &Path, parent_module: &[String], child: &str) -> Result<Pa
         let stem = parent.file_stem().unwrap_or_default();
         directory.join(stem)
     };
-    [base.join(format!("{child}.rs")), base.join(child).join("mod.rs")]
-        .into_iter()
-        .find(|candidate| candidate.exists())
-        .ok_or_else(|| format!("{}: no file for `mod {child};`", parent.display()))
+    [
+        base.join(format!("{child}.rs")),
+        base.join(child).join("mod.rs"),
+    ]
+    .into_iter()
+    .find(|candidate| candidate.exists())
+    .ok_or_else(|| format!("{}: no file for `mod {child};`", parent.display()))
 }
 
 /// One path found in a module: where it starts and its segments from the
@@ -266,7 +269,11 @@ impl Scanner<'_> {
             Token::Punct('{') => self.depth += 1,
             Token::Punct('}') => {
                 self.depth = self.depth.saturating_sub(1);
-                if self.inline.last().is_some_and(|(_, depth)| *depth == self.depth) {
+                if self
+                    .inline
+                    .last()
+                    .is_some_and(|(_, depth)| *depth == self.depth)
+                {
                     self.inline.pop();
                 }
             }
@@ -283,8 +290,7 @@ impl Scanner<'_> {
                 return self.use_statement(index, export);
             }
             Token::Word(word) if matches!(word.as_str(), "crate" | "super" | "self") => {
-                let after_separator =
-                    index > 0 && tokens[index - 1].token == Token::PathSeparator;
+                let after_separator = index > 0 && tokens[index - 1].token == Token::PathSeparator;
                 let before_separator =
                     tokens.get(index + 1).map(|l| &l.token) == Some(&Token::PathSeparator);
                 if before_separator && !after_separator {
@@ -352,7 +358,10 @@ pub fn import_graph(files: &[ModuleFile]) -> BTreeMap<ModulePath, BTreeSet<Modul
 type Exports = BTreeMap<(ModulePath, String), Vec<String>>;
 
 /// For each module and name it re-exports, the full path re-exported.
-fn re_exports(modules: &BTreeSet<ModulePath>, found: &BTreeMap<ModulePath, Vec<FoundPath>>) -> Exports {
+fn re_exports(
+    modules: &BTreeSet<ModulePath>,
+    found: &BTreeMap<ModulePath, Vec<FoundPath>>,
+) -> Exports {
     let mut exports = Exports::new();
     for (module, paths) in found {
         for path in paths {

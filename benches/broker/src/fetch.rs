@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use strom_protocol::kafka::messages::fetch_request::{FetchPartition, FetchTopic};
-use strom_protocol::kafka::messages::{BrokerId, FetchRequest};
+use strom_protocol::kafka::messages::{BrokerId, FetchRequest, FetchResponse};
 use strom_protocol::records::RecordBatches;
 use strom_protocol::{ErrorCode, Request, Response};
 
@@ -64,39 +64,9 @@ pub async fn run_fetch(
         let Response::Fetch(response) = response else {
             return Err(LoadError::UnexpectedResponse { expected: "Fetch" });
         };
-        for partition in response
-            .responses
-            .iter()
-            .flat_map(|topic| &topic.partitions)
-        {
-            let code = ErrorCode::from(partition.error_code);
-            if !code.is_none() {
-                return Err(broker_error(
-                    "Fetch",
-                    &settings.topic,
-                    partition.partition_index,
-                    code,
-                ));
-            }
-            let Some(position) = usize::try_from(partition.partition_index)
-                .ok()
-                .and_then(|index| positions.get_mut(index))
-            else {
-                continue;
-            };
-            let Some(bytes) = partition.records.clone() else {
-                continue;
-            };
-            for batch in RecordBatches::new(bytes) {
-                let batch = batch?;
-                if batch.next_offset() <= *position {
-                    continue;
-                }
-                records += u64::try_from(batch.record_count()).unwrap_or(0);
-                batch_bytes += batch.size_in_bytes() as u64;
-                *position = batch.next_offset();
-            }
-        }
+        let (new_records, new_bytes) = advance_positions(&response, settings, &mut positions)?;
+        records += new_records;
+        batch_bytes += new_bytes;
     }
     Ok(Report {
         mode: "fetch",
@@ -105,6 +75,51 @@ pub async fn run_fetch(
         elapsed: started.elapsed(),
         latency: LatencySummary::from_samples(&mut latencies),
     })
+}
+
+/// Moves each partition's position past the batches `response` returned;
+/// the records and batch bytes that were new.
+fn advance_positions(
+    response: &FetchResponse,
+    settings: &FetchSettings,
+    positions: &mut [i64],
+) -> Result<(u64, u64), LoadError> {
+    let mut records = 0_u64;
+    let mut batch_bytes = 0_u64;
+    for partition in response
+        .responses
+        .iter()
+        .flat_map(|topic| &topic.partitions)
+    {
+        let code = ErrorCode::from(partition.error_code);
+        if !code.is_none() {
+            return Err(broker_error(
+                "Fetch",
+                &settings.topic,
+                partition.partition_index,
+                code,
+            ));
+        }
+        let Some(position) = usize::try_from(partition.partition_index)
+            .ok()
+            .and_then(|index| positions.get_mut(index))
+        else {
+            continue;
+        };
+        let Some(bytes) = partition.records.clone() else {
+            continue;
+        };
+        for batch in RecordBatches::new(bytes) {
+            let batch = batch?;
+            if batch.next_offset() <= *position {
+                continue;
+            }
+            records += u64::try_from(batch.record_count()).unwrap_or(0);
+            batch_bytes += batch.size_in_bytes() as u64;
+            *position = batch.next_offset();
+        }
+    }
+    Ok((records, batch_bytes))
 }
 
 fn fetch_request(settings: &FetchSettings, wanted: &[(i32, i64)]) -> FetchRequest {

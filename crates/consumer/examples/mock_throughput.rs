@@ -39,16 +39,14 @@ fn report(name: &str, records: u64, bytes: u64, elapsed: Duration, cpu: f64) {
     );
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut arguments = std::env::args().skip(1);
-    let records: u64 = arguments.next().map_or(Ok(200_000), |a| a.parse())?;
-    let value_bytes: usize = arguments.next().map_or(Ok(100), |a| a.parse())?;
-    let cluster = MockCluster::new(1)?;
-    let bootstrap = cluster.bootstrap_servers();
-    cluster.create_topic("perf", PARTITIONS, 1)?;
+/// Fills the topic with `records` records of `value_bytes` bytes.
+fn produce(
+    bootstrap: &str,
+    records: u64,
+    value_bytes: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
     let producer: BaseProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
+        .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "20")
         .set("batch.num.messages", "10000")
         .create()?;
@@ -67,31 +65,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     producer.flush(Duration::from_secs(60))?;
+    Ok(())
+}
 
-    let mut config = ConsumerConfig::new(bootstrap.split(',').map(str::to_owned));
-    config.auto_offset_reset = OffsetReset::Earliest;
-    config.max_poll_records = 10_000;
-    let mut consumer = Consumer::new(config).await?;
-    consumer.assign((0..PARTITIONS).map(|p| TopicPartition::new("perf", p)))?;
-    let (cpu_start, start) = (cpu_seconds(), Instant::now());
-    let (mut count, mut bytes) = (0u64, 0u64);
-    while count < records && start.elapsed() < Duration::from_secs(120) {
-        for record in consumer.poll(Duration::from_millis(100)).await? {
-            count += 1;
-            bytes += record.payload_bytes() as u64;
-        }
-    }
-    report(
-        "strom-consumer",
-        count,
-        bytes,
-        start.elapsed(),
-        cpu_seconds() - cpu_start,
-    );
-    consumer.close().await?;
-
+/// Reads the topic with librdkafka, for comparison.
+fn consume_with_librdkafka(
+    bootstrap: &str,
+    records: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
     let librdkafka: BaseConsumer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
+        .set("bootstrap.servers", bootstrap)
         .set("group.id", "perf-librdkafka")
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
@@ -117,4 +100,39 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         cpu_seconds() - cpu_start,
     );
     Ok(())
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut arguments = std::env::args().skip(1);
+    let records: u64 = arguments.next().map_or(Ok(200_000), |a| a.parse())?;
+    let value_bytes: usize = arguments.next().map_or(Ok(100), |a| a.parse())?;
+    let cluster = MockCluster::new(1)?;
+    let bootstrap = cluster.bootstrap_servers();
+    cluster.create_topic("perf", PARTITIONS, 1)?;
+    produce(&bootstrap, records, value_bytes)?;
+
+    let mut config = ConsumerConfig::new(bootstrap.split(',').map(str::to_owned));
+    config.auto_offset_reset = OffsetReset::Earliest;
+    config.max_poll_records = 10_000;
+    let mut consumer = Consumer::new(config).await?;
+    consumer.assign((0..PARTITIONS).map(|p| TopicPartition::new("perf", p)))?;
+    let (cpu_start, start) = (cpu_seconds(), Instant::now());
+    let (mut count, mut bytes) = (0u64, 0u64);
+    while count < records && start.elapsed() < Duration::from_secs(120) {
+        for record in consumer.poll(Duration::from_millis(100)).await? {
+            count += 1;
+            bytes += record.payload_bytes() as u64;
+        }
+    }
+    report(
+        "strom-consumer",
+        count,
+        bytes,
+        start.elapsed(),
+        cpu_seconds() - cpu_start,
+    );
+    consumer.close().await?;
+
+    consume_with_librdkafka(&bootstrap, records)
 }

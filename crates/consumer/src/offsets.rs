@@ -16,8 +16,8 @@ use strom_protocol::kafka::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
 use strom_protocol::kafka::messages::{
-    ApiKey, BrokerId, GroupId, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest,
-    OffsetFetchResponse, TopicName,
+    ApiKey, BrokerId, GroupId, ListOffsetsRequest, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, TopicName,
 };
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
@@ -278,6 +278,30 @@ pub async fn commit(
     offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
     timeout: Duration,
 ) -> Result<(), ConsumerError> {
+    let request = commit_request(identity, offsets);
+    let version = caps.version(connection, ApiKey::OffsetCommit)?;
+    let mut request = request;
+    if version < 7 {
+        request.group_instance_id = None;
+    }
+    let response = connection
+        .submit_at(request.into(), version, timeout)?
+        .await?;
+    let Response::OffsetCommit(response) = response else {
+        return Err(ClientError::UnexpectedResponse {
+            api_key: ApiKey::OffsetCommit as i16,
+        }
+        .into());
+    };
+    commit_outcome(identity, response)
+}
+
+/// The OffsetCommit request for `offsets` (all versions' fields set; the
+/// caller clears what its version lacks).
+fn commit_request(
+    identity: &CommitIdentity,
+    offsets: &BTreeMap<TopicPartition, OffsetAndMetadata>,
+) -> OffsetCommitRequest {
     let mut topics: BTreeMap<Arc<str>, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
     for (tp, offset) in offsets {
         topics.entry(Arc::clone(&tp.topic)).or_default().push(
@@ -288,7 +312,7 @@ pub async fn commit(
                 .with_committed_metadata(Some(StrBytes::from_string(offset.metadata.clone()))),
         );
     }
-    let request = OffsetCommitRequest::default()
+    OffsetCommitRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(identity.group_id.clone())))
         .with_generation_id_or_member_epoch(identity.generation_id)
         .with_member_id(StrBytes::from_string(identity.member_id.clone()))
@@ -307,21 +331,15 @@ pub async fn commit(
                         .with_partitions(partitions)
                 })
                 .collect(),
-        );
-    let version = caps.version(connection, ApiKey::OffsetCommit)?;
-    let mut request = request;
-    if version < 7 {
-        request.group_instance_id = None;
-    }
-    let response = connection
-        .submit_at(request.into(), version, timeout)?
-        .await?;
-    let Response::OffsetCommit(response) = response else {
-        return Err(ClientError::UnexpectedResponse {
-            api_key: ApiKey::OffsetCommit as i16,
-        }
-        .into());
-    };
+        )
+}
+
+/// The first partition error of an OffsetCommit response, as a
+/// [`ConsumerError`].
+fn commit_outcome(
+    identity: &CommitIdentity,
+    response: OffsetCommitResponse,
+) -> Result<(), ConsumerError> {
     for topic in response.topics {
         for partition in topic.partitions {
             match ErrorCode::from_code(partition.error_code) {

@@ -10,10 +10,12 @@
 //!   variants carry what the broker needs to pick Kafka's error code.
 //! - [`RuntimeError`]: the async controller layer failed as a whole.
 
-use std::fmt;
 use std::path::PathBuf;
 
 use uuid::Uuid;
+
+use crate::replica_state::ReplicaState;
+pub use crate::transition::IllegalTransition;
 
 /// A metadata record or snapshot could not be decoded.
 #[derive(Debug, thiserror::Error)]
@@ -210,7 +212,7 @@ pub enum ApplyError {
     IllegalReplicaTransition {
         /// The transition.
         #[source]
-        source: IllegalTransition<crate::replica_state::ReplicaState>,
+        source: IllegalTransition<ReplicaState>,
     },
     /// The config record's resource type is not topic or broker.
     #[error("config resource type {resource_type} is not supported")]
@@ -224,16 +226,6 @@ pub enum ApplyError {
         /// The name.
         name: String,
     },
-}
-
-/// An illegal state machine transition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("illegal transition from {from} to {to}")]
-pub struct IllegalTransition<S: fmt::Display + fmt::Debug> {
-    /// The current state.
-    pub from: S,
-    /// The requested state.
-    pub to: S,
 }
 
 /// A replica assignment cannot be made or is invalid.

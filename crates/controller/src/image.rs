@@ -29,6 +29,7 @@ use crate::records::{
     MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord, Record,
     RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, UnregisterBrokerRecord, NO_LEADER,
 };
+use crate::replica_state::ReplicaState;
 
 /// A broker id (Kafka's `node.id`).
 pub type BrokerId = i32;
@@ -181,6 +182,19 @@ pub struct MetadataImage {
 }
 
 impl MetadataImage {
+    /// The state of `broker_id`'s replica of `partition`, derived from the
+    /// image as KRaft does: no replica there is `NonExistent`; a replica on
+    /// a registered, unfenced broker is `Online`; any other is `Offline`.
+    pub fn replica_state(&self, partition: &PartitionImage, broker_id: BrokerId) -> ReplicaState {
+        if !partition.replicas.contains(&broker_id) {
+            return ReplicaState::NonExistent;
+        }
+        match self.broker(broker_id) {
+            Some(broker) if !broker.fenced => ReplicaState::Online,
+            _ => ReplicaState::Offline,
+        }
+    }
+
     /// The empty image, before any record.
     pub fn empty() -> Self {
         Self::default()

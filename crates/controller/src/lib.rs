@@ -147,6 +147,7 @@ pub mod runtime;
 pub mod security_image;
 pub mod security_records;
 pub mod topic_name;
+pub mod transition;
 
 pub use controller::{Controller, ControllerConfig};
 pub use image::MetadataImage;

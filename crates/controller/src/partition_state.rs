@@ -18,8 +18,8 @@
 
 use std::fmt;
 
-use crate::error::IllegalTransition;
 use crate::image::{BrokerId, PartitionImage};
+use crate::transition::IllegalTransition;
 
 /// The state of one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -23,8 +23,7 @@
 
 use std::fmt;
 
-use crate::error::IllegalTransition;
-use crate::image::{BrokerId, MetadataImage, PartitionImage};
+use crate::transition::IllegalTransition;
 
 /// The state of one replica (one broker's copy of one partition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,19 +84,6 @@ impl ReplicaState {
 }
 
 impl ReplicaState {
-    /// The state of `broker_id`'s replica of `partition`, derived from the
-    /// image as KRaft does: no replica there is `NonExistent`; a replica on
-    /// a registered, unfenced broker is `Online`; any other is `Offline`.
-    pub fn of(image: &MetadataImage, partition: &PartitionImage, broker_id: BrokerId) -> Self {
-        if !partition.replicas.contains(&broker_id) {
-            return Self::NonExistent;
-        }
-        match image.broker(broker_id) {
-            Some(broker) if !broker.fenced => Self::Online,
-            _ => Self::Offline,
-        }
-    }
-
     /// Walks `path` from `self`, each step checked against the table.
     pub fn walk(self, path: &[Self]) -> Result<Self, IllegalTransition<Self>> {
         path.iter()
@@ -119,7 +105,7 @@ pub const DELETION_PATH: [ReplicaState; 4] = [
 /// planned change whose replica transition the table forbids is a
 /// controller bug, reported and refused rather than applied.
 pub fn check(
-    replicas: impl IntoIterator<Item = (BrokerId, ReplicaState)>,
+    replicas: impl IntoIterator<Item = (i32, ReplicaState)>,
     path: &[ReplicaState],
 ) -> Result<(), IllegalTransition<ReplicaState>> {
     for (broker_id, from) in replicas {
@@ -278,10 +264,10 @@ mod tests {
             }));
             image = image.apply(offset as u64, &record).expect("applies");
         }
-        assert_eq!(ReplicaState::of(&image, &partition, 1), Online);
-        assert_eq!(ReplicaState::of(&image, &partition, 2), Offline);
+        assert_eq!(image.replica_state(&partition, 1), Online);
+        assert_eq!(image.replica_state(&partition, 2), Offline);
         // Assigned to a broker that is not registered: offline.
-        assert_eq!(ReplicaState::of(&image, &partition, 3), Offline);
-        assert_eq!(ReplicaState::of(&image, &partition, 4), NonExistent);
+        assert_eq!(image.replica_state(&partition, 3), Offline);
+        assert_eq!(image.replica_state(&partition, 4), NonExistent);
     }
 }

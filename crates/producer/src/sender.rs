@@ -333,14 +333,14 @@ fn drain_for_leader(
     batches
 }
 
-/// Seals the batches, builds one Produce request and sends it.
-async fn dispatch(
+/// Seals `batches` (stamping them when idempotent) into the partition data
+/// of one Produce request; a batch that cannot be sealed fails for good.
+fn seal_batches(
     shared: &Arc<Shared>,
-    cluster: &Cluster,
-    config: &ProducerConfig,
-    pipe: &mpsc::UnboundedSender<Outstanding>,
-    leader: i32,
     batches: Vec<ProducerBatch>,
+) -> (
+    HashMap<String, Vec<PartitionProduceData>>,
+    Vec<ProducerBatch>,
 ) {
     let mut topics: HashMap<String, Vec<PartitionProduceData>> = HashMap::new();
     let mut sealed = Vec::with_capacity(batches.len());
@@ -368,6 +368,19 @@ async fn dispatch(
             }
         }
     }
+    (topics, sealed)
+}
+
+/// Seals the batches, builds one Produce request and sends it.
+async fn dispatch(
+    shared: &Arc<Shared>,
+    cluster: &Cluster,
+    config: &ProducerConfig,
+    pipe: &mpsc::UnboundedSender<Outstanding>,
+    leader: i32,
+    batches: Vec<ProducerBatch>,
+) {
+    let (topics, sealed) = seal_batches(shared, batches);
     let send = async {
         let connection = cluster.broker_connection(leader).await?;
         let supported = connection
@@ -522,6 +535,34 @@ async fn forward_in_order(
     }
 }
 
+/// Each partition's (error code, base offset, log append time) in a
+/// Produce response, by topic name (v13 answers name topics by id only).
+fn partition_outcomes(
+    response: &ProduceResponse,
+    topic_ids: &HashMap<String, Uuid>,
+) -> HashMap<(String, i32), (i16, i64, i64)> {
+    let names_by_id: HashMap<Uuid, &String> =
+        topic_ids.iter().map(|(name, id)| (*id, name)).collect();
+    let mut outcomes: HashMap<(String, i32), (i16, i64, i64)> = HashMap::new();
+    for topic in &response.responses {
+        let name = match names_by_id.get(&topic.topic_id) {
+            Some(name) if topic.name.0.is_empty() => (*name).clone(),
+            _ => topic.name.0.to_string(),
+        };
+        for partition in &topic.partition_responses {
+            outcomes.insert(
+                (name.clone(), partition.index),
+                (
+                    partition.error_code,
+                    partition.base_offset,
+                    partition.log_append_time_ms,
+                ),
+            );
+        }
+    }
+    outcomes
+}
+
 /// Applies one answer to its batches.
 fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, answer: Answer) {
     let Answer {
@@ -549,26 +590,7 @@ fn handle_answer(shared: &Shared, cluster: &Cluster, config: &ProducerConfig, an
             return;
         }
     };
-    let names_by_id: HashMap<Uuid, &String> =
-        topic_ids.iter().map(|(name, id)| (*id, name)).collect();
-    let mut outcomes: HashMap<(String, i32), (i16, i64, i64)> = HashMap::new();
-    for topic in &response.responses {
-        // v13 answers name topics by id only.
-        let name = match names_by_id.get(&topic.topic_id) {
-            Some(name) if topic.name.0.is_empty() => (*name).clone(),
-            _ => topic.name.0.to_string(),
-        };
-        for partition in &topic.partition_responses {
-            outcomes.insert(
-                (name.clone(), partition.index),
-                (
-                    partition.error_code,
-                    partition.base_offset,
-                    partition.log_append_time_ms,
-                ),
-            );
-        }
-    }
+    let outcomes = partition_outcomes(&response, &topic_ids);
     for batch in batches {
         let key = (
             batch.topic_partition.topic.clone(),

@@ -17,7 +17,6 @@
 //! implement for OffsetCommit, OffsetFetch and InitProducerId; the codecs
 //! win). Later issues lower or raise them deliberately.
 
-use crate::error::MessageError;
 use crate::error_code::ErrorCode;
 use crate::kafka::messages::api_versions_response::ApiVersion;
 use crate::kafka::messages::{ApiKey, ApiVersionsResponse};
@@ -133,22 +132,6 @@ pub fn supported_api(api_key: i16) -> Option<&'static SupportedApi> {
 /// Kafka's name for a served API key, or `"unserved API"` for any other.
 pub fn api_name(api_key: i16) -> &'static str {
     supported_api(api_key).map_or("unserved API", |api| api.name)
-}
-
-/// Checks that Strom serves `api_key` at `api_version` and returns the typed
-/// key; the error says which bound was missed.
-pub fn check_version(api_key: i16, api_version: i16) -> Result<ApiKey, MessageError> {
-    let api = supported_api(api_key).ok_or(MessageError::UnknownApiKey { api_key })?;
-    if (api.min_version..=api.max_version).contains(&api_version) {
-        Ok(api.api_key)
-    } else {
-        Err(MessageError::UnsupportedVersion {
-            api_key,
-            version: api_version,
-            min: api.min_version,
-            max: api.max_version,
-        })
-    }
 }
 
 /// The first served version of `api` that uses flexible encoding (compact
@@ -267,33 +250,6 @@ mod tests {
             );
         }
         assert_eq!(SUPPORTED_APIS.len(), needed.len());
-    }
-
-    #[test]
-    fn check_version_reports_the_bounds() {
-        assert_eq!(check_version(0, 3).unwrap(), ApiKey::Produce);
-        assert!(matches!(
-            check_version(0, 2),
-            Err(MessageError::UnsupportedVersion {
-                api_key: 0,
-                version: 2,
-                min: 3,
-                max: 13
-            })
-        ));
-        assert!(matches!(
-            check_version(0, 14),
-            Err(MessageError::UnsupportedVersion { .. })
-        ));
-        assert!(matches!(
-            check_version(-1, 0),
-            Err(MessageError::UnknownApiKey { api_key: -1 })
-        ));
-        // Known to Kafka but not served (AddPartitionsToTxn).
-        assert!(matches!(
-            check_version(24, 0),
-            Err(MessageError::UnknownApiKey { api_key: 24 })
-        ));
     }
 
     #[test]

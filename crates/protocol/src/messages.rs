@@ -16,7 +16,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::api::check_version;
+use crate::api::supported_api;
 use crate::error::{CodecError, MessageError};
 use crate::frame::{finish_frame, start_frame};
 use crate::header::{
@@ -462,11 +462,54 @@ pub fn decode_response_lenient(
     Ok((header, body, frame.remaining()))
 }
 
+/// Checks that Strom serves `api_key` at `api_version` and returns the typed
+/// key; the error says which bound was missed.
+pub fn check_version(api_key: i16, api_version: i16) -> Result<ApiKey, MessageError> {
+    let api = supported_api(api_key).ok_or(MessageError::UnknownApiKey { api_key })?;
+    if (api.min_version..=api.max_version).contains(&api_version) {
+        Ok(api.api_key)
+    } else {
+        Err(MessageError::UnsupportedVersion {
+            api_key,
+            version: api_version,
+            min: api.min_version,
+            max: api.max_version,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::SUPPORTED_APIS;
     use crate::frame::FrameDecoder;
+
+    #[test]
+    fn check_version_reports_the_bounds() {
+        assert_eq!(check_version(0, 3).unwrap(), ApiKey::Produce);
+        assert!(matches!(
+            check_version(0, 2),
+            Err(MessageError::UnsupportedVersion {
+                api_key: 0,
+                version: 2,
+                min: 3,
+                max: 13
+            })
+        ));
+        assert!(matches!(
+            check_version(0, 14),
+            Err(MessageError::UnsupportedVersion { .. })
+        ));
+        assert!(matches!(
+            check_version(-1, 0),
+            Err(MessageError::UnknownApiKey { api_key: -1 })
+        ));
+        // Known to Kafka but not served (AddPartitionsToTxn).
+        assert!(matches!(
+            check_version(24, 0),
+            Err(MessageError::UnknownApiKey { api_key: 24 })
+        ));
+    }
 
     #[test]
     fn every_supported_api_has_variants() {

@@ -11,9 +11,15 @@
 
 use strom_protocol::records::{layout, BatchHeaderMut, RecordError, TimestampType};
 
+use smallvec::SmallVec;
+
 use crate::error::BatchError;
 
 pub use strom_protocol::records::BatchHeader;
+
+/// The batches of one append, each header with its byte position. A
+/// produce request usually carries one batch, which needs no allocation.
+pub(crate) type Batches = SmallVec<[(BatchHeader, usize); 1]>;
 
 /// Size of the v2 batch header in bytes.
 pub const BATCH_HEADER_BYTES: usize = layout::RECORDS;

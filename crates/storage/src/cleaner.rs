@@ -91,7 +91,7 @@ pub(crate) fn complete_interrupted_swaps(dir: &Path) -> Result<(), RecoveryError
             .copied()
             .filter(|live| *live >= base && *live < end.max(base + 1))
         {
-            crate::recovery::remove_segment_files(dir, covered)?;
+            crate::segment::remove_segment_files(dir, covered)?;
         }
         let stem = crate::segment::file_stem(base);
         for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {

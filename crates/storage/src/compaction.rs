@@ -30,7 +30,9 @@ use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
 
 use bytes::{Bytes, BytesMut};
-use strom_protocol::records::{RecordBatch, RecordBatchBuilder, TimestampType};
+use strom_protocol::records::{
+    Record, RecordBatch, RecordBatchBuilder, RecordError, TimestampType,
+};
 
 use crate::batch::BatchHeader;
 use crate::cleaner::{CLEANED_SUFFIX, SWAP_SUFFIX};
@@ -532,6 +534,19 @@ fn filter_batch(
     if retained.is_empty() {
         return Ok(None);
     }
+    let rebuilt = rebuild_batch(batch, header, &retained, horizon).map_err(record_error)?;
+    Ok(Some((rebuilt, horizon)))
+}
+
+/// `batch` rebuilt with only the `retained` records (at their offsets) and
+/// the delete `horizon`, keeping its producer, epoch and timestamp type.
+fn rebuild_batch(
+    batch: &RecordBatch,
+    header: &BatchHeader,
+    retained: &[Record],
+    horizon: Option<i64>,
+) -> Result<Bytes, RecordError> {
+    let attributes = batch.attributes();
     let mut builder = RecordBatchBuilder::new(attributes.compression())
         .with_base_offset(header.base_offset)
         .with_partition_leader_epoch(header.partition_leader_epoch)
@@ -547,20 +562,17 @@ fn filter_batch(
     if let Some(horizon) = horizon {
         builder = builder.with_delete_horizon_ms(horizon);
     }
-    for record in &retained {
+    for record in retained {
         let headers = record.headers();
         let header_inputs: Vec<(&[u8], Option<&[u8]>)> =
             headers.iter().map(|item| (item.key, item.value)).collect();
-        builder
-            .append_with_offset(
-                record.offset(header.base_offset),
-                batch.record_timestamp(record),
-                record.key(),
-                record.value(),
-                &header_inputs,
-            )
-            .map_err(record_error)?;
+        builder.append_with_offset(
+            record.offset(header.base_offset),
+            batch.record_timestamp(record),
+            record.key(),
+            record.value(),
+            &header_inputs,
+        )?;
     }
-    let rebuilt = builder.build().map_err(record_error)?;
-    Ok(Some((rebuilt, horizon)))
+    builder.build()
 }

@@ -42,7 +42,7 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::backend::FileBackend;
-use crate::flush::{FlushProgress, Publish};
+use crate::flush_progress::{FlushProgress, Publish};
 
 /// What a roll leaves to the flusher (see the module docs).
 #[derive(Debug)]

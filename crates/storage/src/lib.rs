@@ -63,6 +63,7 @@ pub mod config;
 pub mod epoch_cache;
 pub mod error;
 pub mod flush;
+mod flush_progress;
 pub mod flusher;
 pub mod index;
 pub mod log;

@@ -11,17 +11,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use smallvec::SmallVec;
 use strom_clock::Random;
 
 use crate::backend::FileBackend;
 use strom_protocol::records::{layout, TimestampType};
 
-use crate::batch::{self, BatchHeader};
+use crate::batch::{self, BatchHeader, Batches};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{AppendError, BatchError, LogError};
-use crate::flush::FlushProgress;
+use crate::flush_progress::FlushProgress;
 use crate::flusher::{Flusher, RollFlush};
 use crate::page_cache::{PageCacheSettings, PageCacheTracker, WriteBehind};
 use crate::producer_state::{list_snapshots, ProducerStateManager, SequenceCheck};
@@ -121,10 +120,6 @@ const LEADER_PREFIX_BYTES: usize = layout::MAGIC;
 /// extra system call per batch that writing the stamped prefix separately
 /// takes (a 1 KiB copy is tens of nanoseconds, a `pwrite` about a microsecond).
 const COPY_BELOW_AVERAGE_BATCH_BYTES: usize = 64 * 1024;
-
-/// The batches of one append, each header with its byte position. A
-/// produce request usually carries one batch, which needs no allocation.
-pub(crate) type Batches = SmallVec<[(BatchHeader, usize); 1]>;
 
 /// A leader append's batches with their assigned fields written.
 enum Stamped {

@@ -319,6 +319,43 @@ fn load_directory(
     Ok((logs, doomed))
 }
 
+/// Loads every locked directory's logs, one thread per directory.
+fn load_directories(
+    directories: &[LogDirectory],
+    config: &LogManagerConfig,
+    topic_configs: &BTreeMap<String, LogConfig>,
+    now_ms: i64,
+) -> Vec<Result<(LoadedLogs, Vec<PathBuf>), ManagerError>> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = directories
+            .iter()
+            .map(|directory| {
+                let defaults = &config.default_config;
+                let threads = config.recovery_threads_per_data_dir;
+                let random = &config.random;
+                scope.spawn(move || {
+                    load_directory(
+                        &directory.path,
+                        topic_configs,
+                        defaults,
+                        threads,
+                        now_ms,
+                        random,
+                    )
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
+}
+
 impl LogManager {
     /// Locks the directories and opens every log in them, one thread per
     /// directory. `topic_configs` overrides the defaults per topic.
@@ -335,36 +372,7 @@ impl LogManager {
             .iter()
             .map(|path| lock_directory(path))
             .collect::<Result<Vec<_>, _>>()?;
-        let results: Vec<Result<(LoadedLogs, Vec<PathBuf>), ManagerError>> =
-            std::thread::scope(|scope| {
-                let workers: Vec<_> = directories
-                    .iter()
-                    .map(|directory| {
-                        let configs = &topic_configs;
-                        let defaults = &config.default_config;
-                        let threads = config.recovery_threads_per_data_dir;
-                        let random = &config.random;
-                        scope.spawn(move || {
-                            load_directory(
-                                &directory.path,
-                                configs,
-                                defaults,
-                                threads,
-                                now_ms,
-                                random,
-                            )
-                        })
-                    })
-                    .collect();
-                workers
-                    .into_iter()
-                    .map(|worker| {
-                        worker
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
-                    .collect()
-            });
+        let results = load_directories(&directories, &config, &topic_configs, now_ms);
         let page_cache = if config.page_cache.is_enabled() {
             Some(WriteBehind::start().map_err(|source| ManagerError::Thread {
                 name: "strom-page-cache",

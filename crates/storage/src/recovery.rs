@@ -14,7 +14,7 @@
 //!   including later segments, is removed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use strom_clock::Random;
@@ -26,7 +26,7 @@ use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{IoContext, RecoveryError, SnapshotError};
 use crate::log::Log;
 use crate::producer_state::{list_snapshots, ProducerStateManager};
-use crate::segment::{parse_base_offset, Segment, LOG_SUFFIX};
+use crate::segment::{parse_base_offset, remove_segment_files, Segment, LOG_SUFFIX};
 use crate::topic_partition::TopicPartition;
 
 /// What the caller knows about a log from its checkpoints, and the
@@ -260,14 +260,4 @@ impl Log {
         self.producer_state.evict_before(self.log_start_offset);
         Ok(())
     }
-}
-
-/// Deletes a segment's three files (missing ones are fine).
-pub(crate) fn remove_segment_files(dir: &Path, base_offset: i64) -> Result<(), RecoveryError> {
-    let stem = crate::segment::file_stem(base_offset);
-    for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {
-        let path: PathBuf = dir.join(format!("{stem}{suffix}"));
-        crate::error::remove_file_if_exists(&path)?;
-    }
-    Ok(())
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::backend::FileBackend;
 use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
-use crate::error::{BatchError, IndexError, IoContext, IoError};
+use crate::error::{BatchError, IndexError, IoContext, IoError, RecoveryError};
 use crate::index::{OffsetIndex, TimeIndex};
 
 /// Suffix of segment data files.
@@ -592,6 +592,16 @@ impl Segment {
         self.log_path = log_target.clone();
         Ok(vec![log_target, index_target, time_target])
     }
+}
+
+/// Deletes a segment's three files (missing ones are fine).
+pub(crate) fn remove_segment_files(dir: &Path, base_offset: i64) -> Result<(), RecoveryError> {
+    let stem = file_stem(base_offset);
+    for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {
+        let path: PathBuf = dir.join(format!("{stem}{suffix}"));
+        crate::error::remove_file_if_exists(&path)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -33,10 +33,9 @@ use strom_protocol::records::{
     DEFAULT_MAX_DECOMPRESSED_BYTES, NO_TIMESTAMP,
 };
 
-use crate::batch::{parse_header, BatchHeader, BATCH_HEADER_BYTES};
+use crate::batch::{parse_header, BatchHeader, Batches, BATCH_HEADER_BYTES};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::error::{AppendError, ClientBatchRule, RecordRefusal, RefusalReason};
-use crate::log::Batches;
 
 /// What the checks decided for an append's bytes.
 #[derive(Debug)]

@@ -200,7 +200,7 @@ async fn resolve(
 ) -> Result<(i8, String), ToolError> {
     match (&resource.topic, resource.broker) {
         (Some(topic), _) => {
-            crate::topics::topic_info(admin.cluster(), topic).await?;
+            crate::topic_metadata::topic_info(admin.cluster(), topic).await?;
             Ok((RESOURCE_TYPE_TOPIC, topic.clone()))
         }
         (None, Some(broker)) => Ok((RESOURCE_TYPE_BROKER, broker.to_string())),

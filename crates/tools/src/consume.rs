@@ -70,7 +70,7 @@ pub async fn run(
         OffsetReset::Latest
     };
     let cluster = context.cluster().await?;
-    let info = crate::topics::topic_info(&cluster, &arguments.topic).await?;
+    let info = crate::topic_metadata::topic_info(&cluster, &arguments.topic).await?;
     cluster.close();
     if let Some(partition) = arguments.partition.filter(|p| info.partition(*p).is_none()) {
         return Err(ToolError::UnknownPartition {

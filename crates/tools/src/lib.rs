@@ -46,6 +46,7 @@ pub mod datetime;
 pub mod dump;
 pub mod error;
 pub mod format;
+pub mod group_description;
 pub mod groups;
 pub mod leader_election;
 pub mod metadata_quorum;
@@ -55,6 +56,7 @@ pub mod produce;
 pub mod progress;
 pub mod reassign;
 pub mod reset;
+pub mod topic_metadata;
 pub mod topics;
 pub mod users;
 

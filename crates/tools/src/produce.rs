@@ -120,7 +120,7 @@ pub async fn run(context: &Context, arguments: ProduceArguments) -> Result<(), T
     };
     let input = open_input(arguments.file.as_deref()).await?;
     let cluster = context.cluster().await?;
-    let info = crate::topics::topic_info(&cluster, &arguments.topic).await?;
+    let info = crate::topic_metadata::topic_info(&cluster, &arguments.topic).await?;
     if let Some(partition) = arguments.partition {
         if info.partition(partition).is_none() {
             return Err(ToolError::UnknownPartition {

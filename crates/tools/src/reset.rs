@@ -119,29 +119,9 @@ pub async fn run(
 ) -> Result<(), ToolError> {
     let target = Target::from_arguments(&arguments.target)?;
     let (topic, partitions) = parse_topic_partitions(&arguments.topic)?;
-    let info = crate::topics::topic_info(admin.cluster(), &topic).await?;
-    let partitions = match partitions {
-        Some(partitions) => {
-            if let Some(missing) = partitions.iter().find(|p| info.partition(**p).is_none()) {
-                return Err(ToolError::UnknownPartition {
-                    topic,
-                    partition: *missing,
-                    partitions: info.partitions.len(),
-                });
-            }
-            partitions
-        }
-        None => info.partitions.iter().map(|p| p.partition).collect(),
-    };
+    let partitions = partitions_to_reset(admin, &topic, partitions).await?;
     let group = &arguments.group;
-    if let Some(description) = crate::groups::describe_group(admin, group).await? {
-        if !description.members.is_empty() {
-            return Err(ToolError::GroupNotEmpty {
-                group: group.clone(),
-                members: description.members.len(),
-            });
-        }
-    }
+    ensure_group_is_empty(admin, group).await?;
     let committed = admin
         .list_group_offsets(group, &topic, &partitions)
         .await
@@ -181,6 +161,42 @@ pub async fn run(
             other => ToolError::client("reset offsets", other),
         })?;
     eprintln!("Committed the new offsets of group {group}.");
+    Ok(())
+}
+
+/// The partitions to reset: those named (each must exist) or all of `topic`.
+async fn partitions_to_reset(
+    admin: &AdminClient,
+    topic: &str,
+    partitions: Option<Vec<i32>>,
+) -> Result<Vec<i32>, ToolError> {
+    let info = crate::topic_metadata::topic_info(admin.cluster(), topic).await?;
+    Ok(match partitions {
+        Some(partitions) => {
+            if let Some(missing) = partitions.iter().find(|p| info.partition(**p).is_none()) {
+                return Err(ToolError::UnknownPartition {
+                    topic: topic.to_owned(),
+                    partition: *missing,
+                    partitions: info.partitions.len(),
+                });
+            }
+            partitions
+        }
+        None => info.partitions.iter().map(|p| p.partition).collect(),
+    })
+}
+
+/// Offsets are reset only for a group without members, as Kafka's tool
+/// requires.
+async fn ensure_group_is_empty(admin: &AdminClient, group: &str) -> Result<(), ToolError> {
+    if let Some(description) = crate::group_description::describe_group(admin, group).await? {
+        if !description.members.is_empty() {
+            return Err(ToolError::GroupNotEmpty {
+                group: group.to_owned(),
+                members: description.members.len(),
+            });
+        }
+    }
     Ok(())
 }
 

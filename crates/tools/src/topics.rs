@@ -1,18 +1,17 @@
 //! `strom topics list|describe|create|delete|alter`.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use strom_client::admin::NewTopic;
 use strom_client::admin_groups::{ConfigChange, RESOURCE_TYPE_TOPIC};
-use strom_client::{AdminClient, Cluster, ClusterMetadata, TopicInfo};
-use strom_protocol::kafka::messages::MetadataRequest;
-use strom_protocol::{ErrorCode, Response};
+use strom_client::{AdminClient, TopicInfo};
+use strom_protocol::ErrorCode;
 
 use crate::cli::TopicsCommand;
 use crate::context::{parse_key_values, Context};
 use crate::error::ToolError;
 use crate::output::Output;
+use crate::topic_metadata::{all_topics, topic_info};
 
 /// Runs a `topics` command.
 pub async fn run(
@@ -56,44 +55,6 @@ pub async fn run(
             alter(&admin, &topic, partitions, &changes, out).await
         }
     }
-}
-
-/// Every topic the cluster has, by name.
-pub async fn all_topics(cluster: &Cluster) -> Result<BTreeMap<String, TopicInfo>, ToolError> {
-    let connection = cluster
-        .any_connection()
-        .await
-        .map_err(|source| ToolError::client("fetch metadata", source))?;
-    let request = MetadataRequest::default()
-        .with_topics(None)
-        .with_allow_auto_topic_creation(false);
-    let response = connection
-        .send(request)
-        .await
-        .map_err(|source| ToolError::client("fetch metadata", source))?;
-    let Response::Metadata(response) = response else {
-        return Err(ToolError::client(
-            "fetch metadata",
-            strom_client::ClientError::UnexpectedResponse {
-                api_key: strom_protocol::kafka::messages::ApiKey::Metadata as i16,
-            },
-        ));
-    };
-    let now = Instant::now();
-    let metadata = ClusterMetadata::empty(now).merged(&response, now);
-    Ok(metadata
-        .topics
-        .into_iter()
-        .filter(|(_, info)| info.error == ErrorCode::None)
-        .collect())
-}
-
-/// The metadata of one topic, or an error naming it when it does not exist.
-pub async fn topic_info(cluster: &Cluster, topic: &str) -> Result<TopicInfo, ToolError> {
-    let mut topics = all_topics(cluster).await?;
-    topics.remove(topic).ok_or_else(|| ToolError::UnknownTopic {
-        topic: topic.to_owned(),
-    })
 }
 
 async fn list(

@@ -361,6 +361,13 @@ fn print_table(results: &[Results]) {
         }
         println!("{line}");
     }
+    print_rounds(results);
+    println!("* median of the rounds below");
+    print_memory(results);
+}
+
+/// Each produce round's figure per target.
+fn print_rounds(results: &[Results]) {
     let rounds = results
         .first()
         .map_or(0, |result| result.produce_rounds.acks_one.len());
@@ -382,7 +389,10 @@ fn print_table(results: &[Results]) {
             println!("{line}");
         }
     }
-    println!("* median of the rounds below");
+}
+
+/// The brokers' memory after the phases, where measured.
+fn print_memory(results: &[Results]) {
     for result in results {
         if !result.memory.is_null() {
             println!(

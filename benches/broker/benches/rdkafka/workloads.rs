@@ -191,6 +191,28 @@ fn extra_properties(config: &mut ClientConfig, variable: &str) {
     }
 }
 
+/// Sends `record`, polling while librdkafka's queue is full, until
+/// [`PHASE_TIMEOUT`] after `started`.
+fn send_until_queued(
+    producer: &BaseProducer<DeliveryCounter>,
+    mut record: BaseRecord<'_, (), [u8]>,
+    started: Instant,
+) -> Result<(), String> {
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                producer.poll(Duration::from_millis(1));
+            }
+            Err((error, _)) => return Err(format!("send: {error}")),
+        }
+        if started.elapsed() > PHASE_TIMEOUT {
+            return Err("produce timed out".to_owned());
+        }
+    }
+}
+
 /// Sends `records` records of `record_bytes` bytes round-robin over the
 /// partitions and waits for every delivery report.
 pub fn produce(
@@ -208,22 +230,10 @@ pub fn produce(
     let started = Instant::now();
     for index in 0..records {
         let partition = (index % partitions as u64) as i32;
-        let mut record = BaseRecord::<(), [u8]>::to(topic)
+        let record = BaseRecord::<(), [u8]>::to(topic)
             .partition(partition)
             .payload(&value[..]);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
-                    record = back;
-                    producer.poll(Duration::from_millis(1));
-                }
-                Err((error, _)) => return Err(format!("send: {error}")),
-            }
-            if started.elapsed() > PHASE_TIMEOUT {
-                return Err("produce timed out".to_owned());
-            }
-        }
+        send_until_queued(&producer, record, started)?;
         if index % 1024 == 0 {
             producer.poll(Duration::ZERO);
         }

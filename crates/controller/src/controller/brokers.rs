@@ -379,7 +379,8 @@ impl Controller {
                 // or stays Offline): legal by the table.
                 debug_assert!(
                     !partition.replicas.contains(&broker_id)
-                        || ReplicaState::of(image, partition, broker_id)
+                        || image
+                            .replica_state(partition, broker_id)
                             .transition(ReplicaState::Offline)
                             .is_ok()
                 );
@@ -444,7 +445,8 @@ impl Controller {
                 // The returning broker's replica comes back Online.
                 debug_assert!(
                     !partition.replicas.contains(&broker_id)
-                        || ReplicaState::of(image, partition, broker_id)
+                        || image
+                            .replica_state(partition, broker_id)
                             .transition(ReplicaState::Online)
                             .is_ok()
                 );

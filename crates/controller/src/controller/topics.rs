@@ -335,10 +335,7 @@ impl Controller {
                         .iter()
                         .flat_map(|partition| {
                             partition.replicas.iter().map(|replica| {
-                                (
-                                    *replica,
-                                    ReplicaState::of(&pending.image, partition, *replica),
-                                )
+                                (*replica, pending.image.replica_state(partition, *replica))
                             })
                         })
                         .collect();

@@ -239,6 +239,17 @@ fn reply<T>(result: Result<T, RuntimeError>, wrap: impl FnOnce(T) -> RemoteReply
     }
 }
 
+/// The quorum's status, from the active controller only.
+fn describe_quorum(node: &QuorumController) -> RemoteReply {
+    if node.is_active() {
+        RemoteReply::DescribeQuorum(node.status())
+    } else {
+        RemoteReply::Failed(RemoteFailure::NotController {
+            leader: node.leader(),
+        })
+    }
+}
+
 /// Runs `command` on `node`, which answers
 /// [`RemoteFailure::NotController`] unless it is the active controller.
 pub async fn execute(node: &QuorumController, command: RemoteCommand) -> RemoteReply {
@@ -297,15 +308,7 @@ pub async fn execute(node: &QuorumController, command: RemoteCommand) -> RemoteR
         } => reply(node.alter_acls(additions, removals).await, |()| {
             RemoteReply::AlterAcls
         }),
-        RemoteCommand::DescribeQuorum => {
-            if node.is_active() {
-                RemoteReply::DescribeQuorum(node.status())
-            } else {
-                RemoteReply::Failed(RemoteFailure::NotController {
-                    leader: node.leader(),
-                })
-            }
-        }
+        RemoteCommand::DescribeQuorum => describe_quorum(node),
         RemoteCommand::AddObserver { node_id, address } => {
             reply(node.add_observer(node_id, address).await, |()| {
                 RemoteReply::AddObserver

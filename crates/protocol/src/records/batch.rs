@@ -307,7 +307,12 @@ impl RecordBatch {
         &self,
         max_decompressed_bytes: usize,
     ) -> Result<Records, RecordError> {
-        Records::new(self, max_decompressed_bytes)
+        Records::new(
+            self.records_payload(),
+            self.attributes().compression(),
+            self.record_count(),
+            max_decompressed_bytes,
+        )
     }
 
     /// The same batch with its records compressed by `compression`

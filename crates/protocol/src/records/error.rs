@@ -1,6 +1,6 @@
 //! Errors of the record batch layer.
 
-use super::Compression;
+use super::compression_type::Compression;
 
 /// A field of a record whose length prefix was out of range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

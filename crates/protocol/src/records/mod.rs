@@ -24,12 +24,13 @@ mod batches;
 mod builder;
 mod check;
 pub mod compression;
+mod compression_type;
 mod error;
 pub mod layout;
 pub mod record;
 pub mod varint;
 
-pub use attributes::{BatchAttributes, Compression, TimestampType};
+pub use attributes::{BatchAttributes, TimestampType};
 pub use batch::{
     BatchHeader, BatchHeaderMut, RecordBatch, DEFAULT_MAX_DECOMPRESSED_BYTES,
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
@@ -37,5 +38,6 @@ pub use batch::{
 pub use batches::RecordBatches;
 pub use builder::{HeaderInput, RecordBatchBuilder};
 pub use check::{check_records, CheckedRecords, RecordSummary};
+pub use compression_type::Compression;
 pub use error::{RecordError, RecordField};
 pub use record::{Header, Record, RecordHeaders, RecordHeadersIter, Records};

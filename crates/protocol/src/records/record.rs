@@ -29,7 +29,7 @@ use std::ops::Range;
 use bytes::Bytes;
 
 use super::varint::{read_varint, read_varlong};
-use super::{compression, Compression, RecordBatch, RecordError, RecordField};
+use super::{compression, Compression, RecordError, RecordField};
 
 /// One record of a batch: a [`Bytes`] slice of the batch (one reference
 /// count, no copy) and the positions of its fields.
@@ -67,7 +67,7 @@ impl Record {
     }
 
     /// The record's create timestamp given the batch's base timestamp (see
-    /// [`RecordBatch::record_timestamp`] for LogAppendTime batches).
+    /// [`RecordBatch::record_timestamp`](super::RecordBatch::record_timestamp) for LogAppendTime batches).
     pub fn timestamp(&self, base_timestamp: i64) -> i64 {
         base_timestamp.wrapping_add(self.timestamp_delta)
     }
@@ -221,19 +221,22 @@ pub struct Records {
 }
 
 impl Records {
+    /// The records of a batch: its records section `payload` (compressed
+    /// with `codec`) holding `declared` records.
     pub(crate) fn new(
-        batch: &RecordBatch,
+        payload: Bytes,
+        codec: Compression,
+        declared: i32,
         max_decompressed_bytes: usize,
     ) -> Result<Records, RecordError> {
-        let payload = batch.records_payload();
-        let data = match batch.attributes().compression() {
+        let data = match codec {
             Compression::None => payload,
             codec => compression::decompress(codec, &payload, max_decompressed_bytes)?,
         };
         Ok(Records {
             data,
             position: 0,
-            declared: batch.record_count(),
+            declared,
             read: 0,
             finished: false,
         })

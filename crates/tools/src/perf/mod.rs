@@ -38,7 +38,7 @@ pub async fn run(
 
 async fn require_topic(context: &Context, topic: &str) -> Result<usize, ToolError> {
     let cluster = context.cluster().await?;
-    let info = crate::topics::topic_info(&cluster, topic).await;
+    let info = crate::topic_metadata::topic_info(&cluster, topic).await;
     cluster.close();
     Ok(info?.partitions.len())
 }
