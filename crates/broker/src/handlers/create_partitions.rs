@@ -5,6 +5,7 @@ use strom_controller::controller::{
     CreatePartitionsRequest as ControllerRequest, PartitionsIncrease,
 };
 use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::create_partitions_request::CreatePartitionsTopic;
 use strom_protocol::kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
 use strom_protocol::kafka::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
@@ -30,25 +31,31 @@ pub async fn handle(
             &topic.name,
         )
     });
-    let topics: Vec<PartitionsIncrease> = allowed
-        .into_iter()
-        .map(|topic| PartitionsIncrease {
-            topic: topic.name.0.to_string(),
-            count: topic.count,
-            assignments: topic.assignments.as_ref().map(|assignments| {
-                assignments
-                    .iter()
-                    .map(|assignment| assignment.broker_ids.iter().map(|id| id.0).collect())
-                    .collect()
-            }),
-        })
-        .collect();
+    let results = create(broker, &allowed, request.validate_only).await;
+    let refused = denied.into_iter().map(|topic| {
+        CreatePartitionsTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_error_code(ErrorCode::TopicAuthorizationFailed.code())
+    });
+    let results: Vec<_> = results.into_iter().chain(refused).collect();
+    Reply::Response(Response::CreatePartitions(
+        CreatePartitionsResponse::default().with_results(results),
+    ))
+}
+
+/// Asks the controller to grow `topics`; one result per topic.
+async fn create(
+    broker: &BrokerContext,
+    topics: &[&CreatePartitionsTopic],
+    validate_only: bool,
+) -> Vec<CreatePartitionsTopicResult> {
+    let topics: Vec<PartitionsIncrease> = topics.iter().map(|topic| increase(topic)).collect();
     let names: Vec<String> = topics.iter().map(|topic| topic.topic.clone()).collect();
     let controller_request = ControllerRequest {
         topics,
-        validate_only: request.validate_only,
+        validate_only,
     };
-    let results: Vec<CreatePartitionsTopicResult> = match broker
+    match broker
         .controller
         .create_partitions(controller_request)
         .await
@@ -78,14 +85,19 @@ pub async fn handle(
                     .with_error_message(Some(StrBytes::from_string(error.to_string())))
             })
             .collect(),
-    };
-    let refused = denied.into_iter().map(|topic| {
-        CreatePartitionsTopicResult::default()
-            .with_name(topic.name.clone())
-            .with_error_code(ErrorCode::TopicAuthorizationFailed.code())
-    });
-    let results: Vec<_> = results.into_iter().chain(refused).collect();
-    Reply::Response(Response::CreatePartitions(
-        CreatePartitionsResponse::default().with_results(results),
-    ))
+    }
+}
+
+/// The controller's form of one topic's request.
+fn increase(topic: &CreatePartitionsTopic) -> PartitionsIncrease {
+    PartitionsIncrease {
+        topic: topic.name.0.to_string(),
+        count: topic.count,
+        assignments: topic.assignments.as_ref().map(|assignments| {
+            assignments
+                .iter()
+                .map(|assignment| assignment.broker_ids.iter().map(|id| id.0).collect())
+                .collect()
+        }),
+    }
 }

@@ -182,7 +182,9 @@ impl RequestHandler for Dispatcher {
 }
 
 impl Dispatcher {
-    /// Hands a request to its API's handler.
+    /// Hands a request to its API's handler: the data path, the group
+    /// coordinator's APIs and authentication here, administration in
+    /// [`Dispatcher::dispatch_admin`].
     async fn dispatch(&self, request_context: RequestContext, request: Request) -> Reply {
         let broker = &self.context;
         if let Some(refusal) = authorize_request::refusal(broker, &request_context, &request) {
@@ -195,33 +197,6 @@ impl Dispatcher {
             Request::Fetch(request) => fetch::handle(broker, &request_context, request),
             Request::ListOffsets(request) => {
                 list_offsets::handle(broker, &request_context, request)
-            }
-            Request::CreateTopics(request) => {
-                create_topics::handle(broker, &request_context, request).await
-            }
-            Request::DeleteTopics(request) => {
-                delete_topics::handle(broker, &request_context, request).await
-            }
-            Request::CreatePartitions(request) => {
-                create_partitions::handle(broker, &request_context, request).await
-            }
-            Request::DescribeConfigs(request) => {
-                describe_configs::handle(broker, &request_context, request)
-            }
-            Request::AlterConfigs(request) => {
-                alter_configs::handle(broker, &request_context, request).await
-            }
-            Request::IncrementalAlterConfigs(request) => {
-                incremental_alter_configs::handle(broker, &request_context, request).await
-            }
-            Request::DescribeCluster(request) => {
-                describe_cluster::handle(broker, &request_context, request).await
-            }
-            Request::DescribeQuorum(request) => {
-                describe_quorum::handle(broker, &request_context, request).await
-            }
-            Request::DeleteRecords(request) => {
-                delete_records::handle(broker, &request_context, request)
             }
             Request::OffsetForLeaderEpoch(request) => {
                 offset_for_leader_epoch::handle(broker, &request_context, request)
@@ -246,6 +221,42 @@ impl Dispatcher {
             Request::OffsetFetch(request) => {
                 offset_fetch::handle(broker, &request_context, request)
             }
+            request => self.dispatch_admin(request_context, request).await,
+        }
+    }
+
+    /// Hands an administrative request (topics, configs, groups, ACLs,
+    /// credentials, elections, reassignments, the cluster) to its handler.
+    async fn dispatch_admin(&self, request_context: RequestContext, request: Request) -> Reply {
+        let broker = &self.context;
+        match request {
+            Request::CreateTopics(request) => {
+                create_topics::handle(broker, &request_context, request).await
+            }
+            Request::DeleteTopics(request) => {
+                delete_topics::handle(broker, &request_context, request).await
+            }
+            Request::CreatePartitions(request) => {
+                create_partitions::handle(broker, &request_context, request).await
+            }
+            Request::DeleteRecords(request) => {
+                delete_records::handle(broker, &request_context, request)
+            }
+            Request::DescribeConfigs(request) => {
+                describe_configs::handle(broker, &request_context, request)
+            }
+            Request::AlterConfigs(request) => {
+                alter_configs::handle(broker, &request_context, request).await
+            }
+            Request::IncrementalAlterConfigs(request) => {
+                incremental_alter_configs::handle(broker, &request_context, request).await
+            }
+            Request::DescribeCluster(request) => {
+                describe_cluster::handle(broker, &request_context, request).await
+            }
+            Request::DescribeQuorum(request) => {
+                describe_quorum::handle(broker, &request_context, request).await
+            }
             Request::ListGroups(request) => list_groups::handle(broker, &request_context, request),
             Request::DescribeGroups(request) => {
                 describe_groups::handle(broker, &request_context, request)
@@ -256,6 +267,19 @@ impl Dispatcher {
             Request::OffsetDelete(request) => {
                 offset_delete::handle(broker, &request_context, request)
             }
+            request => self.dispatch_security_admin(request_context, request).await,
+        }
+    }
+
+    /// Hands an ACL, credential, election or reassignment request to its
+    /// handler; a request no dispatcher routes closes the connection.
+    async fn dispatch_security_admin(
+        &self,
+        request_context: RequestContext,
+        request: Request,
+    ) -> Reply {
+        let broker = &self.context;
+        match request {
             Request::CreateAcls(request) => {
                 create_acls::handle(broker, &request_context, request).await
             }
@@ -280,6 +304,18 @@ impl Dispatcher {
             Request::ListPartitionReassignments(request) => {
                 list_partition_reassignments::handle(broker, &request_context, request).await
             }
+            request => unrouted(request.api_key()),
         }
     }
+}
+
+/// A request that no dispatcher routes: a Strom bug (every decodable
+/// request is in [`HANDLED_APIS`], which a test checks against the
+/// dispatchers), answered as Kafka answers a request it cannot serve.
+fn unrouted(api_key: ApiKey) -> Reply {
+    tracing::error!(
+        ?api_key,
+        "no handler routes this request; closing the connection"
+    );
+    Reply::Close
 }
