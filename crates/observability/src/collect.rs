@@ -642,3 +642,83 @@ pub fn registry(collector: BrokerCollector) -> prometheus_client::registry::Regi
     registry.register_collector(Box::new(collector));
     registry
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use strom_protocol::kafka::messages::ApiKey;
+
+    use super::*;
+    use crate::exposition::exposition;
+    use crate::fake_broker::FakeBroker;
+
+    fn network() -> NetworkCounts {
+        NetworkCounts {
+            connections_opened: 5,
+            connections_closed: 3,
+            ..NetworkCounts::default()
+        }
+    }
+
+    fn scrape(broker: Option<&Arc<FakeBroker>>) -> String {
+        let metrics = Arc::new(BrokerMetrics::new(&[ApiKey::Produce], true));
+        let slot: Arc<ViewSlot> = Arc::new(OnceLock::new());
+        if let Some(broker) = broker {
+            let view: Weak<FakeBroker> = Arc::downgrade(broker);
+            let _ = slot.set(view as Weak<dyn BrokerView>);
+        }
+        let registry = registry(BrokerCollector::new(metrics, network, slot));
+        exposition(&registry).expect("encodes")
+    }
+
+    #[test]
+    fn before_the_broker_serves_only_process_and_request_metrics_are_shown() {
+        let text = scrape(None);
+        assert!(text.contains("\nkafka_server_socket_server_metrics_connections 2\n"));
+        assert!(
+            text.contains("kafka_network_requestmetrics_requests_total{request=\"Produce\"} 0\n")
+        );
+        assert!(!text.contains("kafka_server_replicamanager_leadercount"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn the_gauges_are_computed_from_the_view() {
+        let broker = Arc::new(FakeBroker::default());
+        let text = scrape(Some(&broker));
+        for line in [
+            "kafka_server_replicamanager_partitioncount 2",
+            "kafka_server_replicamanager_leadercount 1",
+            "kafka_server_replicamanager_underreplicatedpartitions 1",
+            "kafka_server_replicamanager_underminisrpartitioncount 1",
+            "kafka_server_replicamanager_reassigningpartitions 0",
+            "kafka_controller_kafkacontroller_preferredreplicaimbalancecount 1",
+            "kafka_controller_kafkacontroller_globalpartitioncount 2",
+            "kafka_server_replicamanager_isrshrinks_total 1",
+            "kafka_controller_kafkacontroller_activecontrollercount 1",
+            "kafka_server_raft_metrics_current_leader 1",
+            "kafka_server_raft_metrics_log_end_offset 42",
+            "kafka_controller_kafkacontroller_fencedbrokercount 1",
+            "kafka_controller_kafkacontroller_activebrokercount 1",
+            "kafka_server_brokertopicmetrics_messagesin_total{topic=\"orders\"} 10",
+            "kafka_log_log_size{topic=\"orders\",partition=\"0\"} 100",
+            "kafka_log_log_logstartoffset{topic=\"orders\",partition=\"0\"} 2",
+            "strom_replica_follower_lag{topic=\"orders\",partition=\"0\",replica=\"2\"} 5",
+            "strom_log_directory_size_bytes{log_dir=\"/data\"} 100",
+            "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"Stable\"} 1",
+            "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"Dead\"} 0",
+            "kafka_consumergroup_current_offset{group=\"readers\",topic=\"orders\",partition=\"1\"} 3",
+            "kafka_consumergroup_lag{group=\"readers\",topic=\"orders\",partition=\"0\"} 3",
+        ] {
+            assert!(text.contains(&format!("\n{line}\n")), "{line}");
+        }
+        // The offline partition has no log figures, a partition not led here
+        // no lag, and no offset was committed for partition 2.
+        assert!(!text.contains("kafka_log_log_size{topic=\"orders\",partition=\"1\"}"));
+        assert!(!text.contains(
+            "kafka_consumergroup_lag{group=\"readers\",topic=\"orders\",partition=\"1\"}"
+        ));
+        assert!(!text.contains("partition=\"2\""));
+    }
+}

@@ -45,6 +45,8 @@ pub mod collect;
 pub mod error;
 pub mod error_codes;
 pub mod exposition;
+#[cfg(test)]
+mod fake_broker;
 pub mod histogram;
 pub mod http;
 pub mod lag;

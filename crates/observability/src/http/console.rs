@@ -451,6 +451,58 @@ pub(crate) async fn sample_history(
 mod tests {
     use super::*;
 
+    fn get(path: &str, query: Option<&str>) -> Option<Value> {
+        api(
+            &crate::fake_broker::FakeBroker::default(),
+            &History::default(),
+            path,
+            query,
+        )
+    }
+
+    #[test]
+    fn the_api_answers_from_the_view() {
+        let cluster = get("/api/cluster", None).expect("cluster");
+        assert_eq!(cluster["cluster_id"], "fake-cluster");
+        assert_eq!(cluster["partitions"], 2);
+        assert_eq!(cluster["brokers"][1]["fenced"], true);
+        assert_eq!(
+            cluster["brokers"][0]["endpoints"][0],
+            "PLAINTEXT://127.0.0.1:9092"
+        );
+        assert_eq!(
+            cluster["controller"]["mode"],
+            "embedded single-node controller"
+        );
+        assert_eq!(cluster["controller"]["metadata_log_end_offset"], 42);
+        let topics = get("/api/topics", None).expect("topics");
+        assert_eq!(topics["topics"][0]["size_bytes"], 100);
+        assert_eq!(topics["topics"][0]["messages_in"], 10);
+        let topic = get("/api/topics/orders", None).expect("topic");
+        assert_eq!(topic["partitions"][0]["high_watermark"], 10);
+        assert_eq!(topic["partitions"][1]["high_watermark"], Value::Null);
+        assert_eq!(topic["configs"]["min.insync.replicas"], "2");
+        let records = get("/api/topics/orders/records", Some("partition=0")).expect("records");
+        assert_eq!(records["high_watermark"], 10);
+        assert_eq!(records["records"], json!([]));
+        let groups = get("/api/groups", None).expect("groups");
+        assert_eq!(groups["groups"][0]["lag"], 3);
+        let group = get("/api/groups/readers", None).expect("group");
+        assert_eq!(group["state"], "Stable");
+        assert_eq!(group["offsets"][1]["lag"], Value::Null);
+        for missing in [
+            "/api/topics/nope",
+            "/api/topics/orders/records?partition=1",
+            "/api/groups/nope%zz",
+            "/api/nothing",
+        ] {
+            let (path, query) = missing
+                .split_once('?')
+                .map_or((missing, None), |(path, query)| (path, Some(query)));
+            assert_eq!(get(path, query), None, "{missing}");
+        }
+    }
+
     #[test]
     fn path_segments_are_percent_decoded() {
         assert_eq!(percent_decode("my%20group").as_deref(), Some("my group"));

@@ -343,6 +343,33 @@ mod tests {
     }
 
     #[test]
+    fn readiness_reads_the_registration_from_the_view() {
+        let state = |broker: Option<Arc<crate::fake_broker::FakeBroker>>| {
+            let slot: Arc<ViewSlot> = Arc::new(OnceLock::new());
+            if let Some(broker) = &broker {
+                let view: Weak<crate::fake_broker::FakeBroker> = Arc::downgrade(broker);
+                let _ = slot.set(view as Weak<dyn BrokerView>);
+            }
+            let http = HttpState {
+                registry: prometheus_client::registry::Registry::default(),
+                broker: slot,
+                readiness: Arc::new(Readiness::default()),
+                history: Arc::new(console::History::default()),
+            };
+            http.readiness.logs_loaded.store(true, Ordering::Release);
+            (http.ready_state(), broker)
+        };
+        let (starting, _) = state(None);
+        assert!(starting.logs_loaded && !starting.listeners_accepting && !starting.registered);
+        let (fenced, _broker) = state(Some(Arc::new(crate::fake_broker::FakeBroker {
+            fenced: true,
+        })));
+        assert!(fenced.listeners_accepting && fenced.registered && !fenced.unfenced);
+        let (serving, _broker) = state(Some(Arc::default()));
+        assert!(serving.ready());
+    }
+
+    #[test]
     fn ready_needs_every_condition() {
         let all = ReadyState {
             logs_loaded: true,
