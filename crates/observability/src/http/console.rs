@@ -263,9 +263,9 @@ fn shown_bytes(bytes: Option<&[u8]>) -> Value {
 }
 
 fn groups(broker: &dyn BrokerView) -> Value {
+    // An offline coordinator lists no groups.
     let list: Vec<Value> = broker
         .groups()
-        // An offline coordinator lists no groups.
         .into_iter()
         .map(|listing| {
             let lag: i64 = group_lags(broker, &listing.group)
