@@ -36,6 +36,9 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-consumer",
         Some(vec!["strom-protocol", "strom-client", "strom-producer"]),
     );
+    // Metrics, health probes and the console; it reads the broker through
+    // a trait the broker implements, never the broker itself.
+    rules.insert("strom-observability", Some(vec!["strom-protocol"]));
     rules.insert(
         "strom-broker",
         Some(vec![
@@ -45,6 +48,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-replication",
             "strom-controller",
             "strom-coordinator",
+            "strom-observability",
         ]),
     );
     rules.insert(

@@ -10,9 +10,9 @@ use std::time::Instant;
 
 use criterion::{criterion_main, Criterion};
 use strom_broker::handlers::HANDLED_APIS;
-use strom_broker::metrics::topics::TopicMetricsTable;
-use strom_broker::metrics::BrokerMetrics;
 use strom_broker::network::Reply;
+use strom_observability::topics::TopicMetricsTable;
+use strom_observability::BrokerMetrics;
 use strom_protocol::kafka::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
 };
@@ -47,7 +47,13 @@ fn request_metrics(c: &mut Criterion) {
                 || Reply::Response(produce_response()),
                 |reply| {
                     let now = Instant::now();
-                    black_box(metrics.observe(ApiKey::Produce, now, now, reply))
+                    black_box(strom_broker::metrics::observe(
+                        &metrics,
+                        ApiKey::Produce,
+                        now,
+                        now,
+                        reply,
+                    ))
                 },
                 criterion::BatchSize::SmallInput,
             )

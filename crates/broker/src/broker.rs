@@ -13,6 +13,7 @@ use strom_controller::controller::{
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
+use strom_observability::{BindError, Observability};
 use strom_storage::manager::Scheduler;
 use strom_storage::page_cache::PageCacheSettings;
 use strom_storage::{LogConfig, LogManager, LogManagerConfig};
@@ -24,7 +25,7 @@ use crate::config::BrokerConfig;
 use crate::environment::Environment;
 use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
-use crate::handlers::{BrokerContext, Dispatcher};
+use crate::handlers::{BrokerContext, Dispatcher, HANDLED_APIS};
 use crate::meta_properties;
 use crate::network::{NetworkConfig, Server, ServerHandle};
 use crate::producer_ids::ProducerIdManager;
@@ -118,6 +119,15 @@ pub enum StartError {
     },
 }
 
+impl From<BindError> for StartError {
+    fn from(error: BindError) -> StartError {
+        StartError::Bind {
+            address: error.address,
+            source: error.source,
+        }
+    }
+}
+
 /// A step of a broker's registration with the controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RegistrationStep {
@@ -152,7 +162,7 @@ pub struct RunningBroker {
     heartbeats: Option<JoinHandle<()>>,
     tasks: Vec<JoinHandle<()>>,
     broker_epoch: i64,
-    observability: crate::http::Observability,
+    observability: Observability,
 }
 
 /// The controller a broker uses: the embedded one, or its member of the
@@ -200,7 +210,12 @@ pub async fn start_with(
             .map(|cluster| cluster.cluster_id.as_str()),
     )?;
 
-    let observability = crate::http::Observability::start(&config).await?;
+    let observability = Observability::start(
+        crate::observe::listener_address(&config)?,
+        HANDLED_APIS,
+        crate::observe::network_counts,
+    )
+    .await?;
     let server = bind(&config).await?;
     let controllers = start_controller(&config, &environment).await?;
     let controller = Arc::clone(&controllers.client);
@@ -348,7 +363,7 @@ async fn open_logs(
     .map_err(StartError::Storage)?;
     // The background `flush.ms` flushes count in LogFlushRateAndTimeMs
     // beside the produce path's.
-    logs.observe_flushes(|took| crate::metrics::LOG_FLUSH_TIME.observe(took));
+    logs.observe_flushes(|took| strom_observability::LOG_FLUSH_TIME.observe(took));
     Ok(logs)
 }
 
@@ -362,7 +377,7 @@ async fn broker_context(
     producer_ids: ProducerIdManager,
     logs: &Arc<LogManager>,
     environment: &Environment,
-    observability: &crate::http::Observability,
+    observability: &Observability,
 ) -> Result<BrokerContext, StartError> {
     let replicas = Arc::new(ReplicaManager::new(
         config.node_id,

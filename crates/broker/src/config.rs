@@ -227,7 +227,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     // Strom's own keys (no Kafka equivalent), under the `strom.` prefix.
     ("strom.log.writeback.interval.bytes", "0"),
     ("strom.log.page.cache.retain.bytes", "-1"),
-    // Parsed by `crate::http::listener_address`.
+    // Parsed by `crate::observe::listener_address`.
     ("strom.metrics.listener", ""),
     // Parsed by `crate::launch::log_format` (env `STROM_LOG_FORMAT` wins).
     ("strom.log.format", "text"),

@@ -24,11 +24,12 @@
 //!   ([`replica_manager`]; the whole policy is in `docs/architecture.md`,
 //!   "What a poisoned lock means").
 //!
-//! Operators see a running broker through [`metrics`] (Prometheus metrics
-//! under Kafka's names, counted with atomics on the request path and
-//! computed from the broker's state at scrape time) and [`http`] (the
-//! optional `strom.metrics.listener`: `/metrics`, health probes and a
-//! read-only web console).
+//! Operators see a running broker through `strom-observability`
+//! (Prometheus metrics under Kafka's names, counted with atomics on the
+//! request path and computed from the broker's state at scrape time, and
+//! the optional `strom.metrics.listener`: `/metrics`, health probes and a
+//! read-only web console); [`observe`] shows it the broker's state and
+//! [`metrics`] times each request.
 
 pub mod blocking;
 pub mod broker;
@@ -41,12 +42,12 @@ pub mod error;
 pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
-pub mod http;
 pub mod isr;
 pub mod launch;
 pub mod meta_properties;
 pub mod metrics;
 pub mod network;
+pub mod observe;
 pub mod producer_ids;
 pub mod properties;
 pub mod replica_fetch;

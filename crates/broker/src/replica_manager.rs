@@ -31,8 +31,8 @@ use strom_replication::{FetcherManager, FollowTarget, LeaderAssignment, Partitio
 use strom_storage::{LogConfig, LogManager, TopicPartition};
 use tracing::{debug, info, warn};
 
-use crate::metrics::topics::{TopicMetrics, TopicMetricsTable};
 use crate::replica_fetch::TcpFetchTransport;
+use strom_observability::topics::{TopicMetrics, TopicMetricsTable};
 use uuid::Uuid;
 
 /// A partition hosted here: the replication crate's [`Partition`] (its

@@ -325,7 +325,7 @@ async fn bad_http_input_gets_http_errors_and_leaves_kafka_alone() {
     for mut stream in slow {
         let mut rest = Vec::new();
         let closed = tokio::time::timeout(
-            strom_broker::http::HEADER_READ_TIMEOUT + TIMEOUT,
+            strom_observability::http::HEADER_READ_TIMEOUT + TIMEOUT,
             stream.read_to_end(&mut rest),
         )
         .await;

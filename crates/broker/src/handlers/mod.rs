@@ -119,7 +119,7 @@ pub struct BrokerContext {
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: Arc<FetchSessionCache>,
     /// Request metrics and the other broker-wide counters.
-    pub metrics: Arc<crate::metrics::BrokerMetrics>,
+    pub metrics: Arc<strom_observability::BrokerMetrics>,
 }
 
 impl BrokerContext {
@@ -153,9 +153,7 @@ impl RequestHandler for Dispatcher {
         // Latency for metrics: measured on the host's clock, not the broker's.
         let started = std::time::Instant::now();
         let reply = self.dispatch(request_context, request).await;
-        self.context
-            .metrics
-            .observe(api_key, received_at, started, reply)
+        crate::metrics::observe(&self.context.metrics, api_key, received_at, started, reply)
     }
 
     fn times_sends(&self) -> bool {

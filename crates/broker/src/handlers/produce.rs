@@ -417,7 +417,7 @@ async fn flush_all(flushes: Vec<PendingFlush>, now_ms: i64) -> Vec<(usize, i32)>
                 // Flush latency for metrics, on the host's clock.
                 let started = std::time::Instant::now();
                 let result = ticket.sync();
-                crate::metrics::LOG_FLUSH_TIME.observe(started.elapsed());
+                strom_observability::LOG_FLUSH_TIME.observe(started.elapsed());
                 (at, replica, ticket, result)
             })
             .collect::<Vec<_>>()

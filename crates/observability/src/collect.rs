@@ -4,49 +4,57 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
-use prometheus_client::metrics::MetricType;
-use strom_coordinator::GroupState;
+use prometheus_client::encoding::DescriptorEncoder;
 use strom_protocol::error_code::ErrorCode;
 
-use super::histogram::HistogramSnapshot;
-use super::network::NETWORK;
-use super::BrokerMetrics;
-use crate::handlers::BrokerContext;
+use crate::exposition::{counter, gauge, histogram, one, Labels};
+use crate::histogram::AtomicHistogram;
+use crate::lag::group_lags;
+use crate::metrics::{BrokerMetrics, LOG_FLUSH_TIME};
+use crate::requests::ApiMetrics;
+use crate::topics::TopicCounts;
+use crate::view::{BrokerView, IsrChanges, NetworkCounts, QuorumState, ViewSlot};
 
-/// Where the collector finds the broker once it has started (the listener
-/// serves health probes before that).
-pub type BrokerSlot = OnceLock<Weak<BrokerContext>>;
-
-/// Labels of one sample.
-type Labels = Vec<(&'static str, String)>;
+/// Reads the process's network counters (they are counted before the
+/// broker serves, so they do not come through its [`BrokerView`]).
+pub type NetworkSource = fn() -> NetworkCounts;
 
 /// Encodes every metric of one broker.
 #[derive(Debug)]
 pub struct BrokerCollector {
     metrics: Arc<BrokerMetrics>,
-    broker: Arc<BrokerSlot>,
+    network: NetworkSource,
+    broker: Arc<ViewSlot>,
 }
 
 impl BrokerCollector {
-    /// A collector over `metrics` and the broker `broker` will hold.
-    pub fn new(metrics: Arc<BrokerMetrics>, broker: Arc<BrokerSlot>) -> BrokerCollector {
-        BrokerCollector { metrics, broker }
+    /// A collector over `metrics`, the network counters `network` reads and
+    /// the broker `broker` will hold.
+    pub fn new(
+        metrics: Arc<BrokerMetrics>,
+        network: NetworkSource,
+        broker: Arc<ViewSlot>,
+    ) -> BrokerCollector {
+        BrokerCollector {
+            metrics,
+            network,
+            broker,
+        }
     }
 }
 
 impl Collector for BrokerCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
-        encode_network(&mut encoder)?;
+        encode_network(&mut encoder, (self.network)())?;
         encode_requests(&mut encoder, &self.metrics)?;
         histogram(
             &mut encoder,
             "kafka_log_logflushstats_logflushrateandtime_seconds",
             "Time of the log flushes made for flush.messages and flush.ms (LogFlushRateAndTimeMs)",
-            vec![(Vec::new(), super::LOG_FLUSH_TIME.snapshot())],
+            vec![(Vec::new(), LOG_FLUSH_TIME.snapshot())],
         )?;
         counter(
             &mut encoder,
@@ -57,85 +65,16 @@ impl Collector for BrokerCollector {
         let Some(broker) = self.broker.get().and_then(Weak::upgrade) else {
             return Ok(());
         };
-        encode_topics(&mut encoder, &broker)?;
-        encode_partitions(&mut encoder, &broker)?;
-        encode_controller(&mut encoder, &broker)?;
-        encode_storage(&mut encoder, &broker)?;
-        encode_groups(&mut encoder, &broker)
+        let broker = broker.as_ref();
+        encode_topics(&mut encoder, broker)?;
+        encode_partitions(&mut encoder, broker)?;
+        encode_controller(&mut encoder, broker)?;
+        encode_storage(&mut encoder, broker)?;
+        encode_groups(&mut encoder, broker)
     }
 }
 
-fn counter(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    rows: Vec<(Labels, u64)>,
-) -> fmt::Result {
-    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    for (labels, value) in rows {
-        if labels.is_empty() {
-            metric.encode_counter::<NoLabelSet, u64, u64>(&value, None)?;
-        } else {
-            metric
-                .encode_family(&labels)?
-                .encode_counter::<NoLabelSet, u64, u64>(&value, None)?;
-        }
-    }
-    Ok(())
-}
-
-fn gauge(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    rows: Vec<(Labels, i64)>,
-) -> fmt::Result {
-    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    for (labels, value) in rows {
-        if labels.is_empty() {
-            metric.encode_gauge(&value)?;
-        } else {
-            metric.encode_family(&labels)?.encode_gauge(&value)?;
-        }
-    }
-    Ok(())
-}
-
-fn histogram(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    rows: Vec<(Labels, HistogramSnapshot)>,
-) -> fmt::Result {
-    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
-    for (labels, snapshot) in rows {
-        if labels.is_empty() {
-            encode_snapshot(&mut metric, &snapshot)?;
-        } else {
-            encode_snapshot(&mut metric.encode_family(&labels)?, &snapshot)?;
-        }
-    }
-    Ok(())
-}
-
-fn encode_snapshot(
-    metric: &mut prometheus_client::encoding::MetricEncoder<'_>,
-    snapshot: &HistogramSnapshot,
-) -> fmt::Result {
-    metric.encode_histogram::<NoLabelSet>(
-        snapshot.sum_seconds,
-        snapshot.count,
-        &snapshot.buckets,
-        None,
-    )
-}
-
-fn one(value: u64) -> Vec<(Labels, u64)> {
-    vec![(Vec::new(), value)]
-}
-
-fn encode_network(encoder: &mut DescriptorEncoder<'_>) -> fmt::Result {
-    let counts = NETWORK.counts();
+fn encode_network(encoder: &mut DescriptorEncoder<'_>, counts: NetworkCounts) -> fmt::Result {
     let open = counts
         .connections_opened
         .saturating_sub(counts.connections_closed);
@@ -183,7 +122,7 @@ fn encode_network(encoder: &mut DescriptorEncoder<'_>) -> fmt::Result {
     Ok(())
 }
 
-fn request_label(api: &super::requests::ApiMetrics) -> Labels {
+fn request_label(api: &ApiMetrics) -> Labels {
     vec![("request", format!("{:?}", api.api_key()))]
 }
 
@@ -211,7 +150,7 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
         "Error codes in responses, by API and code, NONE included (ErrorsPerSec)",
         errors,
     )?;
-    type Stage = fn(&super::requests::ApiMetrics) -> &super::histogram::AtomicHistogram;
+    type Stage = fn(&ApiMetrics) -> &AtomicHistogram;
     let stages: [(&str, &str, Stage); 5] = [
         (
             "kafka_network_requestmetrics_requestqueuetime_seconds",
@@ -249,9 +188,9 @@ fn encode_requests(encoder: &mut DescriptorEncoder<'_>, metrics: &BrokerMetrics)
     Ok(())
 }
 
-fn encode_topics(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -> fmt::Result {
-    let topics = broker.replicas.topic_metrics().snapshot();
-    type Field = fn(&super::topics::TopicCounts) -> u64;
+fn encode_topics(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) -> fmt::Result {
+    let topics = broker.topic_counts();
+    type Field = fn(&TopicCounts) -> u64;
     let fields: [(&str, &str, Field); 5] = [
         (
             "kafka_server_brokertopicmetrics_messagesin",
@@ -302,12 +241,11 @@ struct PartitionCounts {
     global: i64,
 }
 
-fn partition_counts(broker: &BrokerContext) -> PartitionCounts {
-    let image = broker.controller.image();
-    let node_id = broker.config.node_id;
+fn partition_counts(broker: &dyn BrokerView) -> PartitionCounts {
+    let node_id = broker.node_id();
     let mut counts = PartitionCounts::default();
-    for topic in image.topics() {
-        let min_isr = broker.replicas.min_insync_replicas(&image, &topic.name);
+    for topic in broker.topics() {
+        let min_isr = topic.min_insync_replicas;
         for partition in &topic.partitions {
             counts.global += 1;
             if partition.leader.is_none() {
@@ -332,7 +270,7 @@ fn partition_counts(broker: &BrokerContext) -> PartitionCounts {
             if partition.isr.len() < replication_factor {
                 counts.under_replicated += 1;
             }
-            if partition.is_reassigning() {
+            if partition.reassigning {
                 counts.reassigning += 1;
             }
             if partition.isr.len() < min_isr {
@@ -343,7 +281,7 @@ fn partition_counts(broker: &BrokerContext) -> PartitionCounts {
     counts
 }
 
-fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -> fmt::Result {
+fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) -> fmt::Result {
     let counts = partition_counts(broker);
     let gauges: [(&str, &str, i64); 8] = [
         (
@@ -390,7 +328,7 @@ fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     for (name, help, value) in gauges {
         gauge(encoder, name, help, vec![(Vec::new(), value)])?;
     }
-    let (shrinks, expands) = broker.replicas.isr_changes();
+    let IsrChanges { shrinks, expands } = broker.isr_changes();
     counter(
         encoder,
         "kafka_server_replicamanager_isrshrinks",
@@ -405,17 +343,28 @@ fn encode_partitions(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
     )
 }
 
-fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -> fmt::Result {
-    let image = broker.controller.image();
-    let fenced = image.brokers().filter(|b| b.fenced).count();
-    let active = image.brokers().filter(|b| !b.fenced).count();
-    let quorum = broker.controller.local_quorum_status();
+/// Where this node stands in the metadata quorum, as the raft metrics
+/// report it.
+#[derive(Debug)]
+struct QuorumPosition {
+    is_active: bool,
+    leader: i64,
+    epoch: i64,
+    high_watermark: i64,
+    log_end: i64,
+}
+
+fn quorum_position(
+    node_id: i32,
+    metadata_end_offset: u64,
+    quorum: Option<&QuorumState>,
+) -> QuorumPosition {
     let offset = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
     // A single node is its own quorum: always active, at its image's end.
-    let (is_active, leader, epoch, high_watermark, log_end) = match &quorum {
+    let (is_active, leader, epoch, high_watermark, log_end) = match quorum {
         None => {
-            let end = offset(image.next_offset());
-            (true, i64::from(broker.config.node_id), 0, end, end)
+            let end = offset(metadata_end_offset);
+            (true, i64::from(node_id), 0, end, end)
         }
         Some(status) => {
             let own = status
@@ -433,6 +382,31 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
             )
         }
     };
+    QuorumPosition {
+        is_active,
+        leader,
+        epoch,
+        high_watermark,
+        log_end,
+    }
+}
+
+fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) -> fmt::Result {
+    let cluster = broker.cluster();
+    let fenced = cluster.brokers.iter().filter(|b| b.fenced).count();
+    let active = cluster.brokers.iter().filter(|b| !b.fenced).count();
+    let quorum = broker.quorum();
+    let QuorumPosition {
+        is_active,
+        leader,
+        epoch,
+        high_watermark,
+        log_end,
+    } = quorum_position(
+        broker.node_id(),
+        cluster.metadata_end_offset,
+        quorum.as_ref(),
+    );
     let gauges: [(&str, &str, i64); 8] = [
         (
             "kafka_controller_kafkacontroller_activecontrollercount",
@@ -467,7 +441,7 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
         (
             "kafka_controller_kafkacontroller_globaltopiccount",
             "Topics in the cluster (GlobalTopicCount)",
-            image.topic_count() as i64,
+            cluster.topic_count as i64,
         ),
         (
             "kafka_server_raft_metrics_log_end_offset",
@@ -486,7 +460,7 @@ fn encode_controller(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext
 /// DescribeQuorum shows the same).
 fn encode_quorum_replicas(
     encoder: &mut DescriptorEncoder<'_>,
-    quorum: Option<&strom_controller::quorum::QuorumStatus>,
+    quorum: Option<&QuorumState>,
     leader_end: i64,
 ) -> fmt::Result {
     let mut ends = Vec::new();
@@ -529,40 +503,52 @@ fn partition_labels(topic: &str, partition: i32) -> Labels {
     ]
 }
 
-fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -> fmt::Result {
-    let mut segments = Vec::new();
-    let mut sizes = Vec::new();
-    let mut ends = Vec::new();
-    let mut starts = Vec::new();
-    let mut follower_lags = Vec::new();
-    let mut by_dir: BTreeMap<String, i64> = BTreeMap::new();
-    for replica in broker.replicas.hosted() {
-        let tp = &replica.topic_partition;
-        for (follower, lag) in replica.follower_lags() {
-            let mut labels = partition_labels(&tp.topic, tp.partition);
+/// The storage gauges' samples, per hosted partition and per log directory.
+#[derive(Debug, Default)]
+struct StorageRows {
+    segments: Vec<(Labels, i64)>,
+    sizes: Vec<(Labels, i64)>,
+    ends: Vec<(Labels, i64)>,
+    starts: Vec<(Labels, i64)>,
+    follower_lags: Vec<(Labels, i64)>,
+    by_dir: BTreeMap<String, i64>,
+}
+
+fn storage_rows(broker: &dyn BrokerView) -> StorageRows {
+    let mut rows = StorageRows::default();
+    for hosted in broker.hosted_partitions() {
+        for (follower, lag) in &hosted.follower_lags {
+            let mut labels = partition_labels(&hosted.topic, hosted.partition);
             labels.push(("replica", follower.to_string()));
-            follower_lags.push((labels, lag));
+            rows.follower_lags.push((labels, *lag));
         }
         // An offline partition has no figures to report.
-        let Ok((count, size, end, start, dir)) = replica.with_log(|log| {
-            (
-                log.segment_count(),
-                log.size_bytes(),
-                log.log_end_offset(),
-                log.log_start_offset(),
-                log.dir().parent().map(|p| p.display().to_string()),
-            )
-        }) else {
+        let Some(log) = hosted.log else {
             continue;
         };
-        let size = i64::try_from(size).unwrap_or(i64::MAX);
-        let labels = partition_labels(&tp.topic, tp.partition);
-        segments.push((labels.clone(), count as i64));
-        sizes.push((labels.clone(), size));
-        ends.push((labels.clone(), end));
-        starts.push((labels, start));
-        *by_dir.entry(dir.unwrap_or_default()).or_default() += size;
+        let size = i64::try_from(log.size_bytes).unwrap_or(i64::MAX);
+        let labels = partition_labels(&hosted.topic, hosted.partition);
+        rows.segments.push((labels.clone(), log.segments as i64));
+        rows.sizes.push((labels.clone(), size));
+        rows.ends.push((labels.clone(), log.log_end_offset));
+        rows.starts.push((labels, log.log_start_offset));
+        *rows
+            .by_dir
+            .entry(log.log_dir.unwrap_or_default())
+            .or_default() += size;
     }
+    rows
+}
+
+fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) -> fmt::Result {
+    let StorageRows {
+        segments,
+        sizes,
+        ends,
+        starts,
+        follower_lags,
+        by_dir,
+    } = storage_rows(broker);
     gauge(
         encoder,
         "kafka_log_log_numlogsegments",
@@ -604,25 +590,18 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -
     )
 }
 
-fn encode_groups(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) -> fmt::Result {
+fn encode_groups(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) -> fmt::Result {
     // An offline coordinator lists no groups.
-    let listings = broker
-        .groups
-        .coordinator
-        .list_groups(&[])
-        .unwrap_or_default();
-    let states = [
-        GroupState::Empty,
-        GroupState::PreparingRebalance,
-        GroupState::CompletingRebalance,
-        GroupState::Stable,
-        GroupState::Dead,
-    ];
-    let by_state = states
-        .iter()
+    let listings = broker.groups();
+    let by_state = broker
+        .group_states()
+        .into_iter()
         .map(|state| {
-            let count = listings.iter().filter(|(_, _, s)| s == state).count();
-            (vec![("state", state.kafka_name().to_owned())], count as i64)
+            let count = listings
+                .iter()
+                .filter(|listing| listing.state == state)
+                .count();
+            (vec![("state", state.to_owned())], count as i64)
         })
         .collect();
     gauge(
@@ -633,10 +612,10 @@ fn encode_groups(encoder: &mut DescriptorEncoder<'_>, broker: &BrokerContext) ->
     )?;
     let mut lags = Vec::new();
     let mut committed = Vec::new();
-    for (group, _, _) in &listings {
-        for offset in super::lag::group_lags(broker, group) {
+    for listing in &listings {
+        for offset in group_lags(broker, &listing.group) {
             let mut labels = partition_labels(&offset.topic, offset.partition);
-            labels.insert(0, ("group", group.clone()));
+            labels.insert(0, ("group", listing.group.clone()));
             committed.push((labels.clone(), offset.committed));
             if let Some(lag) = offset.lag() {
                 lags.push((labels, lag));
@@ -664,57 +643,82 @@ pub fn registry(collector: BrokerCollector) -> prometheus_client::registry::Regi
     registry
 }
 
-/// Prometheus' classic text format (0.0.4) of an OpenMetrics exposition,
-/// for consumers that do not negotiate OpenMetrics (`promtool check
-/// metrics`, `curl`): the two formats differ, for what this exposition
-/// holds, only in that a classic counter's `HELP` and `TYPE` lines name the
-/// series with its `_total` suffix, and in OpenMetrics' closing `# EOF`.
-pub fn classic_text(openmetrics: &str) -> String {
-    let mut counters = std::collections::HashSet::new();
-    for line in openmetrics.lines() {
-        if let Some(name) = line
-            .strip_prefix("# TYPE ")
-            .and_then(|rest| rest.strip_suffix(" counter"))
-        {
-            counters.insert(name.to_owned());
-        }
-    }
-    let mut classic = String::with_capacity(openmetrics.len() + 16 * counters.len());
-    for line in openmetrics.lines() {
-        if line == "# EOF" {
-            continue;
-        }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
-            let rest = line.strip_prefix(prefix)?;
-            let (name, tail) = rest.split_once(' ')?;
-            counters
-                .contains(name)
-                .then(|| format!("{prefix}{name}_total {tail}"))
-        });
-        classic.push_str(renamed.as_deref().unwrap_or(line));
-        classic.push('\n');
-    }
-    classic
-}
-
-/// The text exposition of `registry` (OpenMetrics' text format, which
-/// Prometheus negotiates; it ends with `# EOF`).
-pub fn exposition(registry: &prometheus_client::registry::Registry) -> Result<String, fmt::Error> {
-    let mut text = String::with_capacity(64 * 1024);
-    prometheus_client::encoding::text::encode(&mut text, registry)?;
-    Ok(text)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::classic_text;
+    use std::sync::OnceLock;
+
+    use strom_protocol::kafka::messages::ApiKey;
+
+    use super::*;
+    use crate::exposition::exposition;
+    use crate::fake_broker::FakeBroker;
+
+    fn network() -> NetworkCounts {
+        NetworkCounts {
+            connections_opened: 5,
+            connections_closed: 3,
+            ..NetworkCounts::default()
+        }
+    }
+
+    fn scrape(broker: Option<&Arc<FakeBroker>>) -> String {
+        let metrics = Arc::new(BrokerMetrics::new(&[ApiKey::Produce], true));
+        let slot: Arc<ViewSlot> = Arc::new(OnceLock::new());
+        if let Some(broker) = broker {
+            let view: Weak<FakeBroker> = Arc::downgrade(broker);
+            let _ = slot.set(view as Weak<dyn BrokerView>);
+        }
+        let registry = registry(BrokerCollector::new(metrics, network, slot));
+        exposition(&registry).expect("encodes")
+    }
 
     #[test]
-    fn classic_text_names_counters_with_their_total_suffix() {
-        let openmetrics = "# HELP requests Requests.\n# TYPE requests counter\nrequests_total{api=\"Produce\"} 3\n# HELP open Open.\n# TYPE open gauge\nopen 1\n# EOF\n";
-        assert_eq!(
-            classic_text(openmetrics),
-            "# HELP requests_total Requests.\n# TYPE requests_total counter\nrequests_total{api=\"Produce\"} 3\n# HELP open Open.\n# TYPE open gauge\nopen 1\n"
+    fn before_the_broker_serves_only_process_and_request_metrics_are_shown() {
+        let text = scrape(None);
+        assert!(text.contains("\nkafka_server_socket_server_metrics_connections 2\n"));
+        assert!(
+            text.contains("kafka_network_requestmetrics_requests_total{request=\"Produce\"} 0\n")
         );
+        assert!(!text.contains("kafka_server_replicamanager_leadercount"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn the_gauges_are_computed_from_the_view() {
+        let broker = Arc::new(FakeBroker::default());
+        let text = scrape(Some(&broker));
+        for line in [
+            "kafka_server_replicamanager_partitioncount 2",
+            "kafka_server_replicamanager_leadercount 1",
+            "kafka_server_replicamanager_underreplicatedpartitions 1",
+            "kafka_server_replicamanager_underminisrpartitioncount 1",
+            "kafka_server_replicamanager_reassigningpartitions 0",
+            "kafka_controller_kafkacontroller_preferredreplicaimbalancecount 1",
+            "kafka_controller_kafkacontroller_globalpartitioncount 2",
+            "kafka_server_replicamanager_isrshrinks_total 1",
+            "kafka_controller_kafkacontroller_activecontrollercount 1",
+            "kafka_server_raft_metrics_current_leader 1",
+            "kafka_server_raft_metrics_log_end_offset 42",
+            "kafka_controller_kafkacontroller_fencedbrokercount 1",
+            "kafka_controller_kafkacontroller_activebrokercount 1",
+            "kafka_server_brokertopicmetrics_messagesin_total{topic=\"orders\"} 10",
+            "kafka_log_log_size{topic=\"orders\",partition=\"0\"} 100",
+            "kafka_log_log_logstartoffset{topic=\"orders\",partition=\"0\"} 2",
+            "strom_replica_follower_lag{topic=\"orders\",partition=\"0\",replica=\"2\"} 5",
+            "strom_log_directory_size_bytes{log_dir=\"/data\"} 100",
+            "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"Stable\"} 1",
+            "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"Dead\"} 0",
+            "kafka_consumergroup_current_offset{group=\"readers\",topic=\"orders\",partition=\"1\"} 3",
+            "kafka_consumergroup_lag{group=\"readers\",topic=\"orders\",partition=\"0\"} 3",
+        ] {
+            assert!(text.contains(&format!("\n{line}\n")), "{line}");
+        }
+        // The offline partition has no log figures, a partition not led here
+        // no lag, and no offset was committed for partition 2.
+        assert!(!text.contains("kafka_log_log_size{topic=\"orders\",partition=\"1\"}"));
+        assert!(!text.contains(
+            "kafka_consumergroup_lag{group=\"readers\",topic=\"orders\",partition=\"1\"}"
+        ));
+        assert!(!text.contains("partition=\"2\""));
     }
 }

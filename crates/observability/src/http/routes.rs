@@ -40,7 +40,7 @@ fn console_api(state: &HttpState, path: &str, query: Option<&str>) -> Response<F
     let Some(broker) = state.broker() else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n");
     };
-    match super::console::api(&broker, &state.history, path, query) {
+    match super::console::api(broker.as_ref(), &state.history, path, query) {
         Some(body) => json(StatusCode::OK, &body),
         None => text(StatusCode::NOT_FOUND, "not found\n"),
     }
@@ -56,7 +56,7 @@ fn wants_openmetrics<B>(request: &Request<B>) -> bool {
 }
 
 fn metrics(state: &HttpState, openmetrics: bool) -> Response<Full<Bytes>> {
-    let Ok(body) = crate::metrics::collect::exposition(&state.registry) else {
+    let Ok(body) = crate::exposition::exposition(&state.registry) else {
         return text(
             StatusCode::INTERNAL_SERVER_ERROR,
             "cannot encode the metrics\n",
@@ -65,7 +65,7 @@ fn metrics(state: &HttpState, openmetrics: bool) -> Response<Full<Bytes>> {
     if openmetrics {
         with_type(StatusCode::OK, OPENMETRICS_CONTENT_TYPE, Bytes::from(body))
     } else {
-        let classic = crate::metrics::collect::classic_text(&body);
+        let classic = crate::exposition::classic_text(&body);
         with_type(StatusCode::OK, CLASSIC_CONTENT_TYPE, Bytes::from(classic))
     }
 }

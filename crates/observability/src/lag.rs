@@ -1,7 +1,7 @@
 //! Consumer lag: a group's committed offset of each partition against the
 //! partition's high watermark (what Burrow and kafka-lag-exporter report).
 
-use crate::handlers::BrokerContext;
+use crate::view::BrokerView;
 
 /// One committed offset and how far behind it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,20 +26,13 @@ impl PartitionLag {
 }
 
 /// Every committed offset of `group` with its lag, by topic and partition.
-pub fn group_lags(broker: &BrokerContext, group: &str) -> Vec<PartitionLag> {
-    let Ok(offsets) = broker.groups.coordinator.fetch_offsets(group, None) else {
-        return Vec::new();
-    };
-    offsets
+pub fn group_lags(broker: &dyn BrokerView, group: &str) -> Vec<PartitionLag> {
+    broker
+        .committed_offsets(group)
         .into_iter()
         .filter(|offset| offset.offset >= 0)
         .map(|offset| {
-            let topic_partition =
-                strom_storage::TopicPartition::new(offset.topic.clone(), offset.partition);
-            let high_watermark = broker
-                .replicas
-                .get(&topic_partition)
-                .and_then(|replica| replica.with_log(|log| log.high_watermark()).ok());
+            let high_watermark = broker.high_watermark(&offset.topic, offset.partition);
             PartitionLag {
                 topic: offset.topic,
                 partition: offset.partition,

@@ -3,7 +3,7 @@
 //!
 //! Off by default: a broker opens no port it was not asked for. With
 //! `strom.metrics.listener=http://127.0.0.1:9644` it serves
-//! - `GET /metrics`: Prometheus' text exposition ([`crate::metrics`]);
+//! - `GET /metrics`: Prometheus' text exposition ([`crate::collect`]);
 //! - `GET /health/live`: 200 while the process serves HTTP at all;
 //! - `GET /health/ready`: 200 once the logs are loaded, the broker is
 //!   registered and unfenced and the Kafka listeners accept, else 503;
@@ -27,16 +27,16 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use strom_protocol::kafka::messages::ApiKey;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info};
 
-use crate::config::BrokerConfig;
-use crate::error::{ConfigError, ValueProblem};
-use crate::handlers::{BrokerContext, HANDLED_APIS};
-use crate::metrics::collect::{BrokerCollector, BrokerSlot};
+use crate::collect::{BrokerCollector, NetworkSource};
+use crate::error::{BindError, ListenerAddressError};
 use crate::metrics::BrokerMetrics;
+use crate::view::{BrokerView, Registration, ViewSlot};
 
 /// The property naming the listener.
 pub const LISTENER_KEY: &str = "strom.metrics.listener";
@@ -53,21 +53,17 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 /// HTTP connections served at once; more wait to be accepted.
 pub const MAX_CONNECTIONS: usize = 64;
 
-/// The listener address from `strom.metrics.listener`: `None` when unset
-/// or empty (the default), else `http://HOST:PORT` (the scheme may be left
-/// out; `localhost` means 127.0.0.1; port 0 picks a free port).
-pub fn listener_address(config: &BrokerConfig) -> Result<Option<SocketAddr>, ConfigError> {
-    let Some(text) = config.properties().get(LISTENER_KEY) else {
-        return Ok(None);
-    };
+/// The listener address from the value of `strom.metrics.listener`: `None`
+/// when empty (the default; an unset key means the same), else
+/// `http://HOST:PORT` (the scheme may be left out; `localhost` means
+/// 127.0.0.1; port 0 picks a free port).
+pub fn listener_address(text: &str) -> Result<Option<SocketAddr>, ListenerAddressError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(None);
     }
-    let invalid = || ConfigError::Invalid {
-        key: LISTENER_KEY.to_owned(),
-        value: text.clone(),
-        problem: ValueProblem::HttpListener,
+    let invalid = || ListenerAddressError {
+        value: text.to_owned(),
     };
     let rest = match trimmed.split_once("://") {
         Some(("http", rest)) => rest,
@@ -118,13 +114,13 @@ impl ReadyState {
 /// What the HTTP handlers share.
 pub(crate) struct HttpState {
     registry: prometheus_client::registry::Registry,
-    broker: Arc<BrokerSlot>,
+    broker: Arc<ViewSlot>,
     readiness: Arc<Readiness>,
     history: Arc<console::History>,
 }
 
 impl HttpState {
-    fn broker(&self) -> Option<Arc<BrokerContext>> {
+    fn broker(&self) -> Option<Arc<dyn BrokerView>> {
         self.broker.get().and_then(Weak::upgrade)
     }
 
@@ -136,10 +132,13 @@ impl HttpState {
         };
         if let Some(broker) = self.broker() {
             state.listeners_accepting = true;
-            let image = broker.controller.image();
-            if let Some(registered) = image.broker(broker.config.node_id) {
-                state.registered = true;
-                state.unfenced = !registered.fenced;
+            match broker.registration() {
+                Registration::Unregistered => {}
+                Registration::Fenced => state.registered = true,
+                Registration::Unfenced => {
+                    state.registered = true;
+                    state.unfenced = true;
+                }
             }
         }
         state
@@ -151,7 +150,7 @@ impl HttpState {
 /// load.
 pub struct Observability {
     metrics: Arc<BrokerMetrics>,
-    broker: Arc<BrokerSlot>,
+    broker: Arc<ViewSlot>,
     readiness: Arc<Readiness>,
     listener: Option<HttpListener>,
 }
@@ -171,24 +170,29 @@ impl Drop for HttpListener {
 }
 
 impl Observability {
-    /// Creates the metrics and binds the listener if `strom.metrics.listener`
-    /// names one; metrics are only counted when it does.
-    pub async fn start(config: &BrokerConfig) -> Result<Observability, crate::StartError> {
-        let address = listener_address(config)?;
-        let metrics = Arc::new(BrokerMetrics::new(HANDLED_APIS, address.is_some()));
-        let broker: Arc<BrokerSlot> = Arc::new(OnceLock::new());
+    /// Creates the metrics of the APIs in `apis` and binds the listener if
+    /// `address` (from [`listener_address`]) names one; metrics are only
+    /// counted when it does. `network` reads the network counters.
+    pub async fn start(
+        address: Option<SocketAddr>,
+        apis: &[ApiKey],
+        network: NetworkSource,
+    ) -> Result<Observability, BindError> {
+        let metrics = Arc::new(BrokerMetrics::new(apis, address.is_some()));
+        let broker: Arc<ViewSlot> = Arc::new(OnceLock::new());
         let readiness = Arc::new(Readiness::default());
         let listener = match address {
             None => None,
             Some(address) => {
                 let tcp = TcpListener::bind(address)
                     .await
-                    .map_err(|source| crate::StartError::Bind { address, source })?;
+                    .map_err(|source| BindError { address, source })?;
                 let bound = tcp.local_addr().unwrap_or(address);
                 let history = Arc::new(console::History::default());
                 let state = Arc::new(HttpState {
-                    registry: crate::metrics::collect::registry(BrokerCollector::new(
+                    registry: crate::collect::registry(BrokerCollector::new(
                         Arc::clone(&metrics),
+                        network,
                         Arc::clone(&broker),
                     )),
                     broker: Arc::clone(&broker),
@@ -236,9 +240,11 @@ impl Observability {
     }
 
     /// Hands the running broker to the metrics and health endpoints (called
-    /// once the Kafka listeners accept).
-    pub fn serving(&self, broker: &Arc<BrokerContext>) {
-        let _ = self.broker.set(Arc::downgrade(broker));
+    /// once the Kafka listeners accept). They hold it weakly: they never keep
+    /// a stopping broker alive.
+    pub fn serving<B: BrokerView + 'static>(&self, broker: &Arc<B>) {
+        let view: Weak<B> = Arc::downgrade(broker);
+        let _ = self.broker.set(view as Weak<dyn BrokerView>);
     }
 
     /// Marks the broker not ready and stops the listener.
@@ -310,22 +316,15 @@ async fn serve(stream: tokio::net::TcpStream, peer: SocketAddr, state: Arc<HttpS
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
-    fn address(value: &str) -> Result<Option<SocketAddr>, ConfigError> {
-        let map = BTreeMap::from([(LISTENER_KEY.to_owned(), value.to_owned())]);
-        let (config, warnings) = BrokerConfig::from_map(&map).expect("valid");
-        assert!(warnings.is_empty(), "{LISTENER_KEY} is a known key");
-        listener_address(&config)
+    fn address(value: &str) -> Result<Option<SocketAddr>, ListenerAddressError> {
+        listener_address(value)
     }
 
     #[test]
     fn the_listener_is_off_unless_named() {
-        assert_eq!(
-            listener_address(&BrokerConfig::defaults()).expect("ok"),
-            None
-        );
         assert_eq!(address("").expect("ok"), None);
+        assert_eq!(address("  ").expect("ok"), None);
         assert_eq!(
             address("http://127.0.0.1:9644").expect("ok"),
             Some(SocketAddr::from(([127, 0, 0, 1], 9644)))
@@ -334,14 +333,40 @@ mod tests {
             address("localhost:0/").expect("ok"),
             Some(SocketAddr::from(([127, 0, 0, 1], 0)))
         );
-        assert!(matches!(
+        assert_eq!(
             address("https://127.0.0.1:1"),
-            Err(ConfigError::Invalid { .. })
-        ));
-        assert!(matches!(
-            address("http://metrics:1"),
-            Err(ConfigError::Invalid { .. })
-        ));
+            Err(ListenerAddressError {
+                value: "https://127.0.0.1:1".to_owned()
+            })
+        );
+        assert!(address("http://metrics:1").is_err());
+    }
+
+    #[test]
+    fn readiness_reads_the_registration_from_the_view() {
+        let state = |broker: Option<Arc<crate::fake_broker::FakeBroker>>| {
+            let slot: Arc<ViewSlot> = Arc::new(OnceLock::new());
+            if let Some(broker) = &broker {
+                let view: Weak<crate::fake_broker::FakeBroker> = Arc::downgrade(broker);
+                let _ = slot.set(view as Weak<dyn BrokerView>);
+            }
+            let http = HttpState {
+                registry: prometheus_client::registry::Registry::default(),
+                broker: slot,
+                readiness: Arc::new(Readiness::default()),
+                history: Arc::new(console::History::default()),
+            };
+            http.readiness.logs_loaded.store(true, Ordering::Release);
+            (http.ready_state(), broker)
+        };
+        let (starting, _) = state(None);
+        assert!(starting.logs_loaded && !starting.listeners_accepting && !starting.registered);
+        let (fenced, _broker) = state(Some(Arc::new(crate::fake_broker::FakeBroker {
+            fenced: true,
+        })));
+        assert!(fenced.listeners_accepting && fenced.registered && !fenced.unfenced);
+        let (serving, _broker) = state(Some(Arc::default()));
+        assert!(serving.ready());
     }
 
     #[test]

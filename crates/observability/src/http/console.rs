@@ -23,13 +23,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{json, Value};
-use strom_controller::image::ConfigResource;
 use strom_protocol::kafka::messages::ConsumerProtocolAssignment;
 use strom_protocol::kafka::protocol::Decodable;
 use strom_protocol::records::RecordBatches;
 
-use crate::handlers::BrokerContext;
-use crate::metrics::lag::group_lags;
+use crate::lag::group_lags;
+use crate::view::{BrokerView, ClusterState, QuorumReplica, ViewSlot};
 
 /// The console page.
 pub const PAGE: &str = include_str!("console.html");
@@ -51,7 +50,7 @@ pub const HISTORY_SAMPLES: usize = 300;
 
 /// Answers `/api/...`: `None` for an unknown path or resource.
 pub(crate) fn api(
-    broker: &BrokerContext,
+    broker: &dyn BrokerView,
     history: &History,
     path: &str,
     query: Option<&str>,
@@ -77,15 +76,15 @@ pub(crate) fn api(
 
 /// The controller as this node sees it: the embedded one, or the metadata
 /// quorum (each replica's log end is known on the active controller only).
-fn controller(broker: &BrokerContext, image: &strom_controller::MetadataImage) -> Value {
-    let Some(status) = broker.controller.local_quorum_status() else {
+fn controller(broker: &dyn BrokerView, cluster: &ClusterState) -> Value {
+    let Some(status) = broker.quorum() else {
         return json!({
             "mode": "embedded single-node controller",
-            "active_controller": broker.config.node_id,
-            "metadata_log_end_offset": image.next_offset(),
+            "active_controller": broker.node_id(),
+            "metadata_log_end_offset": cluster.metadata_end_offset,
         });
     };
-    let replicas = |replicas: &[strom_controller::quorum::ReplicaStatus]| {
+    let replicas = |replicas: &[QuorumReplica]| {
         replicas
             .iter()
             .map(|replica| json!({ "node_id": replica.node_id, "log_end_offset": replica.log_end_offset }))
@@ -94,7 +93,7 @@ fn controller(broker: &BrokerContext, image: &strom_controller::MetadataImage) -
     json!({
         "mode": format!("metadata quorum of {} voters", status.voters.len()),
         "active_controller": status.leader,
-        "metadata_log_end_offset": image.next_offset(),
+        "metadata_log_end_offset": cluster.metadata_end_offset,
         "quorum": {
             "epoch": status.epoch,
             "high_watermark": status.high_watermark,
@@ -105,10 +104,11 @@ fn controller(broker: &BrokerContext, image: &strom_controller::MetadataImage) -
     })
 }
 
-fn cluster(broker: &BrokerContext) -> Value {
-    let image = broker.controller.image();
-    let brokers: Vec<Value> = image
-        .brokers()
+fn cluster(broker: &dyn BrokerView) -> Value {
+    let cluster = broker.cluster();
+    let brokers: Vec<Value> = cluster
+        .brokers
+        .iter()
         .map(|b| {
             json!({
                 "id": b.broker_id,
@@ -120,34 +120,29 @@ fn cluster(broker: &BrokerContext) -> Value {
         })
         .collect();
     json!({
-        "cluster_id": broker.cluster_id,
-        "node_id": broker.config.node_id,
+        "cluster_id": broker.cluster_id(),
+        "node_id": broker.node_id(),
         "brokers": brokers,
-        "controller": controller(broker, &image),
-        "topics": image.topic_count(),
-        "partitions": image.topics().map(|t| t.partitions.len()).sum::<usize>(),
+        "controller": controller(broker, &cluster),
+        "topics": cluster.topic_count,
+        "partitions": cluster.partition_count,
     })
 }
 
-fn topics(broker: &BrokerContext) -> Value {
-    let image = broker.controller.image();
-    let counts: BTreeMap<String, _> = broker
-        .replicas
-        .topic_metrics()
-        .snapshot()
-        .into_iter()
-        .collect();
-    let list: Vec<Value> = image
-        .topics()
+fn topics(broker: &dyn BrokerView) -> Value {
+    let topics = broker.topics();
+    let counts: BTreeMap<String, _> = broker.topic_counts().into_iter().collect();
+    let list: Vec<Value> = topics
+        .iter()
         .map(|topic| {
             let size: u64 = (0..topic.partitions.len())
-                .filter_map(|index| partition_log(broker, &topic.name, index as i32))
+                .filter_map(|index| broker.led_partition_log(&topic.name, index as i32))
                 .map(|log| log.size_bytes)
                 .sum();
             let count = counts.get(&topic.name).copied().unwrap_or_default();
             json!({
                 "name": topic.name,
-                "id": topic.id.to_string(),
+                "id": topic.id,
                 "partitions": topic.partitions.len(),
                 "internal": topic.name.starts_with("__"),
                 "size_bytes": size,
@@ -160,41 +155,15 @@ fn topics(broker: &BrokerContext) -> Value {
     json!({ "topics": list })
 }
 
-/// What the console shows of a partition's log.
-struct LogView {
-    log_start_offset: i64,
-    log_end_offset: i64,
-    high_watermark: i64,
-    size_bytes: u64,
-    segments: usize,
-}
-
-fn partition_log(broker: &BrokerContext, topic: &str, partition: i32) -> Option<LogView> {
-    let replica = broker.replicas.get(&strom_storage::TopicPartition::new(
-        topic.to_owned(),
-        partition,
-    ))?;
-    // An offline partition (see `replica_manager`) shows no log figures.
-    replica
-        .with_log(|log| LogView {
-            log_start_offset: log.log_start_offset(),
-            log_end_offset: log.log_end_offset(),
-            high_watermark: log.high_watermark(),
-            size_bytes: log.size_bytes(),
-            segments: log.segment_count(),
-        })
-        .ok()
-}
-
-fn topic(broker: &BrokerContext, name: &str) -> Option<Value> {
-    let image = broker.controller.image();
-    let topic = image.topic_by_name(name)?;
+fn topic(broker: &dyn BrokerView, name: &str) -> Option<Value> {
+    let topic = broker.topic(name)?;
     let partitions: Vec<Value> = topic
         .partitions
         .iter()
         .enumerate()
         .map(|(index, partition)| {
-            let log = partition_log(broker, name, index as i32);
+            // An offline partition shows no log figures.
+            let log = broker.led_partition_log(name, index as i32);
             json!({
                 "partition": index,
                 "leader": partition.leader,
@@ -209,10 +178,10 @@ fn topic(broker: &BrokerContext, name: &str) -> Option<Value> {
             })
         })
         .collect();
-    let configs = image.configs(&ConfigResource::Topic(name.to_owned()));
+    let configs = broker.topic_configs(name);
     Some(json!({
         "name": name,
-        "id": topic.id.to_string(),
+        "id": topic.id,
         "partitions": partitions,
         "configs": configs,
     }))
@@ -226,25 +195,18 @@ fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-fn records(broker: &BrokerContext, name: &str, query: Option<&str>) -> Option<Value> {
+fn records(broker: &dyn BrokerView, name: &str, query: Option<&str>) -> Option<Value> {
     let partition: i32 = query_value(query, "partition").map_or(Some(0), |p| p.parse().ok())?;
     let limit: usize = query_value(query, "limit")
         .map_or(Some(20), |l| l.parse().ok())?
         .min(MAX_RECORDS);
-    let replica = broker.replicas.get(&strom_storage::TopicPartition::new(
-        name.to_owned(),
-        partition,
-    ))?;
-    let (log_start, high_watermark) = replica
-        .with_log(|log| (log.log_start_offset(), log.high_watermark()))
-        .ok()?;
+    let log = broker.led_partition_log(name, partition)?;
+    let (log_start, high_watermark) = (log.log_start_offset, log.high_watermark);
     let from = (high_watermark - limit as i64).max(log_start);
     let mut shown = Vec::new();
     if from < high_watermark {
-        let read = replica.read(from, MAX_READ_BYTES, true).ok()?;
-        if let Some(bytes) = read.records {
-            collect_records(bytes, from, high_watermark, &mut shown);
-        }
+        let bytes = broker.read_records(name, partition, from, MAX_READ_BYTES)?;
+        collect_records(bytes, from, high_watermark, &mut shown);
     }
     let first = shown.len().saturating_sub(limit);
     Some(json!({
@@ -300,23 +262,20 @@ fn shown_bytes(bytes: Option<&[u8]>) -> Value {
     json!({ "text": text, "truncated": bytes.len() > cut.len() })
 }
 
-fn groups(broker: &BrokerContext) -> Value {
+fn groups(broker: &dyn BrokerView) -> Value {
+    // An offline coordinator lists no groups.
     let list: Vec<Value> = broker
-        .groups
-        .coordinator
-        .list_groups(&[])
-        // An offline coordinator lists no groups.
-        .unwrap_or_default()
+        .groups()
         .into_iter()
-        .map(|(group, protocol_type, state)| {
-            let lag: i64 = group_lags(broker, &group)
+        .map(|listing| {
+            let lag: i64 = group_lags(broker, &listing.group)
                 .iter()
                 .filter_map(|offset| offset.lag())
                 .sum();
             json!({
-                "group": group,
-                "protocol_type": protocol_type,
-                "state": state.kafka_name(),
+                "group": listing.group,
+                "protocol_type": listing.protocol_type,
+                "state": listing.state,
                 "lag": lag,
             })
         })
@@ -324,13 +283,8 @@ fn groups(broker: &BrokerContext) -> Value {
     json!({ "groups": list })
 }
 
-fn group(broker: &BrokerContext, id: &str) -> Option<Value> {
-    let description = broker
-        .groups
-        .coordinator
-        .describe_groups(&[id.to_owned()])
-        .pop()?
-        .ok()?;
+fn group(broker: &dyn BrokerView, id: &str) -> Option<Value> {
+    let description = broker.describe_group(id)?;
     let members: Vec<Value> = description
         .members
         .iter()
@@ -358,7 +312,7 @@ fn group(broker: &BrokerContext, id: &str) -> Option<Value> {
         .collect();
     Some(json!({
         "group": id,
-        "state": description.state.kafka_name(),
+        "state": description.state,
         "protocol_type": description.protocol_type,
         "protocol": description.protocol_name,
         "members": members,
@@ -421,30 +375,25 @@ pub struct History {
 }
 
 impl History {
-    fn record(&self, broker: &BrokerContext) {
+    fn record(&self, broker: &dyn BrokerView) {
         let topics = broker
-            .replicas
-            .topic_metrics()
-            .snapshot()
+            .topic_counts()
             .into_iter()
             .filter(|(name, _)| !name.starts_with("__"))
             .map(|(name, c)| (name, (c.messages_in, c.bytes_in, c.bytes_out)))
             .collect();
         let lag = broker
-            .groups
-            .coordinator
-            .list_groups(&[])
-            .unwrap_or_default()
+            .groups()
             .into_iter()
-            .map(|(group, _, _)| {
-                let total = group_lags(broker, &group)
+            .map(|listing| {
+                let total = group_lags(broker, &listing.group)
                     .iter()
                     .filter_map(|o| o.lag())
                     .sum();
-                (group, total)
+                (listing.group, total)
             })
             .collect();
-        let time_ms = broker.replicas.now_ms();
+        let time_ms = broker.now_ms();
         let mut samples = self
             .samples
             .lock()
@@ -487,13 +436,13 @@ impl History {
 /// broker (which shutdown needs gone before it closes the logs).
 pub(crate) async fn sample_history(
     history: std::sync::Arc<History>,
-    broker: std::sync::Arc<super::BrokerSlot>,
+    broker: std::sync::Arc<ViewSlot>,
 ) {
     let mut interval = tokio::time::interval(SAMPLE_INTERVAL);
     loop {
         interval.tick().await;
         if let Some(broker) = broker.get().and_then(Weak::upgrade) {
-            history.record(&broker);
+            history.record(broker.as_ref());
         }
     }
 }
@@ -501,6 +450,58 @@ pub(crate) async fn sample_history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn get(path: &str, query: Option<&str>) -> Option<Value> {
+        api(
+            &crate::fake_broker::FakeBroker::default(),
+            &History::default(),
+            path,
+            query,
+        )
+    }
+
+    #[test]
+    fn the_api_answers_from_the_view() {
+        let cluster = get("/api/cluster", None).expect("cluster");
+        assert_eq!(cluster["cluster_id"], "fake-cluster");
+        assert_eq!(cluster["partitions"], 2);
+        assert_eq!(cluster["brokers"][1]["fenced"], true);
+        assert_eq!(
+            cluster["brokers"][0]["endpoints"][0],
+            "PLAINTEXT://127.0.0.1:9092"
+        );
+        assert_eq!(
+            cluster["controller"]["mode"],
+            "embedded single-node controller"
+        );
+        assert_eq!(cluster["controller"]["metadata_log_end_offset"], 42);
+        let topics = get("/api/topics", None).expect("topics");
+        assert_eq!(topics["topics"][0]["size_bytes"], 100);
+        assert_eq!(topics["topics"][0]["messages_in"], 10);
+        let topic = get("/api/topics/orders", None).expect("topic");
+        assert_eq!(topic["partitions"][0]["high_watermark"], 10);
+        assert_eq!(topic["partitions"][1]["high_watermark"], Value::Null);
+        assert_eq!(topic["configs"]["min.insync.replicas"], "2");
+        let records = get("/api/topics/orders/records", Some("partition=0")).expect("records");
+        assert_eq!(records["high_watermark"], 10);
+        assert_eq!(records["records"], json!([]));
+        let groups = get("/api/groups", None).expect("groups");
+        assert_eq!(groups["groups"][0]["lag"], 3);
+        let group = get("/api/groups/readers", None).expect("group");
+        assert_eq!(group["state"], "Stable");
+        assert_eq!(group["offsets"][1]["lag"], Value::Null);
+        for missing in [
+            "/api/topics/nope",
+            "/api/topics/orders/records?partition=1",
+            "/api/groups/nope%zz",
+            "/api/nothing",
+        ] {
+            let (path, query) = missing
+                .split_once('?')
+                .map_or((missing, None), |(path, query)| (path, Some(query)));
+            assert_eq!(get(path, query), None, "{missing}");
+        }
+    }
 
     #[test]
     fn path_segments_are_percent_decoded() {

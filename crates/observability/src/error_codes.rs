@@ -37,6 +37,14 @@ pub fn response_error_codes(response: &Response, count: &mut impl FnMut(i16)) {
             }
             r.coordinators.iter().for_each(|c| count(c.error_code));
         }
+        other => administration_error_codes(other, count),
+    }
+}
+
+/// The error codes of the responses to topic, group, config and quorum
+/// administration, and of those that carry exactly one.
+fn administration_error_codes(response: &Response, count: &mut impl FnMut(i16)) {
+    match response {
         Response::CreateTopics(r) => r.topics.iter().for_each(|t| count(t.error_code)),
         Response::DeleteTopics(r) => r.responses.iter().for_each(|t| count(t.error_code)),
         Response::CreatePartitions(r) => r.results.iter().for_each(|t| count(t.error_code)),

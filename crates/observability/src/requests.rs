@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use strom_protocol::kafka::messages::ApiKey;
 
-use super::histogram::AtomicHistogram;
+use crate::histogram::AtomicHistogram;
 
 /// Error codes counted: Kafka's range (-1 for UNKNOWN_SERVER_ERROR up to
 /// 158); codes outside it are counted as -1.

@@ -1,0 +1,328 @@
+//! The broker as `strom-observability` sees it: [`BrokerView`] over the
+//! [`BrokerContext`], the network counters the collector reads, and the
+//! metrics listener's address from the configuration.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use strom_controller::image::{ConfigResource, PartitionImage, TopicImage};
+use strom_controller::quorum::{QuorumStatus, ReplicaStatus};
+use strom_controller::MetadataImage;
+use strom_coordinator::GroupState;
+use strom_observability::http::LISTENER_KEY;
+use strom_observability::topics::TopicCounts;
+use strom_observability::view::{
+    BrokerState, ClusterState, CommittedOffset, EndpointState, GroupDescription, GroupListing,
+    GroupMember, HostedPartition, IsrChanges, LogState, NetworkCounts, PartitionState,
+    QuorumReplica, QuorumState, Registration, TopicState,
+};
+use strom_observability::BrokerView;
+use strom_replication::Partition;
+use strom_storage::TopicPartition;
+
+use crate::config::BrokerConfig;
+use crate::error::{ConfigError, ValueProblem};
+use crate::handlers::BrokerContext;
+use crate::metrics::network::NETWORK;
+
+/// The metrics listener's address from `strom.metrics.listener` (see
+/// [`strom_observability::http::listener_address`]): `None` when unset or
+/// empty.
+pub fn listener_address(config: &BrokerConfig) -> Result<Option<SocketAddr>, ConfigError> {
+    let Some(text) = config.properties().get(LISTENER_KEY) else {
+        return Ok(None);
+    };
+    strom_observability::http::listener_address(text).map_err(|error| ConfigError::Invalid {
+        key: LISTENER_KEY.to_owned(),
+        value: error.value,
+        problem: ValueProblem::HttpListener,
+    })
+}
+
+/// The process's network counters, for the collector.
+pub fn network_counts() -> NetworkCounts {
+    let counts = NETWORK.counts();
+    NetworkCounts {
+        connections_opened: counts.connections_opened,
+        connections_closed: counts.connections_closed,
+        bytes_received: counts.bytes_received,
+        bytes_sent: counts.bytes_sent,
+        undecodable_requests: counts.undecodable_requests,
+        page_cache_loads: counts.page_cache_loads,
+    }
+}
+
+fn topic_state(broker: &BrokerContext, image: &MetadataImage, topic: &TopicImage) -> TopicState {
+    TopicState {
+        name: topic.name.clone(),
+        id: topic.id.to_string(),
+        min_insync_replicas: broker.replicas.min_insync_replicas(image, &topic.name),
+        partitions: topic.partitions.iter().map(partition_state).collect(),
+    }
+}
+
+fn partition_state(partition: &PartitionImage) -> PartitionState {
+    PartitionState {
+        replicas: partition.replicas.clone(),
+        isr: partition.isr.clone(),
+        leader: partition.leader,
+        leader_epoch: partition.leader_epoch,
+        adding_replicas: partition.adding_replicas.clone(),
+        reassigning: partition.is_reassigning(),
+    }
+}
+
+fn quorum_replica(replica: &ReplicaStatus) -> QuorumReplica {
+    QuorumReplica {
+        node_id: replica.node_id,
+        log_end_offset: replica.log_end_offset,
+    }
+}
+
+fn quorum_state(status: QuorumStatus) -> QuorumState {
+    QuorumState {
+        node_id: status.node_id,
+        is_active: status.is_active,
+        leader: status.leader,
+        epoch: status.epoch,
+        high_watermark: status.high_watermark,
+        voters: status.voters.iter().map(quorum_replica).collect(),
+        observers: status.observers.iter().map(quorum_replica).collect(),
+    }
+}
+
+/// The figures of a partition's log; `None` while it is offline.
+fn log_state(partition: &Partition) -> Option<LogState> {
+    partition
+        .with_log(|log| LogState {
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            high_watermark: log.high_watermark(),
+            size_bytes: log.size_bytes(),
+            segments: log.segment_count(),
+            log_dir: log.dir().parent().map(|p| p.display().to_string()),
+        })
+        .ok()
+}
+
+fn topic_partition(topic: &str, partition: i32) -> TopicPartition {
+    TopicPartition::new(topic.to_owned(), partition)
+}
+
+impl BrokerView for BrokerContext {
+    fn node_id(&self) -> i32 {
+        self.config.node_id
+    }
+
+    fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    fn registration(&self) -> Registration {
+        match self.controller.image().broker(self.config.node_id) {
+            None => Registration::Unregistered,
+            Some(registered) if registered.fenced => Registration::Fenced,
+            Some(_) => Registration::Unfenced,
+        }
+    }
+
+    fn cluster(&self) -> ClusterState {
+        let image = self.controller.image();
+        let brokers = image
+            .brokers()
+            .map(|b| BrokerState {
+                broker_id: b.broker_id,
+                epoch: b.epoch,
+                endpoints: b
+                    .endpoints
+                    .iter()
+                    .map(|e| EndpointState {
+                        name: e.name.clone(),
+                        host: e.host.clone(),
+                        port: e.port,
+                    })
+                    .collect(),
+                rack: b.rack.clone(),
+                fenced: b.fenced,
+            })
+            .collect();
+        ClusterState {
+            brokers,
+            topic_count: image.topic_count(),
+            partition_count: image.topics().map(|t| t.partitions.len()).sum(),
+            metadata_end_offset: image.next_offset(),
+        }
+    }
+
+    fn quorum(&self) -> Option<QuorumState> {
+        self.controller.local_quorum_status().map(quorum_state)
+    }
+
+    fn topics(&self) -> Vec<TopicState> {
+        let image = self.controller.image();
+        image
+            .topics()
+            .map(|topic| topic_state(self, &image, topic))
+            .collect()
+    }
+
+    fn topic(&self, name: &str) -> Option<TopicState> {
+        let image = self.controller.image();
+        let topic = image.topic_by_name(name)?;
+        Some(topic_state(self, &image, topic))
+    }
+
+    fn topic_configs(&self, name: &str) -> BTreeMap<String, String> {
+        self.controller
+            .image()
+            .configs(&ConfigResource::Topic(name.to_owned()))
+            .clone()
+    }
+
+    fn topic_counts(&self) -> Vec<(String, TopicCounts)> {
+        self.replicas.topic_metrics().snapshot()
+    }
+
+    fn isr_changes(&self) -> IsrChanges {
+        let (shrinks, expands) = self.replicas.isr_changes();
+        IsrChanges { shrinks, expands }
+    }
+
+    fn hosted_partitions(&self) -> Vec<HostedPartition> {
+        self.replicas
+            .hosted()
+            .iter()
+            .map(|replica| HostedPartition {
+                topic: replica.topic_partition.topic.clone(),
+                partition: replica.topic_partition.partition,
+                follower_lags: replica.follower_lags(),
+                log: log_state(replica),
+            })
+            .collect()
+    }
+
+    fn led_partition_log(&self, topic: &str, partition: i32) -> Option<LogState> {
+        let replica = self.replicas.get(&topic_partition(topic, partition))?;
+        log_state(&replica)
+    }
+
+    fn read_records(
+        &self,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        max_bytes: u64,
+    ) -> Option<Bytes> {
+        let replica = self.replicas.get(&topic_partition(topic, partition))?;
+        let read = replica.read(from, max_bytes, true).ok()?;
+        Some(read.records.unwrap_or_default())
+    }
+
+    fn group_states(&self) -> Vec<&'static str> {
+        GroupState::ALL
+            .iter()
+            .map(|state| state.kafka_name())
+            .collect()
+    }
+
+    fn groups(&self) -> Vec<GroupListing> {
+        self.groups
+            .coordinator
+            .list_groups(&[])
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(group, protocol_type, state)| GroupListing {
+                group,
+                protocol_type,
+                state: state.kafka_name(),
+            })
+            .collect()
+    }
+
+    fn describe_group(&self, group: &str) -> Option<GroupDescription> {
+        let description = self
+            .groups
+            .coordinator
+            .describe_groups(&[group.to_owned()])
+            .pop()?
+            .ok()?;
+        Some(GroupDescription {
+            state: description.state.kafka_name(),
+            protocol_type: description.protocol_type,
+            protocol_name: description.protocol_name,
+            members: description
+                .members
+                .into_iter()
+                .map(|member| GroupMember {
+                    member_id: member.member_id,
+                    group_instance_id: member.group_instance_id,
+                    client_id: member.client_id,
+                    client_host: member.client_host,
+                    assignment: member.assignment,
+                })
+                .collect(),
+        })
+    }
+
+    fn committed_offsets(&self, group: &str) -> Vec<CommittedOffset> {
+        let Ok(offsets) = self.groups.coordinator.fetch_offsets(group, None) else {
+            return Vec::new();
+        };
+        offsets
+            .into_iter()
+            .map(|offset| CommittedOffset {
+                topic: offset.topic,
+                partition: offset.partition,
+                offset: offset.offset,
+            })
+            .collect()
+    }
+
+    fn high_watermark(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.replicas
+            .get(&topic_partition(topic, partition))
+            .and_then(|replica| replica.with_log(|log| log.high_watermark()).ok())
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.replicas.now_ms()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(value: &str) -> Result<Option<SocketAddr>, ConfigError> {
+        let map = BTreeMap::from([(LISTENER_KEY.to_owned(), value.to_owned())]);
+        let (config, warnings) = BrokerConfig::from_map(&map).expect("valid");
+        assert!(warnings.is_empty(), "{LISTENER_KEY} is a known key");
+        listener_address(&config)
+    }
+
+    #[test]
+    fn the_listener_is_read_from_the_configuration() {
+        assert_eq!(
+            listener_address(&BrokerConfig::defaults()).expect("ok"),
+            None
+        );
+        assert_eq!(address("").expect("ok"), None);
+        assert_eq!(
+            address("http://127.0.0.1:9644").expect("ok"),
+            Some(SocketAddr::from(([127, 0, 0, 1], 9644)))
+        );
+        assert!(matches!(
+            address("https://127.0.0.1:1"),
+            Err(ConfigError::Invalid {
+                problem: ValueProblem::HttpListener,
+                ..
+            })
+        ));
+        let error = address("http://metrics:1").expect_err("a host name");
+        assert_eq!(
+            error.to_string(),
+            "invalid value `http://metrics:1` for configuration `strom.metrics.listener`: expected http://HOST:PORT with an IP address"
+        );
+    }
+}

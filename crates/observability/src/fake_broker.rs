@@ -1,0 +1,207 @@
+//! A broker of fixed state behind [`BrokerView`], for the collector's and
+//! the console's tests: node 1 of two brokers (2 is fenced), topic
+//! `orders` with two partitions (0 led here and under-replicated, 1 led by
+//! broker 2 and offline here), and group `readers` with committed offsets.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use crate::topics::TopicCounts;
+use crate::view::{
+    BrokerState, BrokerView, ClusterState, CommittedOffset, EndpointState, GroupDescription,
+    GroupListing, HostedPartition, IsrChanges, LogState, PartitionState, QuorumState, Registration,
+    TopicState,
+};
+
+/// The fixed broker.
+#[derive(Debug, Default)]
+pub(crate) struct FakeBroker {
+    /// What [`BrokerView::registration`] answers.
+    pub(crate) fenced: bool,
+}
+
+fn led_log() -> LogState {
+    LogState {
+        log_start_offset: 2,
+        log_end_offset: 12,
+        high_watermark: 10,
+        size_bytes: 100,
+        segments: 1,
+        log_dir: Some("/data".to_owned()),
+    }
+}
+
+impl BrokerView for FakeBroker {
+    fn node_id(&self) -> i32 {
+        1
+    }
+
+    fn cluster_id(&self) -> &str {
+        "fake-cluster"
+    }
+
+    fn registration(&self) -> Registration {
+        if self.fenced {
+            Registration::Fenced
+        } else {
+            Registration::Unfenced
+        }
+    }
+
+    fn cluster(&self) -> ClusterState {
+        let broker = |broker_id, fenced| BrokerState {
+            broker_id,
+            epoch: 7,
+            endpoints: vec![EndpointState {
+                name: "PLAINTEXT".to_owned(),
+                host: "127.0.0.1".to_owned(),
+                port: 9092,
+            }],
+            rack: None,
+            fenced,
+        };
+        ClusterState {
+            brokers: vec![broker(1, false), broker(2, true)],
+            topic_count: 1,
+            partition_count: 2,
+            metadata_end_offset: 42,
+        }
+    }
+
+    fn quorum(&self) -> Option<QuorumState> {
+        None
+    }
+
+    fn topics(&self) -> Vec<TopicState> {
+        self.topic("orders").into_iter().collect()
+    }
+
+    fn topic(&self, name: &str) -> Option<TopicState> {
+        (name == "orders").then(|| TopicState {
+            name: "orders".to_owned(),
+            id: "00000000-0000-0000-0000-000000000001".to_owned(),
+            min_insync_replicas: 2,
+            partitions: vec![
+                PartitionState {
+                    replicas: vec![1, 2],
+                    isr: vec![1],
+                    leader: Some(1),
+                    leader_epoch: 3,
+                    ..PartitionState::default()
+                },
+                PartitionState {
+                    replicas: vec![1, 2],
+                    isr: vec![2, 1],
+                    leader: Some(2),
+                    leader_epoch: 4,
+                    ..PartitionState::default()
+                },
+            ],
+        })
+    }
+
+    fn topic_configs(&self, name: &str) -> BTreeMap<String, String> {
+        let mut configs = BTreeMap::new();
+        if name == "orders" {
+            configs.insert("min.insync.replicas".to_owned(), "2".to_owned());
+        }
+        configs
+    }
+
+    fn topic_counts(&self) -> Vec<(String, TopicCounts)> {
+        let counts = TopicCounts {
+            messages_in: 10,
+            bytes_in: 1000,
+            bytes_out: 500,
+            ..TopicCounts::default()
+        };
+        vec![("orders".to_owned(), counts)]
+    }
+
+    fn isr_changes(&self) -> IsrChanges {
+        IsrChanges {
+            shrinks: 1,
+            expands: 0,
+        }
+    }
+
+    fn hosted_partitions(&self) -> Vec<HostedPartition> {
+        vec![
+            HostedPartition {
+                topic: "orders".to_owned(),
+                partition: 0,
+                follower_lags: vec![(2, 5)],
+                log: Some(led_log()),
+            },
+            HostedPartition {
+                topic: "orders".to_owned(),
+                partition: 1,
+                follower_lags: Vec::new(),
+                log: None,
+            },
+        ]
+    }
+
+    fn led_partition_log(&self, topic: &str, partition: i32) -> Option<LogState> {
+        (topic == "orders" && partition == 0).then(led_log)
+    }
+
+    fn read_records(
+        &self,
+        topic: &str,
+        partition: i32,
+        _from: i64,
+        _max_bytes: u64,
+    ) -> Option<Bytes> {
+        (topic == "orders" && partition == 0).then(Bytes::new)
+    }
+
+    fn group_states(&self) -> Vec<&'static str> {
+        vec![
+            "Empty",
+            "PreparingRebalance",
+            "CompletingRebalance",
+            "Stable",
+            "Dead",
+        ]
+    }
+
+    fn groups(&self) -> Vec<GroupListing> {
+        vec![GroupListing {
+            group: "readers".to_owned(),
+            protocol_type: "consumer".to_owned(),
+            state: "Stable",
+        }]
+    }
+
+    fn describe_group(&self, group: &str) -> Option<GroupDescription> {
+        (group == "readers").then(|| GroupDescription {
+            state: "Stable",
+            protocol_type: "consumer".to_owned(),
+            protocol_name: "range".to_owned(),
+            members: Vec::new(),
+        })
+    }
+
+    fn committed_offsets(&self, group: &str) -> Vec<CommittedOffset> {
+        if group != "readers" {
+            return Vec::new();
+        }
+        let offset = |partition, offset| CommittedOffset {
+            topic: "orders".to_owned(),
+            partition,
+            offset,
+        };
+        vec![offset(0, 7), offset(1, 3), offset(2, -1)]
+    }
+
+    fn high_watermark(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.led_partition_log(topic, partition)
+            .map(|log| log.high_watermark)
+    }
+
+    fn now_ms(&self) -> i64 {
+        1_000
+    }
+}
