@@ -22,6 +22,7 @@ use strom_config::lookup::Defaults;
 use strom_config::{invalid, Lookup};
 use strom_protocol::topic_config::{self, BrokerSynonym, TOPIC_CONFIGS};
 
+use crate::cluster_config::{ClusterConfig, ProcessRoles};
 use crate::error::{ConfigError, ValueProblem};
 
 pub use strom_config::listener::{parse_listeners, Listener};
@@ -64,7 +65,7 @@ pub struct BrokerConfig {
     pub node_id: i32,
     /// The cluster-mode settings; `None` for a single-node broker (no
     /// `controller.quorum.voters`).
-    pub cluster: Option<crate::cluster_config::ClusterConfig>,
+    pub cluster: Option<ClusterConfig>,
     /// `broker.rack`.
     pub rack: Option<String>,
     /// `listeners`.
@@ -156,7 +157,7 @@ pub struct BrokerConfig {
 pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("node.id", "1"),
     ("broker.id", ""),
-    ("process.roles", "broker,controller"),
+    ("process.roles", ProcessRoles::DEFAULT.name()),
     ("listeners", "PLAINTEXT://127.0.0.1:9092"),
     ("advertised.listeners", ""),
     ("log.dirs", ""),
@@ -243,16 +244,12 @@ impl BrokerConfig {
         map: &BTreeMap<String, String>,
     ) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
         let lookup = Lookup::with_defaults(map, DEFAULTS);
-        let mut listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
-        let node_id = node_id(&lookup)?;
-        let cluster = crate::cluster_config::parse(map, node_id, &mut listeners)?;
-        let advertised_listeners = match map.get("advertised.listeners") {
-            Some(text) if !text.trim().is_empty() => parse_listeners("advertised.listeners", text)?
-                .into_iter()
-                .filter(|advertised| listeners.iter().any(|l| l.name == advertised.name))
-                .collect(),
-            _ => listeners.clone(),
-        };
+        let Topology {
+            node_id,
+            cluster,
+            listeners,
+            advertised_listeners,
+        } = Topology::read(&lookup)?;
         let rack = Some(lookup.string("broker.rack").trim().to_owned()).filter(|r| !r.is_empty());
         let config = BrokerConfig {
             node_id,
@@ -271,14 +268,8 @@ impl BrokerConfig {
             offsets_topic_num_partitions: lookup.int32("offsets.topic.num.partitions", 1)?,
             offsets_topic_replication_factor: lookup
                 .int16("offsets.topic.replication.factor", 1)?,
-            offsets_retention: Duration::from_secs(
-                lookup.unsigned("offsets.retention.minutes", 1, i32::MAX.into())? * 60,
-            ),
-            offsets_commit_timeout: Duration::from_millis(lookup.unsigned(
-                "offsets.commit.timeout.ms",
-                1,
-                i32::MAX.into(),
-            )?),
+            offsets_retention: offsets_retention(&lookup)?,
+            offsets_commit_timeout: offsets_commit_timeout(&lookup)?,
             group_initial_rebalance_delay: lookup.millis("group.initial.rebalance.delay.ms")?,
             group_min_session_timeout: lookup.millis("group.min.session.timeout.ms")?,
             group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,
@@ -301,16 +292,8 @@ impl BrokerConfig {
                 .millis("replica.high.watermark.checkpoint.interval.ms")?,
             log_cleaner_enable: lookup.boolean("log.cleaner.enable")?,
             log_cleaner_backoff: lookup.millis("log.cleaner.backoff.ms")?,
-            num_recovery_threads_per_data_dir: lookup.unsigned(
-                "num.recovery.threads.per.data.dir",
-                1,
-                1024,
-            )? as usize,
-            log_writeback_interval_bytes: lookup.unsigned(
-                "strom.log.writeback.interval.bytes",
-                0,
-                i64::MAX,
-            )?,
+            num_recovery_threads_per_data_dir: num_recovery_threads_per_data_dir(&lookup)?,
+            log_writeback_interval_bytes: log_writeback_interval_bytes(&lookup)?,
             log_page_cache_retain_bytes: lookup
                 .bytes_or_unlimited("strom.log.page.cache.retain.bytes")?,
             max_incremental_fetch_session_cache_slots: lookup
@@ -336,6 +319,60 @@ impl BrokerConfig {
     pub fn properties(&self) -> &BTreeMap<String, String> {
         &self.properties
     }
+}
+
+/// Who this node is and where it listens: what the cluster settings take
+/// the controller listener out of.
+struct Topology {
+    node_id: i32,
+    cluster: Option<ClusterConfig>,
+    listeners: Vec<Listener>,
+    advertised_listeners: Vec<Listener>,
+}
+
+impl Topology {
+    /// `listeners`, `node.id`, the cluster keys, then `advertised.listeners`
+    /// (defaulting to the listeners, and limited to their names).
+    fn read(lookup: &Lookup<'_>) -> Result<Topology, ConfigError> {
+        let mut listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
+        let node_id = node_id(lookup)?;
+        let cluster = crate::cluster_config::parse(lookup.map(), node_id, &mut listeners)?;
+        let advertised_listeners = match lookup.map().get("advertised.listeners") {
+            Some(text) if !text.trim().is_empty() => parse_listeners("advertised.listeners", text)?
+                .into_iter()
+                .filter(|advertised| listeners.iter().any(|l| l.name == advertised.name))
+                .collect(),
+            _ => listeners.clone(),
+        };
+        Ok(Topology {
+            node_id,
+            cluster,
+            listeners,
+            advertised_listeners,
+        })
+    }
+}
+
+/// `offsets.retention.minutes`.
+fn offsets_retention(lookup: &Lookup<'_>) -> Result<Duration, ConfigError> {
+    let minutes = lookup.unsigned("offsets.retention.minutes", 1, i32::MAX.into())?;
+    Ok(Duration::from_secs(minutes * 60))
+}
+
+/// `offsets.commit.timeout.ms`: positive, at most Kafka's int.
+fn offsets_commit_timeout(lookup: &Lookup<'_>) -> Result<Duration, ConfigError> {
+    let millis = lookup.unsigned("offsets.commit.timeout.ms", 1, i32::MAX.into())?;
+    Ok(Duration::from_millis(millis))
+}
+
+/// `num.recovery.threads.per.data.dir`: 1 to 1024.
+fn num_recovery_threads_per_data_dir(lookup: &Lookup<'_>) -> Result<usize, ConfigError> {
+    Ok(lookup.unsigned("num.recovery.threads.per.data.dir", 1, 1024)? as usize)
+}
+
+/// `strom.log.writeback.interval.bytes`: any non-negative count.
+fn log_writeback_interval_bytes(lookup: &Lookup<'_>) -> Result<u64, ConfigError> {
+    lookup.unsigned("strom.log.writeback.interval.bytes", 0, i64::MAX)
 }
 
 /// `node.id`, or its older alias `broker.id` when only that one is set.
