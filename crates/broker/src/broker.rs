@@ -7,13 +7,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use strom_config::meta_properties;
 use strom_controller::controller::{
     BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest, ControllerConfig,
 };
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
+use strom_controller::producer_ids::ProducerIdManager;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
 use strom_observability::{BindError, Observability};
+use strom_replication::fetch_session::FetchSessionCache;
 use strom_storage::manager::Scheduler;
 use strom_storage::page_cache::PageCacheSettings;
 use strom_storage::{LogConfig, LogManager, LogManagerConfig};
@@ -23,12 +26,9 @@ use tracing::{info, warn};
 use crate::cluster_node::QuorumMember;
 use crate::config::BrokerConfig;
 use crate::environment::Environment;
-use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher, HANDLED_APIS};
-use crate::meta_properties;
 use crate::network::{NetworkConfig, Server, ServerHandle};
-use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::{topic_log_config, ReplicaManager};
 
 /// The directory (inside the first log directory) of the embedded
@@ -104,7 +104,7 @@ pub enum StartError {
     Config(#[from] crate::error::ConfigError),
     /// The producer id counter could not be loaded.
     #[error(transparent)]
-    ProducerIds(#[from] crate::error::ProducerIdError),
+    ProducerIds(#[from] strom_controller::error::ProducerIdError),
     /// A listener's TLS could not be set up.
     #[error(transparent)]
     Security(#[from] crate::security::SecurityError),
@@ -743,11 +743,7 @@ fn advertised_endpoints(config: &BrokerConfig, bound: &[SocketAddr]) -> Vec<Endp
                 (0, Some(index)) => bound.get(index).map_or(0, SocketAddr::port),
                 (port, _) => port,
             };
-            let host = if listener.host.is_empty() {
-                "127.0.0.1".to_owned()
-            } else {
-                listener.host.clone()
-            };
+            let host = strom_config::host::reachable_host(&listener.host).to_owned();
             Endpoint {
                 name: listener.name.clone(),
                 host,

@@ -9,7 +9,8 @@
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
 
-//! own is per-client: incremental fetch sessions ([`fetch_session`]), and
+//! own is per-client: incremental fetch sessions (a
+//! [`strom_replication::fetch_session::FetchSessionCache`]), and
 //! each connection's authentication ([`security`]: TLS, SASL, ACLs).
 //!
 //! Two rules every handler follows:
@@ -39,17 +40,13 @@ pub mod config;
 pub mod config_builder;
 pub mod environment;
 pub mod error;
-pub mod fetch_session;
 pub mod groups;
 pub mod handlers;
 pub mod isr;
 pub mod launch;
-pub mod meta_properties;
 pub mod metrics;
 pub mod network;
 pub mod observe;
-pub mod producer_ids;
-pub mod properties;
 pub mod replica_fetch;
 pub mod replica_manager;
 pub mod security;

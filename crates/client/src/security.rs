@@ -22,6 +22,8 @@ use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
+use strom_config::{invalid, ValueProblem};
+
 use crate::error::{ClientError, ConfigError};
 
 /// `security.protocol`.
@@ -68,11 +70,8 @@ impl ClientSecurity {
                     "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
                     "SASL_SSL" => SecurityProtocol::SaslSsl,
                     _ => {
-                        return Err(ConfigError::InvalidValue {
-                            key: key.to_owned(),
-                            value: value.to_owned(),
-                            expected: "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-                        })
+                        let expected = "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL";
+                        return Err(invalid(key, value, ValueProblem::expected(expected)).into());
                     }
                 }
             }
@@ -81,11 +80,8 @@ impl ClientSecurity {
             "ssl.key.location" => self.key_location = Some(value.into()),
             "sasl.mechanism" | "sasl.mechanisms" => {
                 if value != PLAIN && ScramMechanism::from_name(value).is_none() {
-                    return Err(ConfigError::InvalidValue {
-                        key: key.to_owned(),
-                        value: value.to_owned(),
-                        expected: "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
-                    });
+                    let expected = "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512";
+                    return Err(invalid(key, value, ValueProblem::expected(expected)).into());
                 }
                 self.sasl_mechanism = value.to_owned();
             }

@@ -9,6 +9,8 @@
 //! - [`ControllerError`]: a per-item result of a controller command; its
 //!   variants carry what the broker needs to pick Kafka's error code.
 //! - [`RuntimeError`]: the async controller layer failed as a whole.
+//! - [`ProducerIdError`]: a producer id could not be allocated (a broker's
+//!   [`crate::producer_ids`]).
 
 use std::path::PathBuf;
 
@@ -784,6 +786,46 @@ pub enum RuntimeError {
         /// Why.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Why a producer id could not be allocated or the counter not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProducerIdError {
+    /// Reading or writing the counter file failed.
+    #[error("cannot access the producer id counter {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The counter file does not hold a non-negative integer.
+    #[error("the producer id counter {path} is corrupt: `{content}`")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What it holds (at most the first 64 characters).
+        content: String,
+    },
+    /// Every producer id has been handed out.
+    #[error("producer ids are exhausted")]
+    Exhausted,
+    /// The controller quorum could not be asked for a block of ids.
+    #[error("no block of producer ids from the controller")]
+    Controller {
+        /// Why.
+        #[source]
+        source: RuntimeError,
+    },
+    /// The controller refused this broker a block of ids (for example
+    /// after the broker was fenced and re-registered).
+    #[error("the controller refused a block of producer ids")]
+    Refused {
+        /// Why.
+        #[source]
+        source: ControllerError,
     },
 }
 

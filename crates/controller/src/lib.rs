@@ -32,6 +32,9 @@
 //!   [`CommandRunner`] trait behind it, and [`LocalController`], the
 //!   embedded single-node implementation that appends to the log and
 //!   publishes each new image on a `watch` channel.
+//! - [`producer_ids`]: a broker's producer ids for InitProducerId, from a
+//!   counter file on a single node or in blocks the controller grants in a
+//!   cluster.
 //! - [`quorum`]: the metadata log replicated by Raft (openraft 0.9) among
 //!   1, 3 or 5 controller voters: the Raft log and snapshots on disk, the
 //!   transport trait and its TCP and in-process implementations, and
@@ -139,6 +142,7 @@ pub mod error;
 pub mod image;
 pub mod log;
 pub mod partition_state;
+pub mod producer_ids;
 pub mod quorum;
 pub mod rack_assignment;
 pub mod records;

@@ -56,3 +56,24 @@ pub enum ReplicationError {
         current: i32,
     },
 }
+
+/// A Fetch request that does not fit the fetch session it names (KIP-227).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FetchSessionError {
+    /// No session with this id (never created, closed or evicted).
+    #[error("fetch session {session_id} not found")]
+    IdNotFound {
+        /// The session id of the request.
+        session_id: i32,
+    },
+    /// The session expects another epoch (a request was lost or repeated).
+    #[error("fetch session {session_id} expects epoch {expected}, got {received}")]
+    InvalidEpoch {
+        /// The session id of the request.
+        session_id: i32,
+        /// The epoch the session expects next.
+        expected: i32,
+        /// The epoch of the request.
+        received: i32,
+    },
+}

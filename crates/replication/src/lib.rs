@@ -29,6 +29,10 @@
 //!   follower reads and the fetcher's writes all go through it; the broker
 //!   only moves it between roles as the metadata image says.
 //!
+//! * [`fetch_session::FetchSessionCache`]: the leader's incremental fetch
+//!   sessions (KIP-227), so that a fetcher's requests name only what changed
+//!   and the answers carry only the partitions with news.
+//!
 //! The states are sans-IO: they take events with the current time in
 //! milliseconds and return decisions (a new HW, a proposed ISR change for the
 //! controller). A single-node broker runs exactly this code with an ISR of
@@ -37,13 +41,14 @@
 
 mod error;
 pub mod fetch_loop;
+pub mod fetch_session;
 pub mod fetcher;
 mod follower;
 mod leader;
 pub mod partition;
 mod watch;
 
-pub use error::ReplicationError;
+pub use error::{FetchSessionError, ReplicationError};
 pub use fetch_loop::{FetchTransport, FetcherManager, FollowTarget};
 pub use fetcher::{
     FetchFailure, FetchPartition, FetchPartitionError, FetcherConfig, FetcherCore, FollowerLog,

@@ -34,6 +34,7 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::errors::describe_quorum_error_code;
 use super::BrokerContext;
 use crate::network::{Reply, RequestContext};
 use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
@@ -42,8 +43,6 @@ use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 pub const METADATA_TOPIC: &str = "__cluster_metadata";
 /// The only partition of the metadata log.
 pub const METADATA_PARTITION: i32 = 0;
-/// The controller listener name when `controller.listener.names` is unset.
-const DEFAULT_CONTROLLER_LISTENER: &str = "CONTROLLER";
 
 /// One controller voter's listener, from `controller.quorum.voters`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,14 +87,14 @@ pub async fn handle(
         Ok(None) => single_node_partition(broker, now_ms),
         Err(error) => partition_error(&error),
     };
-    // `nodes` exists from v2 on; the codec refuses it below.
-    let nodes = if context.api_version >= 2 {
-        voter_endpoints(broker)
+    let nodes = match &broker.config.cluster {
+        // `nodes` exists from v2 on; the codec refuses it below.
+        Some(cluster) if context.api_version >= 2 => voter_endpoints(broker)
             .into_iter()
-            .map(|voter| node_of(voter, controller_listener_name(broker)))
-            .collect()
-    } else {
-        Vec::new()
+            .map(|voter| node_of(voter, cluster.controller_listener_name()))
+            .collect(),
+        // The embedded single-node controller has no voters to list.
+        _ => Vec::new(),
     };
     respond(
         DescribeQuorumResponse::default()
@@ -156,16 +155,11 @@ fn unknown_leader_partition() -> PartitionData {
         .with_high_watermark(-1)
 }
 
-/// The metadata partition when the controller could not be asked: Kafka's
-/// NOT_LEADER_OR_FOLLOWER when no active controller answered (the client
-/// retries), REQUEST_TIMED_OUT when the quorum did not answer in time.
+/// The metadata partition when the controller could not be asked (the
+/// code from [`describe_quorum_error_code`]).
 fn partition_error(error: &RuntimeError) -> PartitionData {
-    let code = match error {
-        RuntimeError::QuorumTimeout { .. } | RuntimeError::NoMajority => ErrorCode::RequestTimedOut,
-        _ => ErrorCode::NotLeaderOrFollower,
-    };
     unknown_leader_partition()
-        .with_error_code(code.code())
+        .with_error_code(describe_quorum_error_code(error).code())
         .with_error_message(Some(StrBytes::from_string(error.to_string())))
 }
 
@@ -253,21 +247,6 @@ pub fn split_host_port(address: &str) -> Option<(String, u16)> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let port = port.parse().ok()?;
     (!host.is_empty()).then(|| (host.to_owned(), port))
-}
-
-/// The first of `controller.listener.names`, else `CONTROLLER`.
-fn controller_listener_name(broker: &BrokerContext) -> &str {
-    broker
-        .config
-        .properties()
-        .get("controller.listener.names")
-        .and_then(|names| {
-            names
-                .split(',')
-                .map(str::trim)
-                .find(|name| !name.is_empty())
-        })
-        .unwrap_or(DEFAULT_CONTROLLER_LISTENER)
 }
 
 /// A voter as a v2 `Node`, with its controller listener.

@@ -1,14 +1,13 @@
 //! Typed errors of the layers below, mapped to Kafka error codes: the one
 //! place where the broker chooses codes.
 
-use strom_controller::error::{ControllerError, RuntimeError};
+use strom_controller::error::{ControllerError, ProducerIdError, RuntimeError};
 use strom_coordinator::GroupError;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::records::RecordError;
-use strom_replication::ReplicationError;
+use strom_replication::{FetchSessionError, ReplicationError};
 use strom_storage::error::{AppendError, BatchError, LogError, ReadError, RecordRefusal};
 
-use crate::error::ProducerIdError;
 use crate::replica_manager::{AppendFailure, PartitionError, PartitionOffline, ReadFailure};
 
 /// The code for a failed append.
@@ -151,6 +150,25 @@ pub fn runtime_error_code(error: &RuntimeError) -> ErrorCode {
         // stale image, or a controller that stopped after a failure to
         // persist: clients refresh metadata and retry.
         _ => ErrorCode::NotController,
+    }
+}
+
+/// The code of DescribeQuorum's metadata partition when the controller
+/// could not be asked: Kafka's NOT_LEADER_OR_FOLLOWER when no active
+/// controller answered (the client retries), REQUEST_TIMED_OUT when the
+/// quorum did not answer in time.
+pub fn describe_quorum_error_code(error: &RuntimeError) -> ErrorCode {
+    match error {
+        RuntimeError::QuorumTimeout { .. } | RuntimeError::NoMajority => ErrorCode::RequestTimedOut,
+        _ => ErrorCode::NotLeaderOrFollower,
+    }
+}
+
+/// The code for a Fetch that does not fit the fetch session it names.
+pub fn fetch_session_error_code(error: &FetchSessionError) -> ErrorCode {
+    match error {
+        FetchSessionError::IdNotFound { .. } => ErrorCode::FetchSessionIdNotFound,
+        FetchSessionError::InvalidEpoch { .. } => ErrorCode::InvalidFetchSessionEpoch,
     }
 }
 

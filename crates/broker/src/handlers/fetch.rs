@@ -25,17 +25,18 @@ use strom_protocol::kafka::messages::fetch_request::FetchPartition;
 use strom_protocol::kafka::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use strom_protocol::kafka::messages::{FetchRequest, FetchResponse, TopicName};
 use strom_protocol::messages::Response;
+use strom_replication::fetch_session::{
+    FetchSessionCache, PartitionKey, PartitionStatus, SessionContext, SessionFetch,
+    SessionPartition,
+};
+use strom_replication::FetchSessionError;
 use strom_storage::read::LogSlice;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
 
-use super::errors::{partition_error_code, read_error_code};
+use super::errors::{fetch_session_error_code, partition_error_code, read_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
-use crate::error::FetchSessionError;
-use crate::fetch_session::{
-    FetchSessionCache, PartitionKey, PartitionStatus, SessionContext, SessionPartition,
-};
 use crate::network::{Answer, Reply, RequestContext};
 use crate::replica_manager::{PartitionReplica, ReplicaManager};
 
@@ -117,7 +118,7 @@ fn subscribe(plan: &Plan) -> Vec<tokio::sync::watch::Receiver<i64>> {
 fn begin_session(
     broker: &BrokerContext,
     request: &FetchRequest,
-) -> Result<crate::fetch_session::SessionFetch, FetchSessionError> {
+) -> Result<SessionFetch, FetchSessionError> {
     let requested = request
         .topics
         .iter()
@@ -156,13 +157,9 @@ fn begin_session(
 }
 
 fn session_error(error: &FetchSessionError) -> FetchResponse {
-    let code = match error {
-        FetchSessionError::IdNotFound { .. } => ErrorCode::FetchSessionIdNotFound,
-        FetchSessionError::InvalidEpoch { .. } => ErrorCode::InvalidFetchSessionEpoch,
-    };
     tracing::debug!(%error, "fetch session refused");
     FetchResponse::default()
-        .with_error_code(code.code())
+        .with_error_code(fetch_session_error_code(error).code())
         .with_session_id(0)
 }
 
@@ -171,7 +168,7 @@ fn plan(
     context: &RequestContext,
     api_version: i16,
     request: &FetchRequest,
-    fetch: crate::fetch_session::SessionFetch,
+    fetch: SessionFetch,
 ) -> Plan {
     let image = broker.controller.image();
     let mut topics: Vec<PlannedTopic> = Vec::new();

@@ -57,7 +57,7 @@ async fn decide(
     let fresh = || async {
         broker
             .producer_ids
-            .allocate()
+            .allocate(|work| crate::blocking::blocking(work))
             .await
             .map(|id| (id, 0))
             .map_err(|error| producer_id_error_code(&error))

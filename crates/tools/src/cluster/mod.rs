@@ -12,6 +12,8 @@ pub mod supervisor;
 
 use std::path::{Path, PathBuf};
 
+use strom_broker::cluster_config::ProcessRoles;
+
 use crate::cli::{ClusterArguments, ClusterCommand};
 use crate::error::ToolError;
 use crate::output::Output;
@@ -193,9 +195,7 @@ fn read_node(dir: &Path, node_id: u8) -> Result<NodeFiles, ToolError> {
     Ok(NodeFiles {
         node_id,
         log: node_dir.join(BROKER_LOG),
-        controller: get("process.roles")?
-            .split(',')
-            .any(|role| role.trim() == "controller"),
+        controller: ProcessRoles::parse(get("process.roles")?).is_ok_and(|roles| roles.controller),
         broker_address,
         controller_address,
         cluster_id: get("strom.cluster.id")?.trim().to_owned(),

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use ring::rand::{SecureRandom, SystemRandom};
+use strom_broker::cluster_config::ProcessRoles;
 
 use crate::error::ToolError;
 
@@ -100,10 +101,10 @@ impl ClusterShape {
         let broker = format!("PLAINTEXT://{HOST}:{}", self.broker_port(node_id));
         let (roles, listeners) = match self.controller_port(node_id) {
             Some(port) => (
-                "broker,controller",
+                ProcessRoles::COMBINED,
                 format!("{broker},CONTROLLER://{HOST}:{port}"),
             ),
-            None => ("broker", broker.clone()),
+            None => (ProcessRoles::BROKER, broker.clone()),
         };
         let lines = [
             format!(
@@ -111,7 +112,7 @@ impl ClusterShape {
                 self.nodes, self.controllers
             ),
             "# written by `strom cluster config`; `strom cluster up` starts it.".to_owned(),
-            format!("process.roles={roles}"),
+            format!("process.roles={}", roles.name()),
             format!("node.id={node_id}"),
             format!("controller.quorum.voters={}", self.quorum_voters()),
             format!("listeners={listeners}"),
@@ -158,7 +159,7 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> BTreeMap<String, String> {
-        strom_broker::properties::parse_properties(text, "test").expect("valid properties")
+        strom_config::parse_properties(text, "test").expect("valid properties")
     }
 
     #[test]

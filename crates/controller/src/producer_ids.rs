@@ -5,9 +5,10 @@
 //! directory (write to a temporary file, `fsync`, rename, `fsync` the
 //! directory). After a restart allocation resumes at the recorded end, so an
 //! id is never issued twice; at most one block of ids is skipped per crash.
-//! The write happens under the counter's lock, through
-//! [`crate::blocking::blocking`] so that the requesting worker's other tasks
-//! move elsewhere during the `fsync` (one per thousand ids).
+//! The write happens under the counter's lock, inside the `blocking` runner
+//! the caller passes to [`ProducerIdManager::allocate`] (the broker moves
+//! the requesting worker's other tasks elsewhere during the `fsync`, one
+//! per thousand ids).
 //! A single node needs no more. In a cluster the blocks come from the
 //! controller quorum instead (AllocateProducerIds, recorded in the metadata
 //! log as Kafka's `ProducerIdsRecord`), so two brokers never hand out the
@@ -18,10 +19,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use strom_controller::controller::AllocateProducerIdsRequest;
-use strom_controller::ControllerClient;
-
+use crate::controller::AllocateProducerIdsRequest;
 use crate::error::ProducerIdError;
+use crate::ControllerClient;
 
 /// The counter's file name inside the first log directory.
 pub const FILE_NAME: &str = "producer-ids";
@@ -138,11 +138,16 @@ impl ProducerIdManager {
     }
 
     /// A fresh producer id: from the counter file (written once per
-    /// block), or from a block the controller quorum granted.
-    pub async fn allocate(&self) -> Result<i64, ProducerIdError> {
+    /// block), or from a block the controller quorum granted. The counter
+    /// file's work runs inside `blocking`, which the caller chooses for
+    /// the thread it runs on (it may simply call the work it is given).
+    pub async fn allocate<B>(&self, blocking: B) -> Result<i64, ProducerIdError>
+    where
+        B: FnOnce(&dyn Fn() -> Result<i64, ProducerIdError>) -> Result<i64, ProducerIdError>,
+    {
         match &self.quorum {
             Some(quorum) => quorum.allocate().await,
-            None => crate::blocking::blocking(|| self.allocate_here()),
+            None => blocking(&|| self.allocate_here()),
         }
     }
 
