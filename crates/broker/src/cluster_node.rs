@@ -16,10 +16,11 @@ use strom_controller::ControllerClient;
 use tokio::task::JoinHandle;
 use tracing::{info, warn};
 
-use crate::broker::{controller_settings, StartError, METADATA_QUORUM_DIR};
 use crate::cluster_config::ClusterConfig;
 use crate::config::BrokerConfig;
 use crate::environment::Environment;
+use crate::settings::{controller_settings, METADATA_QUORUM_DIR};
+use crate::start_error::StartError;
 
 /// How long a stopping broker waits for the controller to move its
 /// partitions' leadership away (Kafka retries controlled shutdown for as
@@ -41,6 +42,29 @@ impl std::fmt::Debug for QuorumMember {
             .field("address", &self.address)
             .finish_non_exhaustive()
     }
+}
+
+/// The quorum member's settings from the broker's and the cluster's.
+fn quorum_config(config: &BrokerConfig, cluster: &ClusterConfig) -> QuorumConfig {
+    let node_id = u64::try_from(config.node_id).unwrap_or_default();
+    let mut quorum = QuorumConfig::new(
+        node_id,
+        cluster.voters.clone(),
+        config.log_dirs[0].join(METADATA_QUORUM_DIR),
+    );
+    quorum.controller = ControllerConfig {
+        broker_session_timeout_ms: millis(cluster.session_timeout),
+        auto_leader_rebalance_enable: cluster.auto_leader_rebalance_enable,
+        leader_imbalance_per_broker_percentage: cluster.leader_imbalance_per_broker_percentage,
+        leader_imbalance_check_interval_ms: millis(cluster.leader_imbalance_check_interval),
+        ..controller_settings(config)
+    };
+    quorum.election_timeout_ms = millis(cluster.election_timeout);
+    quorum.heartbeat_interval_ms = (millis(cluster.election_timeout) / 5).max(10);
+    quorum.request_timeout_ms = millis(cluster.request_timeout);
+    quorum.snapshot_interval_entries = cluster.snapshot_interval_entries;
+    quorum.tick_interval_ms = (millis(cluster.session_timeout) / 8).clamp(50, 1_000);
+    quorum
 }
 
 impl QuorumMember {
@@ -75,23 +99,7 @@ impl QuorumMember {
             source,
         })?;
         let node_id = u64::try_from(config.node_id).unwrap_or_default();
-        let mut quorum = QuorumConfig::new(
-            node_id,
-            cluster.voters.clone(),
-            config.log_dirs[0].join(METADATA_QUORUM_DIR),
-        );
-        quorum.controller = ControllerConfig {
-            broker_session_timeout_ms: millis(cluster.session_timeout),
-            auto_leader_rebalance_enable: cluster.auto_leader_rebalance_enable,
-            leader_imbalance_per_broker_percentage: cluster.leader_imbalance_per_broker_percentage,
-            leader_imbalance_check_interval_ms: millis(cluster.leader_imbalance_check_interval),
-            ..controller_settings(config)
-        };
-        quorum.election_timeout_ms = millis(cluster.election_timeout);
-        quorum.heartbeat_interval_ms = (millis(cluster.election_timeout) / 5).max(10);
-        quorum.request_timeout_ms = millis(cluster.request_timeout);
-        quorum.snapshot_interval_entries = cluster.snapshot_interval_entries;
-        quorum.tick_interval_ms = (millis(cluster.session_timeout) / 8).clamp(50, 1_000);
+        let quorum = quorum_config(config, cluster);
         let node = QuorumController::start(
             quorum,
             Arc::new(TcpTransport::new().with_connector(connector.clone())),
@@ -150,7 +158,7 @@ impl QuorumMember {
                 .join_as_observer(address)
                 .await
                 .map_err(|source| StartError::ControllerFailed {
-                    step: crate::broker::RegistrationStep::CatchUp,
+                    step: crate::start_error::RegistrationStep::CatchUp,
                     source,
                 })?;
         }
@@ -172,7 +180,7 @@ impl QuorumMember {
                     .map_or(true, |changed| changed.is_err())
             {
                 return Err(StartError::ControllerFailed {
-                    step: crate::broker::RegistrationStep::CatchUp,
+                    step: crate::start_error::RegistrationStep::CatchUp,
                     source: strom_controller::error::RuntimeError::QuorumTimeout {
                         timeout_ms: 60_000,
                     },
@@ -299,7 +307,7 @@ impl RunningController {
         cluster: &ClusterConfig,
         environment: &Environment,
     ) -> Result<Self, StartError> {
-        crate::broker::create_log_dirs(config)?;
+        crate::settings::create_log_dirs(config)?;
         strom_config::meta_properties::ensure_cluster(
             &config.log_dirs,
             config.node_id,

@@ -47,9 +47,12 @@ pub mod launch;
 pub mod metrics;
 pub mod network;
 pub mod observe;
+mod registration;
 pub mod replica_fetch;
 pub mod replica_manager;
 pub mod security;
+pub mod settings;
+pub mod start_error;
 
 pub use broker::{start, start_with, RegistrationStep, RunningBroker, StartError};
 pub use config::BrokerConfig;
