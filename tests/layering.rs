@@ -27,7 +27,11 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-coordinator",
         Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
-    rules.insert("strom-client", Some(vec!["strom-protocol"]));
+    rules.insert("strom-security", Some(vec!["strom-protocol"]));
+    rules.insert(
+        "strom-client",
+        Some(vec!["strom-protocol", "strom-security"]),
+    );
     rules.insert(
         "strom-producer",
         Some(vec!["strom-protocol", "strom-client"]),
@@ -41,6 +45,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         Some(vec![
             "strom-clock",
             "strom-protocol",
+            "strom-security",
             "strom-storage",
             "strom-replication",
             "strom-controller",
@@ -51,6 +56,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-tools",
         Some(vec![
             "strom-protocol",
+            "strom-security",
             "strom-storage",
             "strom-client",
             "strom-producer",

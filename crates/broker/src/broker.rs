@@ -106,7 +106,7 @@ pub enum StartError {
     ProducerIds(#[from] crate::error::ProducerIdError),
     /// A listener's TLS could not be set up.
     #[error(transparent)]
-    Security(#[from] crate::security::SecurityError),
+    Security(#[from] strom_security::SecurityError),
     /// Binding a listener failed.
     #[error("cannot listen on {address}")]
     Bind {
@@ -186,7 +186,7 @@ pub async fn start_with(
     create_log_dirs(&config)?;
     // Built before anything starts: bad TLS material is a start-up error.
     let inter_broker = match &config.cluster {
-        Some(cluster) => Some(crate::security::peer_connector(
+        Some(cluster) => Some(strom_security::peer::peer_connector(
             &cluster.peers.inter_broker,
         )?),
         None => None,
@@ -307,7 +307,13 @@ async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
     };
     Server::bind(
         &addresses,
-        crate::security::listener_runtimes(config)?,
+        strom_security::listener_runtimes(
+            &config.security,
+            config
+                .listeners
+                .iter()
+                .map(|listener| listener.name.as_str()),
+        )?,
         network,
     )
     .await
@@ -425,7 +431,7 @@ fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
 /// per source broker) and follows what the current image assigns here.
 fn start_replica_fetchers(
     context: &Arc<BrokerContext>,
-    connector: Arc<crate::security::peer::PeerConnector>,
+    connector: Arc<strom_security::peer::PeerConnector>,
 ) {
     let transport = Arc::new(crate::replica_fetch::TcpFetchTransport::new(
         Arc::clone(&context.controller),

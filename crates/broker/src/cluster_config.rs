@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::config::{Listener, Lookup};
 use crate::error::{ConfigError, ValueProblem};
-use crate::security::peer_config::{self, PeerSecurity};
+use crate::security::peer_config;
 
 /// Cluster-mode keys Strom acts on, with their defaults.
 pub const CLUSTER_KEYS: &[(&str, &str)] = &[
@@ -55,7 +55,7 @@ pub struct ClusterConfig {
     /// this broker on (the quorum's observers are fed through it).
     pub inter_broker_listener_name: String,
     /// How this node connects to the other brokers and to the controllers.
-    pub peers: PeerSecurity,
+    pub peers: strom_security::peer_config::PeerSecurity,
     /// `strom.cluster.id`: the cluster id every node shares (Kafka's nodes
     /// get it from `kafka-storage format`).
     pub cluster_id: String,
@@ -299,7 +299,7 @@ fn inter_broker_listener(
                 .unwrap_or_default())
         }
         (name, "") => name.to_owned(),
-        ("", protocol) => crate::security::SecurityProtocol::from_name(protocol)
+        ("", protocol) => strom_security::SecurityProtocol::from_name(protocol)
             .ok_or_else(|| {
                 invalid(
                     PROTOCOL_KEY,

@@ -4,6 +4,7 @@
 use strom_controller::controller::{
     CreatePartitionsRequest as ControllerRequest, PartitionsIncrease,
 };
+use strom_protocol::acl::{operation, resource};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
 use strom_protocol::kafka::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
@@ -20,7 +21,7 @@ pub async fn handle(
     context: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> Reply {
-    use crate::security::authorizer::{authorize, operation, resource};
+    use super::authorization::authorize;
     let (allowed, denied): (Vec<_>, Vec<_>) = request.topics.iter().partition(|topic| {
         authorize(
             broker,

@@ -30,11 +30,11 @@ pub fn handle(
         .iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let allowed = crate::security::authorizer::authorize(
+            let allowed = super::authorization::authorize(
                 broker,
                 context,
-                crate::security::authorizer::operation::DELETE,
-                crate::security::authorizer::resource::TOPIC,
+                strom_protocol::acl::operation::DELETE,
+                strom_protocol::acl::resource::TOPIC,
                 &name,
             );
             let partitions = topic

@@ -60,7 +60,8 @@ fn allowed_topics(
     context: &RequestContext,
     references: Vec<TopicReference>,
 ) -> (Vec<TopicReference>, Vec<DeletableTopicResult>) {
-    use crate::security::authorizer::{authorize, operation, resource};
+    use super::authorization::authorize;
+    use strom_protocol::acl::{operation, resource};
     let image = broker.controller.image();
     let mut allowed = Vec::new();
     let mut denied = Vec::new();

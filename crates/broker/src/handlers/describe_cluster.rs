@@ -49,12 +49,12 @@ pub async fn handle(
         .with_controller_id(BrokerId(broker.config.node_id))
         .with_cluster_authorized_operations(if request.include_cluster_authorized_operations {
             authorized_operations::cluster_allowed(|operation| {
-                crate::security::authorizer::authorize(
+                super::authorization::authorize(
                     broker,
                     context,
                     operation,
-                    crate::security::authorizer::resource::CLUSTER,
-                    crate::security::authorizer::CLUSTER_NAME,
+                    strom_protocol::acl::resource::CLUSTER,
+                    strom_protocol::acl::CLUSTER_NAME,
                 )
             })
         } else {

@@ -61,7 +61,7 @@ pub fn handle(
             match super::authorize_request::config_refusal(
                 broker,
                 context,
-                crate::security::authorizer::operation::DESCRIBE_CONFIGS,
+                strom_protocol::acl::operation::DESCRIBE_CONFIGS,
                 resource.resource_type,
                 &resource.resource_name,
             ) {

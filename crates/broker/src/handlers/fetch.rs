@@ -270,7 +270,8 @@ fn fetch_allowed(
     replica_id: i32,
     topic: &str,
 ) -> bool {
-    use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
+    use super::authorization::authorize;
+    use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
     match replica_id >= 0 {
         true => authorize(
             broker,

@@ -37,10 +37,10 @@ pub async fn handle(
     let mut located = Vec::with_capacity(keys.len());
     for key in keys {
         let denied = request.key_type == KEY_TYPE_GROUP
-            && !crate::security::authorizer::may_on_group(
+            && !super::authorization::may_on_group(
                 broker,
                 context,
-                crate::security::authorizer::operation::DESCRIBE,
+                strom_protocol::acl::operation::DESCRIBE,
                 &key,
             );
         let result = match denied {

@@ -31,7 +31,7 @@ pub async fn handle(
         if let Some(error) = super::authorize_request::config_refusal(
             broker,
             context,
-            crate::security::authorizer::operation::ALTER_CONFIGS,
+            strom_protocol::acl::operation::ALTER_CONFIGS,
             resource.resource_type,
             &resource.resource_name,
         ) {

@@ -30,7 +30,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let allowed = crate::security::authorizer::may_describe_topic(broker, context, &name);
+            let allowed = super::authorization::may_describe_topic(broker, context, &name);
             let partitions = topic
                 .partitions
                 .into_iter()

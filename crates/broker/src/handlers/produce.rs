@@ -127,7 +127,7 @@ fn append_all(
             .into_iter()
             .map(|partition| match &name {
                 None => failed(partition.index, ErrorCode::UnknownTopicId, None),
-                Some(name) if !crate::security::authorizer::may_write(broker, context, name) => {
+                Some(name) if !super::authorization::may_write(broker, context, name) => {
                     failed(partition.index, ErrorCode::TopicAuthorizationFailed, None)
                 }
                 Some(name) => append_partition(

@@ -13,6 +13,7 @@ use strom_protocol::chunked::{encode_response_frame_parts, FramePart};
 use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
 use strom_protocol::messages::{decode_request, Request, Response};
+use strom_security::Session;
 use strom_storage::read::LogSlice;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -23,7 +24,6 @@ use tokio_rustls::server::TlsStream;
 use tracing::{debug, warn};
 
 use crate::metrics::network::NETWORK;
-use crate::security::Session;
 
 /// How many decoded requests may wait for their responses on one connection
 /// before the reader stops reading (back-pressure on a pipelining client).

@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use strom_security::principal::certificate_subject;
+use strom_security::{ListenerRuntime, Principal, Session};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
@@ -12,8 +14,6 @@ use tracing::{info, warn};
 use super::connection::{
     serve_plain, serve_tls, ConnectionLimits, ConnectionParts, RequestHandler,
 };
-use crate::security::principal::certificate_subject;
-use crate::security::{ListenerRuntime, Principal, Session};
 
 /// The read buffer under a TLS connection.
 const TLS_READ_BUFFER_BYTES: usize = 256 * 1024;

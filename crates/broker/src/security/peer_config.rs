@@ -22,117 +22,16 @@ use std::collections::BTreeMap;
 
 use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
+use strom_security::jaas;
+use strom_security::peer_config::{
+    PeerClientSecurity, PeerSecurity, PlainUsers, CONTROLLER_MECHANISM_KEY,
+    DEFAULT_INTER_BROKER_MECHANISM, INTER_BROKER_MECHANISM_KEY,
+};
+use strom_security::sasl_client::SaslLogin;
 
 use crate::error::ConfigError;
 
-use super::config::{invalid, is_mapped, listener_security_of, SecurityProtocol, TlsSettings};
-use super::jaas;
-
-/// The key naming the inter-broker SASL mechanism.
-pub const INTER_BROKER_MECHANISM_KEY: &str = "sasl.mechanism.inter.broker.protocol";
-/// The key naming the controller listener's SASL mechanism.
-pub const CONTROLLER_MECHANISM_KEY: &str = "sasl.mechanism.controller.protocol";
-/// Strom's default mechanism between nodes (Kafka's is GSSAPI, which
-/// Strom does not offer).
-pub const DEFAULT_INTER_BROKER_MECHANISM: &str = PLAIN;
-
-/// A SASL login: the mechanism and this node's credentials.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SaslLogin {
-    /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
-    pub mechanism: String,
-    /// The user this node authenticates as.
-    pub username: String,
-    /// Its password.
-    pub password: String,
-}
-
-impl std::fmt::Debug for SaslLogin {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("SaslLogin")
-            .field("mechanism", &self.mechanism)
-            .field("username", &self.username)
-            .finish_non_exhaustive()
-    }
-}
-
-/// How this node connects to one kind of peer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeerClientSecurity {
-    /// The listener it connects to on the peer.
-    pub listener: String,
-    /// That listener's protocol.
-    pub protocol: SecurityProtocol,
-    /// The TLS material (SSL, SASL_SSL); its truststore is always set.
-    pub tls: Option<TlsSettings>,
-    /// Whether the peer's certificate must name the host dialled.
-    pub verify_hostname: bool,
-    /// The SASL login (SASL_PLAINTEXT, SASL_SSL).
-    pub sasl: Option<SaslLogin>,
-}
-
-impl PeerClientSecurity {
-    /// Plain TCP to `listener`.
-    pub fn plaintext(listener: &str) -> PeerClientSecurity {
-        PeerClientSecurity {
-            listener: listener.to_owned(),
-            protocol: SecurityProtocol::Plaintext,
-            tls: None,
-            verify_hostname: false,
-            sasl: None,
-        }
-    }
-}
-
-/// How this node connects to its peers (see the module docs).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeerSecurity {
-    /// Replica fetchers to the leaders' inter-broker listener.
-    pub inter_broker: PeerClientSecurity,
-    /// The quorum to the controllers' controller listener; its TLS
-    /// settings also serve this node's own quorum listener.
-    pub controller: PeerClientSecurity,
-    /// With SASL on the controller listener: the users this node's quorum
-    /// listener accepts.
-    pub controller_users: Option<PlainUsers>,
-}
-
-/// The users a SASL controller listener accepts with PLAIN: the
-/// `user_<name>="<password>"` options of its JAAS entry, as Kafka's
-/// PlainLoginModule takes them.
-#[derive(Clone, PartialEq, Eq)]
-pub struct PlainUsers {
-    passwords: BTreeMap<String, String>,
-}
-
-impl PlainUsers {
-    /// The `user_<name>` options of a JAAS entry.
-    pub fn from_entry(entry: &jaas::JaasEntry) -> PlainUsers {
-        PlainUsers {
-            passwords: entry
-                .options_with_prefix("user_")
-                .map(|(user, password)| (user.to_owned(), password.to_owned()))
-                .collect(),
-        }
-    }
-
-    /// The users and their passwords.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.passwords
-            .iter()
-            .map(|(user, password)| (user.as_str(), password.as_str()))
-    }
-}
-
-impl std::fmt::Debug for PlainUsers {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_set()
-            .entries(self.passwords.keys())
-            .finish()
-    }
-}
+use super::config::{invalid, is_mapped, listener_security_of};
 
 /// Parses how this node reaches `inter_broker_listener` and
 /// `controller_listener`. A controller listener missing from
@@ -300,7 +199,7 @@ fn peer_login(
                 ),
             )
         })?;
-    let hidden = |error: jaas::JaasError| {
+    let hidden = |error: strom_security::error::JaasError| {
         invalid(&key, "(not shown: it holds a password)", &error.to_string())
     };
     let entry = jaas::parse(text).map_err(hidden)?;

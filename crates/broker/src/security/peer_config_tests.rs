@@ -2,9 +2,8 @@ use std::collections::BTreeMap;
 
 use crate::config::BrokerConfig;
 use crate::error::ConfigError;
-use crate::security::SecurityProtocol;
-
-use super::PeerSecurity;
+use strom_security::peer_config::PeerSecurity;
+use strom_security::SecurityProtocol;
 
 const JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required \
                     username=\"broker\" password=\"broker-secret\";";
