@@ -14,6 +14,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     let mut rules = BTreeMap::new();
     rules.insert("strom-clock", Some(vec![]));
     rules.insert("strom-protocol", Some(vec![]));
+    rules.insert("strom-config", Some(vec!["strom-protocol"]));
     rules.insert("strom-storage", Some(vec!["strom-clock", "strom-protocol"]));
     rules.insert(
         "strom-replication",
@@ -21,30 +22,44 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     );
     rules.insert(
         "strom-controller",
-        Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
+        Some(vec![
+            "strom-clock",
+            "strom-protocol",
+            "strom-config",
+            "strom-storage",
+        ]),
     );
     rules.insert(
         "strom-coordinator",
         Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
-    rules.insert("strom-security", Some(vec!["strom-protocol"]));
+    rules.insert(
+        "strom-security",
+        Some(vec!["strom-protocol", "strom-config"]),
+    );
     rules.insert(
         "strom-client",
-        Some(vec!["strom-protocol", "strom-security"]),
+        Some(vec!["strom-protocol", "strom-config", "strom-security"]),
     );
     rules.insert(
         "strom-producer",
-        Some(vec!["strom-protocol", "strom-client"]),
+        Some(vec!["strom-protocol", "strom-config", "strom-client"]),
     );
     rules.insert(
         "strom-consumer",
-        Some(vec!["strom-protocol", "strom-client", "strom-producer"]),
+        Some(vec![
+            "strom-protocol",
+            "strom-config",
+            "strom-client",
+            "strom-producer",
+        ]),
     );
     rules.insert(
         "strom-broker",
         Some(vec![
             "strom-clock",
             "strom-protocol",
+            "strom-config",
             "strom-security",
             "strom-storage",
             "strom-replication",
@@ -56,6 +71,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-tools",
         Some(vec![
             "strom-protocol",
+            "strom-config",
             "strom-security",
             "strom-storage",
             "strom-client",

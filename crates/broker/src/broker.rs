@@ -25,10 +25,10 @@ use crate::environment::Environment;
 use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher};
-use crate::meta_properties;
 use crate::network::{NetworkConfig, Server, ServerHandle};
 use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::{topic_log_config, ReplicaManager};
+use strom_config::meta_properties;
 
 /// The directory (inside the first log directory) of the embedded
 /// controller's metadata log. Its name has no `-N` suffix, so the log manager
@@ -734,11 +734,7 @@ fn advertised_endpoints(config: &BrokerConfig, bound: &[SocketAddr]) -> Vec<Endp
                 (0, Some(index)) => bound.get(index).map_or(0, SocketAddr::port),
                 (port, _) => port,
             };
-            let host = if listener.host.is_empty() {
-                "127.0.0.1".to_owned()
-            } else {
-                listener.host.clone()
-            };
+            let host = strom_config::host::reachable_host(&listener.host).to_owned();
             Endpoint {
                 name: listener.name.clone(),
                 host,

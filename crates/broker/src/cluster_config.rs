@@ -10,9 +10,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::config::{Listener, Lookup};
+use strom_config::{invalid, Listener, Lookup};
+use strom_security::peer_config;
+
 use crate::error::{ConfigError, ValueProblem};
-use crate::security::peer_config;
 
 /// Cluster-mode keys Strom acts on, with their defaults.
 pub const CLUSTER_KEYS: &[(&str, &str)] = &[
@@ -79,20 +80,6 @@ pub struct ClusterConfig {
     pub leader_imbalance_check_interval: Duration,
 }
 
-fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        problem: ValueProblem::Cluster {
-            reason: reason.into(),
-        },
-    }
-}
-
-fn get<'a>(map: &'a BTreeMap<String, String>, key: &str) -> &'a str {
-    map.get(key).map_or("", |value| value.trim())
-}
-
 fn parse_roles(text: &str) -> Result<ProcessRoles, ConfigError> {
     let mut roles = ProcessRoles {
         broker: false,
@@ -110,8 +97,9 @@ fn parse_roles(text: &str) -> Result<ProcessRoles, ConfigError> {
                 return Err(invalid(
                     "process.roles",
                     text,
-                    "expected broker, controller, or broker,controller",
-                ))
+                    ValueProblem::cluster("expected broker, controller, or broker,controller"),
+                )
+                .into())
             }
         }
     }
@@ -119,8 +107,9 @@ fn parse_roles(text: &str) -> Result<ProcessRoles, ConfigError> {
         return Err(invalid(
             "process.roles",
             text,
-            "at least one role is required",
-        ));
+            ValueProblem::cluster("at least one role is required"),
+        )
+        .into());
     }
     Ok(roles)
 }
@@ -134,25 +123,51 @@ pub fn parse_voters(text: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
         .map(str::trim)
         .filter(|item| !item.is_empty())
     {
-        let (id, address) = item
-            .split_once('@')
-            .ok_or_else(|| invalid(KEY, text, "expected id@host:port,..."))?;
-        let id: u64 = id
-            .trim()
-            .parse()
-            .map_err(|_| invalid(KEY, text, format!("`{id}` is not a node id")))?;
-        let (host, port) = address
-            .rsplit_once(':')
-            .ok_or_else(|| invalid(KEY, text, "expected id@host:port,..."))?;
+        let (id, address) = item.split_once('@').ok_or_else(|| {
+            invalid(
+                KEY,
+                text,
+                ValueProblem::cluster("expected id@host:port,..."),
+            )
+        })?;
+        let id: u64 = id.trim().parse().map_err(|_| {
+            invalid(
+                KEY,
+                text,
+                ValueProblem::cluster(format!("`{id}` is not a node id")),
+            )
+        })?;
+        let (host, port) = address.rsplit_once(':').ok_or_else(|| {
+            invalid(
+                KEY,
+                text,
+                ValueProblem::cluster("expected id@host:port,..."),
+            )
+        })?;
         if host.is_empty() || port.parse::<u16>().map_or(true, |port| port == 0) {
-            return Err(invalid(KEY, text, format!("`{address}` is not host:port")));
+            return Err(invalid(
+                KEY,
+                text,
+                ValueProblem::cluster(format!("`{address}` is not host:port")),
+            )
+            .into());
         }
         if voters.insert(id, address.to_owned()).is_some() {
-            return Err(invalid(KEY, text, format!("node {id} is listed twice")));
+            return Err(invalid(
+                KEY,
+                text,
+                ValueProblem::cluster(format!("node {id} is listed twice")),
+            )
+            .into());
         }
     }
     if !matches!(voters.len(), 1 | 3 | 5) {
-        return Err(invalid(KEY, text, "a quorum has 1, 3 or 5 voters"));
+        return Err(invalid(
+            KEY,
+            text,
+            ValueProblem::cluster("a quorum has 1, 3 or 5 voters"),
+        )
+        .into());
     }
     Ok(voters)
 }
@@ -166,15 +181,22 @@ pub fn parse(
     node_id: i32,
     listeners: &mut Vec<Listener>,
 ) -> Result<Option<ClusterConfig>, ConfigError> {
-    let roles_text = get(map, "process.roles");
-    let voters_text = get(map, "controller.quorum.voters");
+    let lookup = Lookup::with_defaults(map, &[CLUSTER_KEYS]);
+    let roles_text = lookup.value("process.roles");
+    let voters_text = lookup.value("controller.quorum.voters");
     if voters_text.is_empty() {
-        if !get(map, "controller.quorum.bootstrap.servers").is_empty() {
+        if !lookup
+            .value("controller.quorum.bootstrap.servers")
+            .is_empty()
+        {
             return Err(invalid(
                 "controller.quorum.bootstrap.servers",
-                get(map, "controller.quorum.bootstrap.servers"),
-                "Strom's quorum has a static voter set: use controller.quorum.voters",
-            ));
+                lookup.value("controller.quorum.bootstrap.servers"),
+                ValueProblem::cluster(
+                    "Strom's quorum has a static voter set: use controller.quorum.voters",
+                ),
+            )
+            .into());
         }
         let roles = parse_roles(if roles_text.is_empty() {
             "broker,controller"
@@ -185,8 +207,11 @@ pub fn parse(
             return Err(invalid(
                 "process.roles",
                 roles_text,
-                "a node that is not both broker and controller needs controller.quorum.voters",
-            ));
+                ValueProblem::cluster(
+                    "a node that is not both broker and controller needs controller.quorum.voters",
+                ),
+            )
+            .into());
         }
         return Ok(None);
     }
@@ -196,17 +221,27 @@ pub fn parse(
         roles_text
     })?;
     let voters = parse_voters(voters_text)?;
-    let id = u64::try_from(node_id)
-        .map_err(|_| invalid("node.id", &node_id.to_string(), "a node id is not negative"))?;
+    let id = u64::try_from(node_id).map_err(|_| {
+        invalid(
+            "node.id",
+            &node_id.to_string(),
+            ValueProblem::cluster("a node id is not negative"),
+        )
+    })?;
     if roles.controller != voters.contains_key(&id) {
         let reason = if roles.controller {
             format!("node {id} has the controller role but is not one of the voters")
         } else {
             format!("node {id} is a voter but does not have the controller role")
         };
-        return Err(invalid("controller.quorum.voters", voters_text, reason));
+        return Err(invalid(
+            "controller.quorum.voters",
+            voters_text,
+            ValueProblem::cluster(reason),
+        )
+        .into());
     }
-    let controller_listener = take_controller_listener(map, roles, listeners)?;
+    let controller_listener = take_controller_listener(&lookup, roles, listeners)?;
     if let Some(listener) = &controller_listener {
         // The voters reach this node at its entry in the voters; binding
         // another port would leave them talking to nobody (or to another
@@ -218,39 +253,39 @@ pub fn parse(
         if !port_matches {
             return Err(invalid(
                 "listeners",
-                get(map, "listeners"),
-                format!(
+                lookup.value("listeners"),
+                ValueProblem::cluster(format!(
                     "the controller listener's port {} is not node {id}'s port in controller.quorum.voters ({expected})",
                     listener.port
-                ),
-            ));
+                ))).into());
         }
     }
     if roles.broker && listeners.is_empty() {
         return Err(invalid(
             "listeners",
-            get(map, "listeners"),
-            "a broker needs a listener besides the controller listener",
-        ));
+            lookup.value("listeners"),
+            ValueProblem::cluster("a broker needs a listener besides the controller listener"),
+        )
+        .into());
     }
     if !roles.broker {
         listeners.clear();
     }
-    let inter_broker_listener_name = inter_broker_listener(map, roles, listeners)?;
-    let controller_listener_name = controller_listener_names(map)
+    let inter_broker_listener_name = inter_broker_listener(&lookup, roles, listeners)?;
+    let controller_listener_name = controller_listener_names(&lookup)
         .first()
         .map(|name| (*name).to_owned())
         .unwrap_or_default();
     let peers = peer_config::parse(map, &inter_broker_listener_name, &controller_listener_name)?;
-    let cluster_id = get(map, "strom.cluster.id").to_owned();
+    let cluster_id = lookup.value("strom.cluster.id").to_owned();
     if cluster_id.is_empty() {
         return Err(invalid(
             "strom.cluster.id",
             "",
-            "every node of a cluster needs the same cluster id",
-        ));
+            ValueProblem::cluster("every node of a cluster needs the same cluster id"),
+        )
+        .into());
     }
-    let lookup = Lookup { map };
     // A positive number of milliseconds, the key's default when not set.
     let millis = |key| lookup.unsigned(key, 1, i64::MAX).map(Duration::from_millis);
     let snapshot_interval_entries =
@@ -285,13 +320,13 @@ pub fn parse(
 /// listener named after `security.inter.broker.protocol` (Kafka refuses
 /// both at once), or the first listener.
 fn inter_broker_listener(
-    map: &BTreeMap<String, String>,
+    lookup: &Lookup<'_>,
     roles: ProcessRoles,
     listeners: &[Listener],
 ) -> Result<String, ConfigError> {
     const NAME_KEY: &str = "inter.broker.listener.name";
     const PROTOCOL_KEY: &str = "security.inter.broker.protocol";
-    let name = match (get(map, NAME_KEY), get(map, PROTOCOL_KEY)) {
+    let name = match (lookup.value(NAME_KEY), lookup.value(PROTOCOL_KEY)) {
         ("", "") => {
             return Ok(listeners
                 .first()
@@ -304,7 +339,7 @@ fn inter_broker_listener(
                 invalid(
                     PROTOCOL_KEY,
                     protocol,
-                    "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                    ValueProblem::cluster("expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
                 )
             })?
             .name()
@@ -313,28 +348,31 @@ fn inter_broker_listener(
             return Err(invalid(
                 PROTOCOL_KEY,
                 protocol,
-                format!("set only one of {NAME_KEY} and {PROTOCOL_KEY}"),
-            ))
+                ValueProblem::cluster(format!("set only one of {NAME_KEY} and {PROTOCOL_KEY}")),
+            )
+            .into())
         }
     };
     if roles.broker && !listeners.iter().any(|l| l.name == name) {
-        let key = if get(map, NAME_KEY).is_empty() {
+        let key = if lookup.value(NAME_KEY).is_empty() {
             PROTOCOL_KEY
         } else {
             NAME_KEY
         };
         return Err(invalid(
             key,
-            get(map, key),
-            format!("no listener of this broker is named {name}"),
-        ));
+            lookup.value(key),
+            ValueProblem::cluster(format!("no listener of this broker is named {name}")),
+        )
+        .into());
     }
     Ok(name)
 }
 
 /// `controller.listener.names`.
-fn controller_listener_names(map: &BTreeMap<String, String>) -> Vec<&str> {
-    get(map, "controller.listener.names")
+fn controller_listener_names<'a>(lookup: &Lookup<'a>) -> Vec<&'a str> {
+    lookup
+        .value("controller.listener.names")
         .split(',')
         .map(str::trim)
         .filter(|name| !name.is_empty())
@@ -345,18 +383,19 @@ fn controller_listener_names(map: &BTreeMap<String, String>) -> Vec<&str> {
 /// name) among `listeners` and removes it from them. A controller must
 /// have it; a broker-only node must not.
 fn take_controller_listener(
-    map: &BTreeMap<String, String>,
+    lookup: &Lookup<'_>,
     roles: ProcessRoles,
     listeners: &mut Vec<Listener>,
 ) -> Result<Option<Listener>, ConfigError> {
     const KEY: &str = "controller.listener.names";
-    let names = controller_listener_names(map);
+    let names = controller_listener_names(lookup);
     if names.is_empty() {
         return Err(invalid(
             KEY,
             "",
-            "cluster mode needs the controller listener's name",
-        ));
+            ValueProblem::cluster("cluster mode needs the controller listener's name"),
+        )
+        .into());
     }
     let position = listeners
         .iter()
@@ -365,23 +404,32 @@ fn take_controller_listener(
         (true, Some(index)) => {
             let listener = listeners.remove(index);
             if listeners.iter().any(|l| names.contains(&l.name.as_str())) {
-                return Err(invalid(KEY, get(map, KEY), "bind one controller listener"));
+                return Err(invalid(
+                    KEY,
+                    lookup.value(KEY),
+                    ValueProblem::cluster("bind one controller listener"),
+                )
+                .into());
             }
             Ok(Some(listener))
         }
         (true, None) => Err(invalid(
             "listeners",
-            get(map, "listeners"),
-            format!(
+            lookup.value("listeners"),
+            ValueProblem::cluster(format!(
                 "a controller needs its controller listener ({}) in listeners",
                 names.join(",")
-            ),
-        )),
+            )),
+        )
+        .into()),
         (false, Some(_)) => Err(invalid(
             "listeners",
-            get(map, "listeners"),
-            "a node without the controller role must not bind the controller listener",
-        )),
+            lookup.value("listeners"),
+            ValueProblem::cluster(
+                "a node without the controller role must not bind the controller listener",
+            ),
+        )
+        .into()),
         (false, None) => Ok(None),
     }
 }

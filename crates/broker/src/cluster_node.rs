@@ -207,13 +207,8 @@ fn advertised_host(config: &BrokerConfig, cluster: &ClusterConfig) -> String {
                 .iter()
                 .find(|listener| &listener.name == name)
         })
-        .map(|listener| listener.host.clone())
-        .unwrap_or_default();
-    if host.is_empty() {
-        "127.0.0.1".to_owned()
-    } else {
-        host
-    }
+        .map_or("", |listener| listener.host.as_str());
+    strom_config::host::reachable_host(host).to_owned()
 }
 
 /// An observer answers the active controller on an ephemeral port of the
@@ -305,7 +300,7 @@ impl RunningController {
         environment: &Environment,
     ) -> Result<Self, StartError> {
         crate::broker::create_log_dirs(config)?;
-        crate::meta_properties::ensure_cluster(
+        strom_config::meta_properties::ensure_cluster(
             &config.log_dirs,
             config.node_id,
             Some(&cluster.cluster_id),

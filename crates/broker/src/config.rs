@@ -15,48 +15,16 @@
 //! parses one vocabulary.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use strom_config::lookup::Defaults;
+use strom_config::{invalid, Lookup};
 use strom_protocol::topic_config::{self, BrokerSynonym, TOPIC_CONFIGS};
 
 use crate::error::{ConfigError, ValueProblem};
 
-/// One listener: a name (its security protocol comes from
-/// `listener.security.protocol.map`) and an address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listener {
-    /// Listener name, e.g. `PLAINTEXT`.
-    pub name: String,
-    /// Host as written (may be empty for "all interfaces").
-    pub host: String,
-    /// Port.
-    pub port: u16,
-}
-
-impl Listener {
-    /// The socket address to bind: an empty host binds all interfaces.
-    pub fn bind_address(&self) -> Result<SocketAddr, ConfigError> {
-        let host = if self.host.is_empty() {
-            "0.0.0.0"
-        } else {
-            &self.host
-        };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        let ip = if host == "localhost" {
-            "127.0.0.1"
-        } else {
-            host
-        };
-        let ip: std::net::IpAddr = ip.parse().map_err(|_| ConfigError::Invalid {
-            key: "listeners".to_owned(),
-            value: format!("{}://{}:{}", self.name, self.host, self.port),
-            problem: ValueProblem::ListenerHost,
-        })?;
-        Ok(SocketAddr::new(ip, self.port))
-    }
-}
+pub use strom_config::listener::{parse_listeners, Listener};
 
 /// A warning about a configuration key, for the start-up log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,7 +242,7 @@ impl BrokerConfig {
     pub fn from_map(
         map: &BTreeMap<String, String>,
     ) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
-        let lookup = Lookup { map };
+        let lookup = Lookup::with_defaults(map, DEFAULTS);
         let mut listeners = parse_listeners("listeners", &lookup.string("listeners"))?;
         let node_id = node_id(&lookup)?;
         let cluster = crate::cluster_config::parse(map, node_id, &mut listeners)?;
@@ -347,7 +315,7 @@ impl BrokerConfig {
                 .bytes_or_unlimited("strom.log.page.cache.retain.bytes")?,
             max_incremental_fetch_session_cache_slots: lookup
                 .count("max.incremental.fetch.session.cache.slots", 0)?,
-            security: crate::security::config::from_map(map, &listeners)?,
+            security: strom_security::SecurityConfig::from_map(map, &listeners)?,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),
         };
@@ -372,7 +340,7 @@ impl BrokerConfig {
 
 /// `node.id`, or its older alias `broker.id` when only that one is set.
 fn node_id(lookup: &Lookup<'_>) -> Result<i32, ConfigError> {
-    let key = if lookup.map.contains_key("broker.id") && !lookup.map.contains_key("node.id") {
+    let key = if lookup.is_set("broker.id") && !lookup.is_set("node.id") {
         "broker.id"
     } else {
         "node.id"
@@ -383,7 +351,7 @@ fn node_id(lookup: &Lookup<'_>) -> Result<i32, ConfigError> {
 /// `log.dirs`, else `log.dir`: at least one directory.
 fn log_dirs(lookup: &Lookup<'_>) -> Result<Vec<PathBuf>, ConfigError> {
     let text = lookup
-        .map
+        .map()
         .get("log.dirs")
         .filter(|text| !text.trim().is_empty())
         .cloned()
@@ -395,24 +363,18 @@ fn log_dirs(lookup: &Lookup<'_>) -> Result<Vec<PathBuf>, ConfigError> {
         .map(PathBuf::from)
         .collect::<Vec<_>>();
     if log_dirs.is_empty() {
-        return Err(ConfigError::Invalid {
-            key: "log.dirs".to_owned(),
-            value: text,
-            problem: ValueProblem::NoDirectory,
-        });
+        return Err(invalid("log.dirs", &text, ValueProblem::NoDirectory).into());
     }
     Ok(log_dirs)
 }
 
 fn check_session_timeouts(config: &BrokerConfig) -> Result<(), ConfigError> {
     if config.group_min_session_timeout > config.group_max_session_timeout {
-        return Err(ConfigError::Invalid {
-            key: "group.min.session.timeout.ms".to_owned(),
-            value: config.group_min_session_timeout.as_millis().to_string(),
-            problem: ValueProblem::Exceeds {
-                other: "group.max.session.timeout.ms",
-            },
-        });
+        let value = config.group_min_session_timeout.as_millis().to_string();
+        let problem = ValueProblem::Exceeds {
+            other: "group.max.session.timeout.ms",
+        };
+        return Err(invalid("group.min.session.timeout.ms", &value, problem).into());
     }
     Ok(())
 }
@@ -462,13 +424,13 @@ fn topic_defaults(map: &BTreeMap<String, String>) -> Result<BTreeMap<String, Str
             .find_map(|synonym| Some((synonym, map.get(synonym.name)?)));
         if let Some((synonym, value)) = set {
             let converted = scale(&synonym, value.trim())?;
-            definition
-                .validate(&converted)
-                .map_err(|problem| ConfigError::Invalid {
-                    key: synonym.name.to_owned(),
-                    value: value.trim().to_owned(),
-                    problem: ValueProblem::TopicConfig(problem),
-                })?;
+            definition.validate(&converted).map_err(|problem| {
+                invalid(
+                    synonym.name,
+                    value.trim(),
+                    ValueProblem::TopicConfig(problem),
+                )
+            })?;
             defaults.insert(definition.name.to_owned(), converted);
         }
     }
@@ -480,14 +442,9 @@ fn scale(synonym: &BrokerSynonym, value: &str) -> Result<String, ConfigError> {
     if synonym.scale == 1 {
         return Ok(value.to_owned());
     }
-    let invalid = |problem| ConfigError::Invalid {
-        key: synonym.name.to_owned(),
-        value: value.to_owned(),
-        problem,
-    };
     let number: i64 = value
         .parse()
-        .map_err(|_| invalid(ValueProblem::NotAnInteger))?;
+        .map_err(|_| invalid(synonym.name, value, ValueProblem::NotAnInteger))?;
     if number < 0 {
         // Kafka: a negative retention means "no limit".
         return Ok("-1".to_owned());
@@ -496,135 +453,17 @@ fn scale(synonym: &BrokerSynonym, value: &str) -> Result<String, ConfigError> {
         .checked_mul(synonym.scale)
         .map(|ms| ms.to_string())
         .ok_or_else(|| {
-            invalid(ValueProblem::OutOfRange {
+            let range = ValueProblem::OutOfRange {
                 min: 0,
                 max: i64::MAX / synonym.scale,
-            })
+            };
+            invalid(synonym.name, value, range).into()
         })
 }
 
-/// Parses `NAME://host:port,NAME://host:port`.
-pub fn parse_listeners(key: &str, text: &str) -> Result<Vec<Listener>, ConfigError> {
-    let invalid = |problem| ConfigError::Invalid {
-        key: key.to_owned(),
-        value: text.to_owned(),
-        problem,
-    };
-    let mut listeners = Vec::new();
-    for item in text
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-    {
-        let (name, address) = item
-            .split_once("://")
-            .ok_or_else(|| invalid(ValueProblem::ListenerSyntax))?;
-        let (host, port) = address
-            .rsplit_once(':')
-            .ok_or_else(|| invalid(ValueProblem::ListenerSyntax))?;
-        let port: u16 = port
-            .parse()
-            .map_err(|_| invalid(ValueProblem::ListenerPort))?;
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(invalid(ValueProblem::ListenerName));
-        }
-        if listeners.iter().any(|l: &Listener| l.name == name) {
-            return Err(invalid(ValueProblem::DuplicateListener));
-        }
-        listeners.push(Listener {
-            name: name.to_owned(),
-            host: host.to_owned(),
-            port,
-        });
-    }
-    if listeners.is_empty() {
-        return Err(invalid(ValueProblem::NoListener));
-    }
-    Ok(listeners)
-}
-
-/// Typed reads of a properties map, with the defaults of [`KNOWN_KEYS`]
-/// (and of the cluster keys) for keys not set.
-pub(crate) struct Lookup<'a> {
-    pub(crate) map: &'a BTreeMap<String, String>,
-}
-
-impl Lookup<'_> {
-    fn string(&self, key: &str) -> String {
-        self.map
-            .get(key)
-            .map(|value| value.trim().to_owned())
-            .unwrap_or_else(|| default_of(key).to_owned())
-    }
-
-    fn int(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-        let text = self.string(key);
-        let invalid = |problem| ConfigError::Invalid {
-            key: key.to_owned(),
-            value: text.clone(),
-            problem,
-        };
-        let value: i64 = text
-            .parse()
-            .map_err(|_| invalid(ValueProblem::NotAnInteger))?;
-        if value < min || value > max {
-            return Err(invalid(ValueProblem::OutOfRange { min, max }));
-        }
-        Ok(value)
-    }
-
-    /// A Kafka int in `min..=i32::MAX`.
-    fn int32(&self, key: &str, min: i32) -> Result<i32, ConfigError> {
-        Ok(self.int(key, min.into(), i32::MAX.into())? as i32)
-    }
-
-    /// A Kafka short in `min..=i16::MAX`.
-    fn int16(&self, key: &str, min: i16) -> Result<i16, ConfigError> {
-        Ok(self.int(key, min.into(), i16::MAX.into())? as i16)
-    }
-
-    /// A non-negative integer in `min..=max` (`min` at least 0).
-    pub(crate) fn unsigned(&self, key: &str, min: i64, max: i64) -> Result<u64, ConfigError> {
-        debug_assert!(min >= 0);
-        Ok(self.int(key, min, max)? as u64)
-    }
-
-    /// A count or size that Kafka keeps as an int, in `min..=i32::MAX`.
-    fn count(&self, key: &str, min: i32) -> Result<usize, ConfigError> {
-        debug_assert!(min >= 0);
-        Ok(self.int32(key, min)? as usize)
-    }
-
-    /// A byte count where `-1` means "no limit".
-    fn bytes_or_unlimited(&self, key: &str) -> Result<Option<u64>, ConfigError> {
-        Ok(match self.int(key, -1, i64::MAX)? {
-            -1 => None,
-            bytes => Some(bytes as u64),
-        })
-    }
-
-    fn millis(&self, key: &str) -> Result<Duration, ConfigError> {
-        Ok(Duration::from_millis(self.unsigned(key, 0, i64::MAX)?))
-    }
-
-    pub(crate) fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
-        let text = self.string(key);
-        topic_config::parse_boolean(&text).map_err(|_| ConfigError::Invalid {
-            key: key.to_owned(),
-            value: text.clone(),
-            problem: ValueProblem::NotABoolean,
-        })
-    }
-}
-
-fn default_of(key: &str) -> &'static str {
-    KNOWN_KEYS
-        .iter()
-        .chain(crate::cluster_config::CLUSTER_KEYS)
-        .find(|(known, _)| *known == key)
-        .map(|(_, default)| *default)
-        .unwrap_or("")
-}
+/// The defaults of every broker key with one: [`KNOWN_KEYS`] and the
+/// cluster keys.
+pub(crate) const DEFAULTS: &[&Defaults] = &[KNOWN_KEYS, crate::cluster_config::CLUSTER_KEYS];
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{BrokerConfig, ConfigWarning};
 use crate::error::{ArgumentError, ConfigError};
-use crate::properties::parse_properties;
+use strom_config::{error_chain, parse_properties};
 
 /// Where the configuration comes from: an optional `server.properties` file
 /// and `key=value` overrides applied on top of it, in order.
@@ -158,18 +158,6 @@ async fn run_controller(
     tracing::info!("shutting down");
     controller.shutdown().await;
     std::process::ExitCode::SUCCESS
-}
-
-/// An error and its sources on one line.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 async fn wait_for_signal() {

@@ -132,7 +132,7 @@ impl TcpFetchTransport {
                 tracing::warn!(
                     leader = broker,
                     listener = self.connector.listener(),
-                    error = %crate::launch::error_chain(&source),
+                    error = %strom_config::error_chain(&source),
                     "the leader refused this broker's inter-broker login (or TLS handshake); \
                      replication from it is retried with backoff (check the certificates, the \
                      user and password of listener.name.<listener>.<mechanism>.sasl.jaas.config \

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use strom_config::{invalid, ValueProblem};
+
 use crate::error::ConfigError;
 use crate::security::ClientSecurity;
 
@@ -136,17 +138,7 @@ impl ClientConfig {
             }
             "client.id" => self.client_id = value.to_owned(),
             "allow.auto.create.topics" => {
-                self.allow_auto_topic_creation = match value {
-                    "true" => true,
-                    "false" => false,
-                    _ => {
-                        return Err(ConfigError::InvalidValue {
-                            key: key.to_owned(),
-                            value: value.to_owned(),
-                            expected: "true or false",
-                        })
-                    }
-                }
+                self.allow_auto_topic_creation = strom_config::value::boolean(key, value)?
             }
             "request.timeout.ms" => self.request_timeout = parse_duration_ms(key, value)?,
             "reconnect.backoff.ms" => self.reconnect_backoff = parse_duration_ms(key, value)?,
@@ -186,11 +178,10 @@ pub fn parse_number<T: std::str::FromStr>(
     value: &str,
     expected: &'static str,
 ) -> Result<T, ConfigError> {
-    value.trim().parse().map_err(|_| ConfigError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        expected,
-    })
+    value
+        .trim()
+        .parse()
+        .map_err(|_| invalid(key, value, ValueProblem::expected(expected)).into())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use std::io;
 
+use strom_config::{InvalidValue, ValueProblem};
 use strom_protocol::{ErrorCode, FrameError, MessageError};
 
 /// A request could not be completed.
@@ -150,15 +151,17 @@ impl ClientError {
 /// A configuration property has a bad value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// The value does not parse as the property's type.
-    #[error("invalid value {value:?} for {key}: expected {expected}")]
+    /// The value does not parse as the property's type (built with
+    /// [`strom_config::invalid`], which `?` converts).
+    #[error("invalid value {value:?} for {key}: {problem}")]
     InvalidValue {
         /// The property name.
         key: String,
         /// The value given.
         value: String,
-        /// What was expected.
-        expected: &'static str,
+        /// What is wrong with it: for the clients' properties, what was
+        /// expected ([`ValueProblem::Expected`], [`ValueProblem::NotABoolean`]).
+        problem: ValueProblem,
     },
     /// A required property is missing.
     #[error("missing required property {key}")]
@@ -166,4 +169,14 @@ pub enum ConfigError {
         /// The property name.
         key: &'static str,
     },
+}
+
+impl From<InvalidValue> for ConfigError {
+    fn from(invalid: InvalidValue) -> ConfigError {
+        ConfigError::InvalidValue {
+            key: invalid.key,
+            value: invalid.value,
+            problem: invalid.problem,
+        }
+    }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig as TlsConfig, RootCertStore};
+use strom_config::{invalid, ValueProblem};
 use strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES;
 use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
@@ -50,23 +51,17 @@ impl ClientSecurity {
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
         match key {
             "security.protocol" => {
-                self.protocol =
-                    SecurityProtocol::from_name(value).ok_or_else(|| ConfigError::InvalidValue {
-                        key: key.to_owned(),
-                        value: value.to_owned(),
-                        expected: "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-                    })?
+                let expected = "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL";
+                self.protocol = SecurityProtocol::from_name(value)
+                    .ok_or_else(|| invalid(key, value, ValueProblem::expected(expected)))?
             }
             "ssl.ca.location" => self.ca_location = Some(value.into()),
             "ssl.certificate.location" => self.certificate_location = Some(value.into()),
             "ssl.key.location" => self.key_location = Some(value.into()),
             "sasl.mechanism" | "sasl.mechanisms" => {
                 if value != PLAIN && ScramMechanism::from_name(value).is_none() {
-                    return Err(ConfigError::InvalidValue {
-                        key: key.to_owned(),
-                        value: value.to_owned(),
-                        expected: "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
-                    });
+                    let expected = "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512";
+                    return Err(invalid(key, value, ValueProblem::expected(expected)).into());
                 }
                 self.sasl_mechanism = value.to_owned();
             }

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use strom_client::config::{parse_duration_ms, parse_number};
 use strom_client::{ClientConfig, ConfigError};
+use strom_config::value::boolean;
+use strom_config::{invalid, ValueProblem};
 
 use crate::versions::{ApiVersionCaps, API_VERSION_CAPS_PROPERTY};
 
@@ -177,7 +179,7 @@ impl ConsumerConfig {
             "session.timeout.ms" => self.session_timeout = parse_duration_ms(key, value)?,
             "heartbeat.interval.ms" => self.heartbeat_interval = parse_duration_ms(key, value)?,
             "max.poll.interval.ms" => self.max_poll_interval = parse_duration_ms(key, value)?,
-            "enable.auto.commit" => self.enable_auto_commit = parse_bool(key, value)?,
+            "enable.auto.commit" => self.enable_auto_commit = boolean(key, value)?,
             "auto.commit.interval.ms" => self.auto_commit_interval = parse_duration_ms(key, value)?,
             "auto.offset.reset" => self.auto_offset_reset = parse_reset(key, value)?,
             "fetch.min.bytes" => self.fetch_min_bytes = parse_positive(key, value)?,
@@ -190,7 +192,7 @@ impl ConsumerConfig {
                 self.max_poll_records =
                     parse_number::<usize>(key, value, "a positive number of records")?.max(1)
             }
-            "check.crcs" => self.check_crcs = parse_bool(key, value)?,
+            "check.crcs" => self.check_crcs = boolean(key, value)?,
             "isolation.level" => self.isolation_level = parse_isolation(key, value)?,
             "partition.assignment.strategy" => {
                 self.assignment_strategies = parse_strategies(key, value)?
@@ -206,11 +208,9 @@ impl ConsumerConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.client.validate()?;
         if self.heartbeat_interval >= self.session_timeout {
-            return Err(ConfigError::InvalidValue {
-                key: "heartbeat.interval.ms".to_owned(),
-                value: self.heartbeat_interval.as_millis().to_string(),
-                expected: "a value below session.timeout.ms",
-            });
+            let value = self.heartbeat_interval.as_millis().to_string();
+            let problem = ValueProblem::expected("a value below session.timeout.ms");
+            return Err(invalid("heartbeat.interval.ms", &value, problem).into());
         }
         if self.assignment_strategies.is_empty() {
             return Err(ConfigError::Missing {
@@ -226,26 +226,11 @@ fn non_empty(value: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_owned())
 }
 
-fn invalid(key: &str, value: &str, expected: &'static str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        expected,
-    }
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
-    match value.trim() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(invalid(key, value, "true or false")),
-    }
-}
-
 fn parse_positive(key: &str, value: &str) -> Result<i32, ConfigError> {
     let number = parse_number::<i32>(key, value, "a positive 32-bit number of bytes")?;
     if number <= 0 {
-        return Err(invalid(key, value, "a positive 32-bit number of bytes"));
+        let problem = ValueProblem::expected("a positive 32-bit number of bytes");
+        return Err(invalid(key, value, problem).into());
     }
     Ok(number)
 }
@@ -255,7 +240,12 @@ fn parse_reset(key: &str, value: &str) -> Result<OffsetReset, ConfigError> {
         "earliest" | "smallest" | "beginning" => Ok(OffsetReset::Earliest),
         "latest" | "largest" | "end" => Ok(OffsetReset::Latest),
         "none" | "error" => Ok(OffsetReset::None),
-        _ => Err(invalid(key, value, "earliest, latest or none")),
+        _ => Err(invalid(
+            key,
+            value,
+            ValueProblem::expected("earliest, latest or none"),
+        )
+        .into()),
     }
 }
 
@@ -263,7 +253,10 @@ fn parse_isolation(key: &str, value: &str) -> Result<IsolationLevel, ConfigError
     match value.trim() {
         "read_uncommitted" => Ok(IsolationLevel::ReadUncommitted),
         "read_committed" => Ok(IsolationLevel::ReadCommitted),
-        _ => Err(invalid(key, value, "read_uncommitted or read_committed")),
+        _ => {
+            let problem = ValueProblem::expected("read_uncommitted or read_committed");
+            Err(invalid(key, value, problem).into())
+        }
     }
 }
 
@@ -273,8 +266,10 @@ fn parse_strategies(key: &str, value: &str) -> Result<Vec<AssignmentStrategy>, C
         .map(str::trim)
         .filter(|name| !name.is_empty())
         .map(|name| {
-            AssignmentStrategy::from_name(name)
-                .ok_or_else(|| invalid(key, value, "range, roundrobin or cooperative-sticky"))
+            AssignmentStrategy::from_name(name).ok_or_else(|| {
+                let problem = ValueProblem::expected("range, roundrobin or cooperative-sticky");
+                invalid(key, value, problem).into()
+            })
         })
         .collect()
 }

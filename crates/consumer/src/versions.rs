@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use strom_client::{ClientError, ConfigError, Connection};
+use strom_config::{invalid, InvalidValue, ValueProblem};
 use strom_protocol::kafka::messages::ApiKey;
 
 /// The property that sets [`ApiVersionCaps`].
@@ -103,15 +104,15 @@ impl ApiVersionCaps {
         }
         let mut caps = ApiVersionCaps::none();
         for pair in value.split(',') {
-            let (name, version) = pair.split_once('=').ok_or_else(|| invalid(value))?;
+            let (name, version) = pair.split_once('=').ok_or_else(|| invalid_caps(value))?;
             let api_key = CAPPABLE_APIS
                 .iter()
                 .find(|(_, known)| known.eq_ignore_ascii_case(name.trim()))
                 .map(|(key, _)| *key)
-                .ok_or_else(|| invalid(value))?;
-            let version: i16 = version.trim().parse().map_err(|_| invalid(value))?;
+                .ok_or_else(|| invalid_caps(value))?;
+            let version: i16 = version.trim().parse().map_err(|_| invalid_caps(value))?;
             if version < 0 {
-                return Err(invalid(value));
+                return Err(invalid_caps(value).into());
             }
             caps = caps.with_cap(api_key, version);
         }
@@ -119,12 +120,14 @@ impl ApiVersionCaps {
     }
 }
 
-fn invalid(value: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: API_VERSION_CAPS_PROPERTY.to_owned(),
-        value: value.to_owned(),
-        expected: "none, librdkafka-mock, or ApiName=version pairs separated by commas",
-    }
+/// The error for a `strom.api.version.caps` value that is none of its forms.
+fn invalid_caps(value: &str) -> InvalidValue {
+    let expected = "none, librdkafka-mock, or ApiName=version pairs separated by commas";
+    invalid(
+        API_VERSION_CAPS_PROPERTY,
+        value,
+        ValueProblem::expected(expected),
+    )
 }
 
 #[cfg(test)]

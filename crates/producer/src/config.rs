@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use strom_client::config::{parse_duration_ms, parse_number};
 use strom_client::{ClientConfig, ConfigError};
+use strom_config::value::boolean;
+use strom_config::{invalid, ValueProblem};
 use strom_protocol::records::Compression;
 
 /// `acks`: how many replicas must have the record before it is acknowledged.
@@ -110,9 +112,7 @@ impl ProducerConfig {
             "max.request.size" => {
                 self.max_request_size = parse_number(key, value, "a number of bytes")?
             }
-            "enable.idempotence" => {
-                self.enable_idempotence = Some(parse_number(key, value, "true or false")?)
-            }
+            "enable.idempotence" => self.enable_idempotence = Some(boolean(key, value)?),
             _ => return self.client.set(key, value),
         }
         Ok(true)
@@ -124,7 +124,7 @@ fn parse_acks(key: &str, value: &str) -> Result<Acks, ConfigError> {
         "0" => Ok(Acks::None),
         "1" => Ok(Acks::Leader),
         "all" | "-1" => Ok(Acks::All),
-        _ => Err(invalid(key, value, "0, 1, all or -1")),
+        _ => Err(invalid(key, value, ValueProblem::expected("0, 1, all or -1")).into()),
     }
 }
 
@@ -133,15 +133,10 @@ pub fn parse_compression(key: &str, value: &str) -> Result<Compression, ConfigEr
     Compression::ALL
         .into_iter()
         .find(|codec| codec.name() == value.trim())
-        .ok_or_else(|| invalid(key, value, "none, gzip, snappy, lz4 or zstd"))
-}
-
-fn invalid(key: &str, value: &str, expected: &'static str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        expected,
-    }
+        .ok_or_else(|| {
+            let expected = "none, gzip, snappy, lz4 or zstd";
+            invalid(key, value, ValueProblem::expected(expected)).into()
+        })
 }
 
 #[cfg(test)]

@@ -20,8 +20,10 @@
 //! SCRAM credentials up for [`sasl`] through [`sasl::CredentialStore`],
 //! hands the ACL bindings of its metadata image to the authorizer, and
 //! chooses the codes of its answers from the typed errors of [`error`].
-//! It depends on `strom-protocol` only; in particular it knows nothing of
-//! the controller's quorum, whose connector and acceptor traits the
+//! It depends on `strom-protocol` and `strom-config` only (the settings
+//! are read with `strom-config`'s [`strom_config::Lookup`] and refused
+//! with its [`strom_config::ConfigError`]); in particular it knows nothing
+//! of the controller's quorum, whose connector and acceptor traits the
 //! broker implements over [`peer::PeerConnector`] and
 //! [`peer::PeerAcceptor`].
 //!

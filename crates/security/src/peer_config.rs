@@ -20,9 +20,12 @@
 
 use std::collections::BTreeMap;
 
+use strom_config::{invalid, ConfigError, ValueProblem};
+use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
 
-use crate::config::{SecurityProtocol, TlsSettings};
+use crate::config::{is_mapped, listener_security_of, SecurityProtocol, TlsSettings};
+use crate::error::JaasError;
 use crate::jaas;
 use crate::sasl_client::SaslLogin;
 
@@ -110,3 +113,222 @@ impl std::fmt::Debug for PlainUsers {
             .finish()
     }
 }
+
+/// Parses how this node reaches `inter_broker_listener` and
+/// `controller_listener`. A controller listener missing from
+/// `listener.security.protocol.map` is PLAINTEXT (as before the map
+/// applied to it); a node without an inter-broker listener (a
+/// controller-only node) fetches from nobody.
+pub fn parse(
+    map: &BTreeMap<String, String>,
+    inter_broker_listener: &str,
+    controller_listener: &str,
+) -> Result<PeerSecurity, ConfigError> {
+    let mut controller = client_side(map, controller_listener)?;
+    let mut controller_users = None;
+    if controller.protocol.uses_sasl() {
+        let (login, entry) = peer_login(map, controller_listener, LoginSide::Controller)?;
+        controller.sasl = Some(login);
+        controller_users = Some(PlainUsers::from_entry(&entry));
+    }
+    let mut inter_broker = client_side(map, inter_broker_listener)?;
+    if inter_broker.protocol.uses_sasl() {
+        let (login, _) = peer_login(map, inter_broker_listener, LoginSide::InterBroker)?;
+        inter_broker.sasl = Some(login);
+    }
+    Ok(PeerSecurity {
+        inter_broker,
+        controller,
+        controller_users,
+    })
+}
+
+fn client_side(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+) -> Result<PeerClientSecurity, ConfigError> {
+    if listener.is_empty() || !is_mapped(map, listener)? {
+        return Ok(PeerClientSecurity::plaintext(listener));
+    }
+    let security = listener_security_of(map, listener)?;
+    let mut side = PeerClientSecurity::plaintext(listener);
+    side.protocol = security.protocol;
+    if let Some(tls) = security.tls {
+        if tls.truststore.is_none() {
+            return Err(invalid(
+                &format!(
+                    "listener.name.{}.ssl.truststore.location",
+                    listener.to_ascii_lowercase()
+                ),
+                "",
+                ValueProblem::security(format!(
+                    "other nodes connect to listener {listener} over TLS and verify it with \
+                     ssl.truststore.location or ssl.truststore.certificates"
+                )),
+            )
+            .into());
+        }
+        side.verify_hostname = endpoint_identification(map, listener)?;
+        side.tls = Some(tls);
+    }
+    Ok(side)
+}
+
+/// `ssl.endpoint.identification.algorithm`: `https` (the default) checks
+/// the host name, an empty value does not.
+fn endpoint_identification(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+) -> Result<bool, ConfigError> {
+    const KEY: &str = "ssl.endpoint.identification.algorithm";
+    let scoped = format!("listener.name.{}.{KEY}", listener.to_ascii_lowercase());
+    let found = [scoped, KEY.to_owned()]
+        .into_iter()
+        .find_map(|key| map.get(&key).map(|value| (key, value.trim().to_owned())));
+    match found {
+        None => Ok(true),
+        Some((_, value)) if value.is_empty() => Ok(false),
+        Some((_, value)) if value.eq_ignore_ascii_case("https") => Ok(true),
+        Some((key, value)) => Err(invalid(
+            &key,
+            &value,
+            ValueProblem::security("expected https or an empty value"),
+        )
+        .into()),
+    }
+}
+
+/// The two kinds of peer login, with what differs between them.
+#[derive(Clone, Copy)]
+enum LoginSide {
+    InterBroker,
+    Controller,
+}
+
+impl LoginSide {
+    fn mechanism_key(self) -> &'static str {
+        match self {
+            LoginSide::InterBroker => INTER_BROKER_MECHANISM_KEY,
+            LoginSide::Controller => CONTROLLER_MECHANISM_KEY,
+        }
+    }
+
+    /// Why `mechanism` cannot be used on this side, if it cannot.
+    fn refusal(self, mechanism: &str) -> Option<String> {
+        let known = mechanism == PLAIN || ScramMechanism::from_name(mechanism).is_some();
+        match (self, mechanism) {
+            (_, "GSSAPI" | "OAUTHBEARER") => Some(format!(
+                "{mechanism} is not supported between nodes; use {} (Strom's default is PLAIN)",
+                self.offered()
+            )),
+            (LoginSide::InterBroker, _) if known => None,
+            (LoginSide::Controller, PLAIN) => None,
+            (LoginSide::Controller, _) if known => Some(
+                "the controller listener takes PLAIN with the users of its JAAS entry: SCRAM \
+                 credentials live in the metadata log, which is read through the quorum"
+                    .to_owned(),
+            ),
+            _ => Some(format!("expected {}", self.offered())),
+        }
+    }
+
+    fn offered(self) -> &'static str {
+        match self {
+            LoginSide::InterBroker => "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+            LoginSide::Controller => "PLAIN",
+        }
+    }
+}
+
+/// The mechanism of this node's login to peers' SASL `listener`: one
+/// the side offers and the listener enables.
+fn peer_mechanism(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+    side: LoginSide,
+) -> Result<String, ConfigError> {
+    let mechanism_key = side.mechanism_key();
+    let mechanism = map
+        .get(mechanism_key)
+        .map(|value| value.trim())
+        .filter(|value| !value.is_empty())
+        .unwrap_or(DEFAULT_INTER_BROKER_MECHANISM)
+        .to_owned();
+    if let Some(reason) = side.refusal(&mechanism) {
+        return Err(invalid(mechanism_key, &mechanism, ValueProblem::security(reason)).into());
+    }
+    let enabled = listener_security_of(map, listener)?
+        .sasl
+        .is_some_and(|sasl| sasl.enables(&mechanism));
+    if !enabled {
+        return Err(invalid(
+            mechanism_key,
+            &mechanism,
+            ValueProblem::security(format!(
+                "listener {listener} does not enable it in sasl.enabled.mechanisms"
+            )),
+        )
+        .into());
+    }
+    Ok(mechanism)
+}
+
+/// This node's login to peers' SASL `listener`, and the parsed JAAS entry
+/// it came from.
+fn peer_login(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+    side: LoginSide,
+) -> Result<(SaslLogin, jaas::JaasEntry), ConfigError> {
+    let mechanism = peer_mechanism(map, listener, side)?;
+    let key = format!(
+        "listener.name.{}.{}.sasl.jaas.config",
+        listener.to_ascii_lowercase(),
+        mechanism.to_ascii_lowercase()
+    );
+    let text = map
+        .get(&key)
+        .map(|text| text.trim())
+        .filter(|text| !text.is_empty())
+        .ok_or_else(|| {
+            invalid(
+                &key,
+                "",
+                ValueProblem::security(format!(
+                    "listener {listener} uses SASL ({mechanism}) between nodes: this node's \
+                     username and password are required"
+                )),
+            )
+        })?;
+    let hidden = |error: JaasError| {
+        invalid(
+            &key,
+            "(not shown: it holds a password)",
+            ValueProblem::security(error.to_string()),
+        )
+    };
+    let entry = jaas::parse(text).map_err(hidden)?;
+    let (username, password) = entry.credentials().map_err(hidden)?;
+    let login = SaslLogin {
+        mechanism,
+        username,
+        password,
+    };
+    if matches!(side, LoginSide::Controller) && entry.options_with_prefix("user_").next().is_none()
+    {
+        return Err(invalid(
+            &key,
+            "(not shown: it holds a password)",
+            ValueProblem::security(
+                "the controller listener accepts the users of its JAAS entry \
+             (user_<name>=\"<password>\" options) and it names none",
+            ),
+        )
+        .into());
+    }
+    Ok((login, entry))
+}
+
+#[cfg(test)]
+#[path = "peer_config_tests.rs"]
+mod tests;

@@ -158,10 +158,12 @@ pub fn read_properties(path: &std::path::Path) -> Result<Vec<(String, String)>, 
         path: path.to_owned(),
         source,
     })?;
-    let map = strom_broker::properties::parse_properties(&text, &path.display().to_string())
-        .map_err(|source| ToolError::PropertiesFile {
-            path: path.to_owned(),
-            source,
+    let map =
+        strom_config::parse_properties(&text, &path.display().to_string()).map_err(|source| {
+            ToolError::PropertiesFile {
+                path: path.to_owned(),
+                source,
+            }
         })?;
     Ok(map.into_iter().collect())
 }

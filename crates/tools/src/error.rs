@@ -182,7 +182,7 @@ pub enum ToolError {
         path: PathBuf,
         /// The parse error.
         #[source]
-        source: strom_broker::ConfigError,
+        source: strom_config::ConfigError,
     },
     /// A command-line value does not parse.
     #[error("invalid {what} `{text}`: expected {expected}")]
@@ -355,14 +355,7 @@ impl ToolError {
 
     /// The error and its sources on one line.
     pub fn chain(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        text
+        strom_config::error_chain(self)
     }
 }
 

@@ -75,8 +75,8 @@ pub fn listener_address(config: &BrokerConfig) -> Result<Option<SocketAddr>, Con
         None => trimmed,
     };
     let rest = rest.trim_end_matches('/');
-    let rest = match rest.strip_prefix("localhost:") {
-        Some(port) => format!("127.0.0.1:{port}"),
+    let rest = match rest.rsplit_once(':') {
+        Some((host, port)) => format!("{}:{port}", strom_config::host::resolve_localhost(host)),
         None => rest.to_owned(),
     };
     rest.parse::<SocketAddr>().map(Some).map_err(|_| invalid())

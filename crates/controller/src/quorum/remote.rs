@@ -172,7 +172,7 @@ impl From<&RuntimeError> for RemoteFailure {
             RuntimeError::Stale => RemoteFailure::Stale,
             RuntimeError::Shutdown => RemoteFailure::Shutdown,
             other => RemoteFailure::Other {
-                message: error_chain(other),
+                message: strom_config::error_chain(other),
             },
         }
     }
@@ -193,17 +193,6 @@ impl From<RemoteFailure> for RuntimeError {
             },
         }
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 impl RemoteCommand {

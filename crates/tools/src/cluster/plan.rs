@@ -158,7 +158,7 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> BTreeMap<String, String> {
-        strom_broker::properties::parse_properties(text, "test").expect("valid properties")
+        strom_config::parse_properties(text, "test").expect("valid properties")
     }
 
     #[test]

@@ -1,6 +1,6 @@
+use strom_config::parse_listeners;
+
 use super::*;
-use crate::config::parse_listeners;
-use strom_security::is_security_key;
 
 fn parse(pairs: &[(&str, &str)]) -> Result<SecurityConfig, ConfigError> {
     let map: BTreeMap<String, String> = pairs
@@ -12,7 +12,7 @@ fn parse(pairs: &[(&str, &str)]) -> Result<SecurityConfig, ConfigError> {
         map.get("listeners")
             .map_or("PLAINTEXT://:9092", String::as_str),
     )?;
-    from_map(&map, &listeners)
+    SecurityConfig::from_map(&map, &listeners)
 }
 
 fn reason(error: ConfigError) -> (String, String) {

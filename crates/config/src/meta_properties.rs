@@ -4,61 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::error::MetaPropertiesError;
 use crate::properties::parse_properties;
 
 /// The file name Kafka uses.
 pub const META_PROPERTIES: &str = "meta.properties";
-
-/// Why the log directories' identity could not be established.
-#[derive(Debug, thiserror::Error)]
-pub enum MetaPropertiesError {
-    /// Reading or writing the file failed.
-    #[error("cannot access {path}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file does not parse as a properties file.
-    #[error("{path} is not a properties file")]
-    Unparsable {
-        /// The file.
-        path: PathBuf,
-        /// The parse error.
-        #[source]
-        source: crate::error::ConfigError,
-    },
-    /// The file lacks a key.
-    #[error("{path} has no {key}")]
-    MissingKey {
-        /// The file.
-        path: PathBuf,
-        /// The key (`cluster.id` or `node.id`).
-        key: &'static str,
-    },
-    /// The node id is not a number.
-    #[error("{path} has node.id `{value}`, which is not a number")]
-    InvalidNodeId {
-        /// The file.
-        path: PathBuf,
-        /// The value in the file.
-        value: String,
-    },
-    /// Two directories, or a directory and the configuration, disagree.
-    #[error("{path} belongs to {what} {found}, but this broker has {expected}")]
-    Mismatch {
-        /// The file.
-        path: PathBuf,
-        /// `cluster.id` or `node.id`.
-        what: &'static str,
-        /// The value in the file.
-        found: String,
-        /// The expected value.
-        expected: String,
-    },
-}
 
 /// Reads or creates `meta.properties` in every directory and returns the
 /// cluster id. A new cluster id is a random UUID in Kafka's URL-safe
@@ -248,7 +198,7 @@ mod tests {
         assert!(matches!(
             &error,
             MetaPropertiesError::Unparsable {
-                source: crate::error::ConfigError::UnicodeEscape { .. },
+                source: crate::ConfigError::UnicodeEscape { .. },
                 ..
             }
         ));

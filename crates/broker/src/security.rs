@@ -8,9 +8,6 @@
 //! in `strom-security`; the handlers ask the authorizer through
 //! `handlers::authorization`.
 
-pub mod config;
-pub mod peer_config;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;
