@@ -38,6 +38,10 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         Some(vec!["strom-protocol", "strom-config"]),
     );
     rules.insert(
+        "strom-network",
+        Some(vec!["strom-protocol", "strom-security"]),
+    );
+    rules.insert(
         "strom-client",
         Some(vec!["strom-protocol", "strom-config", "strom-security"]),
     );
@@ -61,6 +65,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-protocol",
             "strom-config",
             "strom-security",
+            "strom-network",
             "strom-storage",
             "strom-replication",
             "strom-controller",
@@ -73,6 +78,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-protocol",
             "strom-config",
             "strom-security",
+            "strom-network",
             "strom-storage",
             "strom-client",
             "strom-producer",

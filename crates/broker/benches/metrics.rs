@@ -12,7 +12,7 @@ use criterion::{criterion_main, Criterion};
 use strom_broker::handlers::HANDLED_APIS;
 use strom_broker::metrics::topics::TopicMetricsTable;
 use strom_broker::metrics::BrokerMetrics;
-use strom_broker::network::Reply;
+use strom_network::Reply;
 use strom_protocol::kafka::messages::produce_response::{
     PartitionProduceResponse, TopicProduceResponse,
 };

@@ -13,6 +13,7 @@ use strom_controller::controller::{
 use strom_controller::error::{ControllerError, RuntimeError};
 use strom_controller::image::Endpoint;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
+use strom_network::{NetworkConfig, Server, ServerHandle};
 use strom_storage::manager::Scheduler;
 use strom_storage::page_cache::PageCacheSettings;
 use strom_storage::{LogConfig, LogManager, LogManagerConfig};
@@ -25,7 +26,6 @@ use crate::environment::Environment;
 use crate::fetch_session::FetchSessionCache;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher};
-use crate::network::{NetworkConfig, Server, ServerHandle};
 use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::{topic_log_config, ReplicaManager};
 use strom_config::meta_properties;
@@ -317,12 +317,9 @@ async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
         network,
     )
     .await
-    .map_err(|source| StartError::Bind {
-        address: addresses
-            .first()
-            .copied()
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-        source,
+    .map_err(|error| StartError::Bind {
+        address: error.address,
+        source: error.source,
     })
 }
 

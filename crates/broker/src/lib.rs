@@ -1,16 +1,17 @@
 //! The Strom broker: a thin crate that composes the server crates into a
 //! Kafka broker.
 //!
-//! It owns the network server, one handler per Kafka API behind a dispatch
-//! table, and the broker configuration ([`config`], with a typed builder in
+//! It owns one handler per Kafka API behind a dispatch table (served by
+//! `strom-network`'s server), and the broker configuration ([`config`], with a typed builder in
 //! [`config_builder`] beside the property-string form). It deliberately owns no
 //! protocol, storage, replication, controller or group logic: those live in
 //! the crates below it, and this crate only wires them together ([`groups`]
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
 
-//! own is per-client: incremental fetch sessions ([`fetch_session`]), and
-//! each connection's authentication ([`security`]: TLS, SASL, ACLs).
+//! own is per-client: incremental fetch sessions ([`fetch_session`]). TLS,
+//! SASL and the ACL authorizer's decisions are `strom-security`'s; [`security`]
+//! only adapts them to the quorum and the metadata image.
 //!
 //! Two rules every handler follows:
 //!
@@ -45,7 +46,6 @@ pub mod http;
 pub mod isr;
 pub mod launch;
 pub mod metrics;
-pub mod network;
 pub mod producer_ids;
 pub mod replica_fetch;
 pub mod replica_manager;

@@ -5,12 +5,12 @@
 //! authorizer configured every question is answered yes.
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::RequestContext;
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_security::authorizer::{self, AclBinding, Action};
 
 use super::BrokerContext;
-use crate::network::RequestContext;
 
 /// The authorizer's view of a stored ACL.
 pub fn binding(acl: &AccessControlEntryRecord) -> AclBinding<'_> {

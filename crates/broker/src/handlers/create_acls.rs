@@ -2,6 +2,7 @@
 //! the cluster; without an authorizer Kafka answers `SECURITY_DISABLED`.
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, pattern, permission, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_acls_request::AclCreation;
@@ -14,7 +15,6 @@ use strom_security::Principal;
 use super::authorization;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a CreateAcls request.
 pub async fn handle(

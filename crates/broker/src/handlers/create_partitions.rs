@@ -4,6 +4,7 @@
 use strom_controller::controller::{
     CreatePartitionsRequest as ControllerRequest, PartitionsIncrease,
 };
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, resource};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -13,7 +14,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::{controller_error_code, runtime_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a CreatePartitions request.
 pub async fn handle(

@@ -2,6 +2,7 @@
 //! on the cluster.
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::delete_acls_response::{
@@ -15,7 +16,6 @@ use strom_security::authorizer::AclFilter;
 use super::authorization;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a DeleteAcls request.
 pub async fn handle(

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_acls_response::{
@@ -16,7 +17,6 @@ use strom_security::authorizer::AclFilter;
 
 use super::authorization;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a DescribeAcls request.
 pub fn handle(

@@ -24,6 +24,7 @@
 
 use strom_controller::error::RuntimeError;
 use strom_controller::quorum::{QuorumStatus, ReplicaStatus};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_quorum_response::{
@@ -37,7 +38,6 @@ use strom_protocol::messages::Response;
 
 use super::authorization::authorize;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// The topic of the metadata log, as Kafka names it.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_user_scram_credentials_response::{
@@ -16,7 +17,6 @@ use strom_protocol::messages::Response;
 
 use super::authorization::authorize;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a DescribeUserScramCredentials request.
 pub fn handle(

@@ -5,6 +5,7 @@
 use strom_controller::controller::{
     AlterConfigOperation, ConfigAlteration, IncrementalAlterConfigsRequest as ControllerRequest,
 };
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::incremental_alter_configs_request::AlterableConfig;
 use strom_protocol::kafka::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -15,7 +16,6 @@ use strom_protocol::messages::Response;
 
 use super::alter_configs::{responses, topic_resource, Planned};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles an IncrementalAlterConfigs request.
 pub async fn handle(

@@ -2,6 +2,7 @@
 //! and type (v5+; every Strom group is `classic`).
 
 use strom_coordinator::GroupState;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::kafka::messages::list_groups_response::ListedGroup;
 use strom_protocol::kafka::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
@@ -10,7 +11,6 @@ use strom_protocol::messages::Response;
 
 use super::authorization::{authorize, may_on_group};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// The group type of the classic protocol (KIP-848 names).
 const CLASSIC: &str = "classic";

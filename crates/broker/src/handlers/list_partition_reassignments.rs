@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use strom_controller::controller::OngoingReassignment;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::list_partition_reassignments_response::{
@@ -24,7 +25,6 @@ use strom_protocol::messages::Response;
 use super::authorization::authorize;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a ListPartitionReassignments request.
 pub async fn handle(

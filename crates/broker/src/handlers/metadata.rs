@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use strom_controller::controller::{CreateTopicsRequest, NewTopic};
 use strom_controller::image::{MetadataImage, TopicImage};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::metadata_response::{
@@ -17,7 +18,6 @@ use uuid::Uuid;
 
 use super::authorization::{authorize, may_describe_topic};
 use super::{authorized_operations, BrokerContext};
-use crate::network::{Reply, RequestContext};
 
 /// Which topics a request names.
 enum Wanted {

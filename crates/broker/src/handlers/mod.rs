@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use strom_controller::runtime::ControllerClient;
+use strom_network::{Reply, RequestContext, RequestHandler};
 use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::messages::Request;
 
 use crate::config::BrokerConfig;
 use crate::fetch_session::FetchSessionCache;
 use crate::groups::GroupService;
-use crate::network::{Reply, RequestContext, RequestHandler};
 use crate::producer_ids::ProducerIdManager;
 use crate::replica_manager::ReplicaManager;
 

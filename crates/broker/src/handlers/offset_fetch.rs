@@ -9,6 +9,7 @@
 //! DESCRIBE are left out.
 
 use strom_coordinator::{GroupError, PartitionOffset};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_fetch_response::{
@@ -22,7 +23,6 @@ use strom_protocol::messages::Response;
 use super::authorization::{may_describe_topic, may_on_group};
 use super::errors::group_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Topics asked about: `None` for all.
 type Wanted = Option<Vec<(String, Vec<i32>)>>;

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
@@ -29,7 +30,6 @@ use uuid::Uuid;
 
 use super::errors::append_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 use crate::replica_manager::{AppendFailure, Appended, PartitionReplica};
 
 /// One partition's outcome, kept until the response is built.

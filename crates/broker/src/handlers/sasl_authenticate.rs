@@ -3,6 +3,7 @@
 //! connection closes after the answer.
 
 use bytes::Bytes;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{SaslAuthenticateRequest, SaslAuthenticateResponse};
 use strom_protocol::kafka::protocol::StrBytes;
@@ -15,7 +16,6 @@ use tracing::warn;
 
 use super::errors::sasl_failure_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 use crate::security::ImageCredentials;
 
 /// Handles a SaslAuthenticate request.

@@ -3,6 +3,7 @@
 //! a mechanism the listener does not enable gets
 //! `UNSUPPORTED_SASL_MECHANISM` with the enabled ones.
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
 use strom_protocol::kafka::protocol::StrBytes;
@@ -10,7 +11,6 @@ use strom_protocol::messages::Response;
 use strom_security::sasl::handshake;
 
 use super::errors::sasl_failure_code;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a SaslHandshake request.
 pub fn handle(context: &RequestContext, request: SaslHandshakeRequest) -> Reply {

@@ -10,10 +10,10 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use strom_coordinator::GroupState;
+use strom_network::metrics::NETWORK;
 use strom_protocol::error_code::ErrorCode;
 
 use super::histogram::HistogramSnapshot;
-use super::network::NETWORK;
 use super::BrokerMetrics;
 use crate::handlers::BrokerContext;
 

@@ -6,7 +6,8 @@
 //!
 //! Two kinds of values:
 //! - counters and histograms on the request path are plain atomics kept
-//!   where they are counted ([`topics`], [`requests`], [`network`]): a
+//!   where they are counted ([`topics`], [`requests`], and the network
+//!   server's [`strom_network::metrics`]): a
 //!   produced batch costs two relaxed adds on a handle its partition
 //!   resolved when it was first hosted, with no lock and no allocation;
 //! - gauges (partitions, the controller, storage, groups and consumer lag)
@@ -19,7 +20,6 @@ pub mod collect;
 pub mod errors;
 pub mod histogram;
 pub mod lag;
-pub mod network;
 pub mod requests;
 pub mod topics;
 
@@ -28,14 +28,14 @@ use std::time::{Duration, Instant};
 
 use strom_protocol::kafka::messages::ApiKey;
 
-use crate::network::{Answer, Reply};
 use histogram::AtomicHistogram;
 use requests::{ApiMetrics, RequestMetrics};
+use strom_network::{Answer, Reply};
 
 /// Time of each log flush: those the produce path makes when
 /// `flush.messages` makes one due and those the log manager makes when
 /// `flush.ms` passes; Kafka's `LogFlushRateAndTimeMs` (process-wide, like
-/// [`network::NETWORK`]).
+/// [`strom_network::metrics::NETWORK`]).
 pub static LOG_FLUSH_TIME: AtomicHistogram = AtomicHistogram::new();
 
 /// The broker's own metrics (those not kept per partition or per process).

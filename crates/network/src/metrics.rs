@@ -2,9 +2,10 @@
 //! and closed, bytes received and sent, undecodable requests, and ranges
 //! loaded into the page cache before `sendfile`.
 //!
-//! They are process-wide statics, as Kafka's are per JVM: the network layer
+//! They are process-wide statics, as Kafka's are per JVM: the server
 //! counts with one relaxed add and needs no handle threaded through it.
-//! Several brokers embedded in one process share them.
+//! Several brokers embedded in one process share them. Readers take a
+//! [`NetworkCounts`] snapshot with [`NetworkMetrics::counts`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
