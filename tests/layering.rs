@@ -33,7 +33,23 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-coordinator",
         Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
-    rules.insert("strom-client", Some(vec!["strom-protocol", "strom-config"]));
+    rules.insert(
+        "strom-security",
+        Some(vec!["strom-protocol", "strom-config"]),
+    );
+    rules.insert(
+        "strom-network",
+        Some(vec![
+            "strom-protocol",
+            "strom-config",
+            "strom-security",
+            "strom-observability",
+        ]),
+    );
+    rules.insert(
+        "strom-client",
+        Some(vec!["strom-protocol", "strom-config", "strom-security"]),
+    );
     rules.insert(
         "strom-producer",
         Some(vec!["strom-protocol", "strom-config", "strom-client"]),
@@ -59,6 +75,8 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-clock",
             "strom-protocol",
             "strom-config",
+            "strom-security",
+            "strom-network",
             "strom-storage",
             "strom-replication",
             "strom-controller",
@@ -71,6 +89,8 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         Some(vec![
             "strom-protocol",
             "strom-config",
+            "strom-security",
+            "strom-network",
             "strom-storage",
             "strom-client",
             "strom-producer",

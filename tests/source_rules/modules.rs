@@ -23,8 +23,6 @@ pub type ModulePath = Vec<String>;
 pub struct ModuleFile {
     /// Its path in the module tree.
     pub module: ModulePath,
-    /// The file.
-    pub file: PathBuf,
     tokens: Vec<Located>,
 }
 
@@ -42,11 +40,7 @@ pub fn module_files(lib_rs: &Path) -> Result<Vec<ModuleFile>, String> {
             child_module.push(child);
             pending.push((child_module, path));
         }
-        files.push(ModuleFile {
-            module,
-            file,
-            tokens,
-        });
+        files.push(ModuleFile { module, tokens });
     }
     files.sort_by(|a, b| a.module.cmp(&b.module));
     Ok(files)

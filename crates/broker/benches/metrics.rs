@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use criterion::{criterion_main, Criterion};
 use strom_broker::handlers::HANDLED_APIS;
-use strom_broker::network::Reply;
+use strom_network::Reply;
 use strom_observability::topics::TopicMetricsTable;
 use strom_observability::BrokerMetrics;
 use strom_protocol::kafka::messages::produce_response::{

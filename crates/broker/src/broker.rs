@@ -10,6 +10,7 @@ use strom_clock::Clock;
 use strom_config::meta_properties;
 use strom_controller::producer_ids::ProducerIdManager;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
+use strom_network::{NetworkConfig, Server, ServerHandle};
 use strom_observability::Observability;
 use strom_replication::fetch_session::FetchSessionCache;
 use strom_storage::manager::Scheduler;
@@ -22,7 +23,6 @@ use crate::config::BrokerConfig;
 use crate::environment::Environment;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher, HANDLED_APIS};
-use crate::network::{NetworkConfig, Server, ServerHandle};
 use crate::registration::{announce_shutdown, heartbeat_loop, register};
 use crate::replica_manager::{topic_log_config, ReplicaManager};
 use crate::settings::{
@@ -147,7 +147,7 @@ pub async fn start_with(
 /// What is settled before anything starts.
 struct Prepared {
     /// The connector to other brokers (a cluster node only).
-    inter_broker: Option<Arc<crate::security::peer::PeerConnector>>,
+    inter_broker: Option<Arc<strom_security::peer::PeerConnector>>,
     /// The cluster id from `meta.properties`.
     cluster_id: String,
 }
@@ -165,7 +165,7 @@ fn prepare(config: &BrokerConfig) -> Result<Prepared, StartError> {
     }
     create_log_dirs(config)?;
     let inter_broker = match &config.cluster {
-        Some(cluster) => Some(crate::security::peer_connector(
+        Some(cluster) => Some(strom_security::peer::peer_connector(
             &cluster.peers.inter_broker,
         )?),
         None => None,
@@ -198,16 +198,19 @@ async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
     };
     Server::bind(
         &addresses,
-        crate::security::listener_runtimes(config)?,
+        strom_security::listener_runtimes(
+            &config.security,
+            config
+                .listeners
+                .iter()
+                .map(|listener| listener.name.as_str()),
+        )?,
         network,
     )
     .await
-    .map_err(|source| StartError::Bind {
-        address: addresses
-            .first()
-            .copied()
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))),
-        source,
+    .map_err(|error| StartError::Bind {
+        address: error.address,
+        source: error.source,
     })
 }
 
@@ -321,7 +324,7 @@ fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
 /// per source broker) and follows what the current image assigns here.
 fn start_replica_fetchers(
     context: &Arc<BrokerContext>,
-    connector: Arc<crate::security::peer::PeerConnector>,
+    connector: Arc<strom_security::peer::PeerConnector>,
 ) {
     let transport = Arc::new(crate::replica_fetch::TcpFetchTransport::new(
         Arc::clone(&context.controller),

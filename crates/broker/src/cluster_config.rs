@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use strom_config::{invalid, Listener, Lookup};
+use strom_security::peer_config;
 
 use crate::error::{ConfigError, ValueProblem};
-use crate::security::peer_config::{self, PeerSecurity};
 
 /// Cluster-mode keys Strom acts on, with their defaults.
 pub const CLUSTER_KEYS: &[(&str, &str)] = &[
@@ -111,7 +111,7 @@ pub struct ClusterConfig {
     /// this broker on (the quorum's observers are fed through it).
     pub inter_broker_listener_name: String,
     /// How this node connects to the other brokers and to the controllers.
-    pub peers: PeerSecurity,
+    pub peers: strom_security::peer_config::PeerSecurity,
     /// `strom.cluster.id`: the cluster id every node shares (Kafka's nodes
     /// get it from `kafka-storage format`).
     pub cluster_id: String,
@@ -352,7 +352,7 @@ fn inter_broker_listener(
                 .unwrap_or_default())
         }
         (name, "") => name.to_owned(),
-        ("", protocol) => crate::security::SecurityProtocol::from_name(protocol)
+        ("", protocol) => strom_security::SecurityProtocol::from_name(protocol)
             .ok_or_else(|| {
                 let expected = "expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL";
                 refuse(PROTOCOL_KEY, protocol, expected.to_owned())

@@ -212,3 +212,94 @@ fn leader_rebalance_keys_have_kafka_defaults_and_are_checked() {
     )
     .is_err());
 }
+
+/// A combined node whose INTERNAL listener is SASL_SSL and whose
+/// controller listener is SSL, with `changes` applied (an empty value
+/// removes the key): how it reaches its peers.
+fn peers(
+    changes: &[(&str, &str)],
+) -> Result<strom_security::peer_config::PeerSecurity, ConfigError> {
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                username=\"broker\" password=\"broker-secret\";";
+    let mut map: BTreeMap<String, String> = [
+        ("process.roles", "broker,controller"),
+        ("node.id", "1"),
+        ("controller.quorum.voters", "1@127.0.0.1:9193"),
+        (
+            "listeners",
+            "CLIENT://127.0.0.1:9092,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9193",
+        ),
+        (
+            "listener.security.protocol.map",
+            "CLIENT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL",
+        ),
+        ("controller.listener.names", "CONTROLLER"),
+        ("inter.broker.listener.name", "INTERNAL"),
+        ("strom.cluster.id", "MkU3OEVBNTcwNTJENDM2Qg"),
+        ("ssl.keystore.location", "/etc/strom/node.pem"),
+        ("ssl.truststore.location", "/etc/strom/ca.pem"),
+        ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+        ("sasl.mechanism.inter.broker.protocol", "SCRAM-SHA-512"),
+        (
+            "listener.name.internal.scram-sha-512.sasl.jaas.config",
+            jaas,
+        ),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value.to_owned()))
+    .collect();
+    for (key, value) in changes {
+        match value.is_empty() {
+            true => map.remove(*key),
+            false => map.insert((*key).to_owned(), (*value).to_owned()),
+        };
+    }
+    BrokerConfig::from_map(&map).map(|(config, _)| config.cluster.expect("a cluster").peers)
+}
+
+/// The key a refusal of [`peers`] names, and its message.
+fn peer_refusal(changes: &[(&str, &str)]) -> (String, String) {
+    match peers(changes).expect_err("refused") {
+        error @ ConfigError::Invalid { .. } => {
+            let ConfigError::Invalid { ref key, .. } = error else {
+                unreachable!()
+            };
+            (key.clone(), error.to_string())
+        }
+        other => panic!("not an invalid value: {other}"),
+    }
+}
+
+#[test]
+fn security_inter_broker_protocol_names_the_listener_and_excludes_the_name_key() {
+    let (key, message) = peer_refusal(&[("security.inter.broker.protocol", "SASL_SSL")]);
+    assert_eq!(key, "security.inter.broker.protocol");
+    assert!(message.contains("only one"), "{message}");
+    let (key, _) = peer_refusal(&[
+        ("inter.broker.listener.name", ""),
+        ("security.inter.broker.protocol", "TLS"),
+    ]);
+    assert_eq!(key, "security.inter.broker.protocol");
+    let peers = peers(&[
+        ("inter.broker.listener.name", ""),
+        ("security.inter.broker.protocol", "SSL"),
+        (
+            "listeners",
+            "CLIENT://127.0.0.1:9092,SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9193",
+        ),
+        (
+            "listener.security.protocol.map",
+            "CLIENT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT",
+        ),
+    ])
+    .expect("valid");
+    assert_eq!(peers.inter_broker.listener, "SSL");
+    assert_eq!(
+        peers.inter_broker.protocol,
+        strom_security::SecurityProtocol::Ssl
+    );
+    assert_eq!(
+        peers.controller.protocol,
+        strom_security::SecurityProtocol::Plaintext
+    );
+}

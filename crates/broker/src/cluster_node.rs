@@ -79,7 +79,7 @@ impl QuorumMember {
     ) -> Result<Self, StartError> {
         // The controller listener's security applies both ways: to the
         // connections this node opens and to those it accepts.
-        let connector = crate::security::peer_connector(&cluster.peers.controller)?;
+        let connector = crate::security::quorum_connector(&cluster.peers.controller)?;
         let acceptor = crate::security::quorum_acceptor(
             &cluster.peers.controller,
             cluster.peers.controller_users.as_ref(),

@@ -146,7 +146,7 @@ pub struct BrokerConfig {
     /// `max.incremental.fetch.session.cache.slots` (KIP-227).
     pub max_incremental_fetch_session_cache_slots: usize,
     /// Listener protocols, TLS, SASL and the authorizer.
-    pub security: crate::security::SecurityConfig,
+    pub security: strom_security::SecurityConfig,
     /// Topic-level defaults under topic-level names (see the module docs).
     topic_defaults: BTreeMap<String, String>,
     /// The properties as given (file and overrides), for DescribeConfigs.
@@ -298,7 +298,7 @@ impl BrokerConfig {
                 .bytes_or_unlimited("strom.log.page.cache.retain.bytes")?,
             max_incremental_fetch_session_cache_slots: lookup
                 .count("max.incremental.fetch.session.cache.slots", 0)?,
-            security: crate::security::SecurityConfig::from_map(map, &listeners)?,
+            security: strom_security::SecurityConfig::from_map(map, &listeners)?,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),
         };
@@ -437,7 +437,7 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
                     .iter()
                     .any(|(known, _)| known == key)
                 && !is_topic_default_key(key)
-                && !crate::security::is_security_key(key)
+                && !strom_security::is_security_key(key)
         })
         .map(|key| {
             if IGNORED_KEYS.contains(&key.as_str()) {

@@ -1,8 +1,8 @@
 //! The Strom broker: a thin crate that composes the server crates into a
 //! Kafka broker.
 //!
-//! It owns the network server, one handler per Kafka API behind a dispatch
-//! table, and the broker configuration ([`config`], with a typed builder in
+//! It owns one handler per Kafka API behind a dispatch table (served by
+//! `strom-network`'s server), and the broker configuration ([`config`], with a typed builder in
 //! [`config_builder`] beside the property-string form). It deliberately owns no
 //! protocol, storage, replication, controller or group logic: those live in
 //! the crates below it, and this crate only wires them together ([`groups`]
@@ -10,8 +10,9 @@
 //! the partitions this broker leads). The one piece of state it keeps of its
 
 //! own is per-client: incremental fetch sessions (a
-//! [`strom_replication::fetch_session::FetchSessionCache`]), and
-//! each connection's authentication ([`security`]: TLS, SASL, ACLs).
+//! [`strom_replication::fetch_session::FetchSessionCache`]). TLS, SASL and
+//! the ACL authorizer's decisions are `strom-security`'s; [`security`] only
+//! adapts them to the quorum and the metadata image.
 //!
 //! Two rules every handler follows:
 //!
@@ -45,7 +46,6 @@ pub mod handlers;
 pub mod isr;
 pub mod launch;
 pub mod metrics;
-pub mod network;
 pub mod observe;
 mod registration;
 pub mod replica_fetch;

@@ -24,7 +24,7 @@ use strom_storage::TopicPartition;
 use crate::config::BrokerConfig;
 use crate::error::{ConfigError, ValueProblem};
 use crate::handlers::BrokerContext;
-use crate::metrics::network::NETWORK;
+use strom_network::metrics::NETWORK;
 
 /// The metrics listener's address from `strom.metrics.listener` (see
 /// [`strom_observability::http::listener_address`]): `None` when unset or
@@ -42,15 +42,7 @@ pub fn listener_address(config: &BrokerConfig) -> Result<Option<SocketAddr>, Con
 
 /// The process's network counters, for the collector.
 pub fn network_counts() -> NetworkCounts {
-    let counts = NETWORK.counts();
-    NetworkCounts {
-        connections_opened: counts.connections_opened,
-        connections_closed: counts.connections_closed,
-        bytes_received: counts.bytes_received,
-        bytes_sent: counts.bytes_sent,
-        undecodable_requests: counts.undecodable_requests,
-        page_cache_loads: counts.page_cache_loads,
-    }
+    NETWORK.counts()
 }
 
 fn topic_state(broker: &BrokerContext, image: &MetadataImage, topic: &TopicImage) -> TopicState {

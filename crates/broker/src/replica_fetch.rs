@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use strom_controller::quorum::stream::BoxedStream;
 use strom_controller::runtime::ControllerClient;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -19,9 +18,9 @@ use strom_protocol::messages::{Request, Response};
 use strom_replication::{
     BrokerId, FetchPartitionError, FetchTransport, PartitionFetchResult, ReplicaFetchRequest,
 };
+use strom_security::error::PeerError;
+use strom_security::peer::{call, BoxedStream, PeerConnector};
 use strom_storage::TopicPartition;
-
-use crate::security::peer::{call, PeerConnector, PeerError};
 
 /// The Fetch version followers send.
 const REPLICA_FETCH_VERSION: i16 = 12;

@@ -70,7 +70,7 @@ pub enum StartError {
     ProducerIds(#[from] strom_controller::error::ProducerIdError),
     /// A listener's TLS could not be set up.
     #[error(transparent)]
-    Security(#[from] crate::security::SecurityError),
+    Security(#[from] strom_security::SecurityError),
     /// Binding a listener failed.
     #[error("cannot listen on {address}")]
     Bind {

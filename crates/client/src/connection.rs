@@ -451,7 +451,7 @@ async fn negotiate_api_versions<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Reads exactly one response frame (connection set-up).
-pub(crate) async fn read_one_frame<S: AsyncRead + Unpin>(
+async fn read_one_frame<S: AsyncRead + Unpin>(
     stream: &mut S,
     address: &str,
 ) -> Result<Bytes, ClientError> {
@@ -478,7 +478,7 @@ pub(crate) async fn read_one_frame<S: AsyncRead + Unpin>(
     }
 }
 
-pub(crate) fn disconnected(address: &str) -> ClientError {
+fn disconnected(address: &str) -> ClientError {
     ClientError::Disconnected {
         address: address.to_owned(),
     }

@@ -7,38 +7,25 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
-use bytes::BytesMut;
-use ring::rand::{SecureRandom, SystemRandom};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig as TlsConfig, RootCertStore};
-use strom_protocol::messages::{
-    decode_response, encode_request_frame, request_header, Request, Response,
-};
-use strom_protocol::sasl::client::SaslClientExchange;
+use strom_config::{invalid, ValueProblem};
+use strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES;
 use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-
-use strom_config::{invalid, ValueProblem};
+use strom_security::error::{ExchangeError, SaslLoginError};
+use strom_security::sasl_client::{login, SaslLogin};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::error::{ClientError, ConfigError};
 
-/// `security.protocol`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SecurityProtocol {
-    /// No TLS, no SASL (the default).
-    #[default]
-    Plaintext,
-    /// TLS.
-    Ssl,
-    /// SASL without TLS.
-    SaslPlaintext,
-    /// SASL over TLS.
-    SaslSsl,
-}
+/// The client id of the requests of a SASL login.
+const CLIENT_ID: &str = "strom";
+
+/// `security.protocol`: Kafka's security protocols, the type listeners
+/// use too.
+pub use strom_security::SecurityProtocol;
 
 /// The security settings of a client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,16 +51,9 @@ impl ClientSecurity {
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
         match key {
             "security.protocol" => {
-                self.protocol = match value.to_ascii_uppercase().as_str() {
-                    "PLAINTEXT" => SecurityProtocol::Plaintext,
-                    "SSL" => SecurityProtocol::Ssl,
-                    "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
-                    "SASL_SSL" => SecurityProtocol::SaslSsl,
-                    _ => {
-                        let expected = "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL";
-                        return Err(invalid(key, value, ValueProblem::expected(expected)).into());
-                    }
-                }
+                let expected = "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL";
+                self.protocol = SecurityProtocol::from_name(value)
+                    .ok_or_else(|| invalid(key, value, ValueProblem::expected(expected)))?
             }
             "ssl.ca.location" => self.ca_location = Some(value.into()),
             "ssl.certificate.location" => self.certificate_location = Some(value.into()),
@@ -94,18 +74,12 @@ impl ClientSecurity {
 
     /// Whether connections use TLS.
     pub fn uses_tls(&self) -> bool {
-        matches!(
-            self.protocol,
-            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl
-        )
+        self.protocol.uses_tls()
     }
 
     /// Whether connections authenticate with SASL.
     pub fn uses_sasl(&self) -> bool {
-        matches!(
-            self.protocol,
-            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
-        )
+        self.protocol.uses_sasl()
     }
 
     /// The rustls configuration for TLS connections.
@@ -158,90 +132,46 @@ fn read_certificates(path: &std::path::Path) -> Result<Vec<CertificateDer<'stati
 
 /// The server name to verify for `address` (`host:port`).
 pub fn server_name(address: &str) -> Result<ServerName<'static>, ClientError> {
-    let host = address
-        .rsplit_once(':')
-        .map_or(address, |(host, _)| host)
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    ServerName::try_from(host.to_owned()).map_err(|_| ClientError::Tls {
+    strom_security::tls_client::server_name(address).ok_or(ClientError::Tls {
         reason: "the broker address is not a valid server name",
     })
 }
 
-/// A fresh SCRAM client nonce.
-fn client_nonce() -> Result<String, ClientError> {
-    let mut bytes = [0u8; 24];
-    SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| ClientError::Tls {
-            reason: "the system random generator failed",
-        })?;
-    Ok(BASE64.encode(bytes))
-}
-
-/// One request/response exchange on a stream being set up.
-async fn call<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    address: &str,
-    request: Request,
-    api_version: i16,
-    correlation_id: i32,
-) -> Result<Response, ClientError> {
-    let api_key = request.api_key() as i16;
-    let header = request_header(&request, api_version, correlation_id, Some("strom"));
-    let mut wire = BytesMut::new();
-    encode_request_frame(&header, &request, &mut wire).map_err(|source| ClientError::Protocol {
-        address: address.to_owned(),
-        source,
-    })?;
-    stream
-        .write_all(&wire)
-        .await
-        .map_err(|_| crate::connection::disconnected(address))?;
-    let frame = crate::connection::read_one_frame(stream, address).await?;
-    decode_response(frame, api_key, api_version)
-        .map(|(_, response)| response)
-        .map_err(|source| ClientError::Protocol {
-            address: address.to_owned(),
-            source,
-        })
-}
-
 /// Authenticates a fresh connection: SaslHandshake v1, then the
 /// mechanism's messages in SaslAuthenticate requests (see
-/// [`SaslClientExchange`]).
+/// [`strom_security::sasl_client::login`], the exchange a broker's
+/// connections to its peers run too).
 pub async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     address: &str,
     security: &ClientSecurity,
 ) -> Result<(), ClientError> {
-    let failed = |cause| ClientError::Authentication {
-        address: address.to_owned(),
+    let credentials = SaslLogin {
         mechanism: security.sasl_mechanism.clone(),
-        cause: Box::new(cause),
+        username: security.sasl_username.clone(),
+        password: security.sasl_password.clone(),
     };
-    let (mut exchange, mut next) = SaslClientExchange::start(
-        &security.sasl_mechanism,
-        &security.sasl_username,
-        &security.sasl_password,
-        &client_nonce()?,
-    )
-    .map_err(failed)?;
-    // The exchange takes at most three round trips.
-    let mut correlation_id = 1;
-    loop {
-        let response = call(
-            stream,
-            address,
-            next.request,
-            next.api_version,
-            correlation_id,
-        )
-        .await?;
-        match exchange.on_response(&response).map_err(failed)? {
-            Some(request) => next = request,
-            None => return Ok(()),
-        }
-        correlation_id += 1;
-    }
+    login(stream, &credentials, CLIENT_ID, DEFAULT_MAX_FRAME_BYTES)
+        .await
+        .map_err(|error| match error {
+            SaslLoginError::Exchange(ExchangeError::Io(_)) => ClientError::Disconnected {
+                address: address.to_owned(),
+            },
+            SaslLoginError::Exchange(ExchangeError::Frame(source)) => ClientError::Frame {
+                address: address.to_owned(),
+                source,
+            },
+            SaslLoginError::Exchange(ExchangeError::Message(source)) => ClientError::Protocol {
+                address: address.to_owned(),
+                source,
+            },
+            SaslLoginError::Random => ClientError::Tls {
+                reason: "the system random generator failed",
+            },
+            SaslLoginError::Refused(cause) => ClientError::Authentication {
+                address: address.to_owned(),
+                mechanism: security.sasl_mechanism.clone(),
+                cause: Box::new(cause),
+            },
+        })
 }

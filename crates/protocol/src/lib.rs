@@ -3,7 +3,8 @@
 //! `strom-protocol` owns everything between a socket's bytes and typed values:
 //! size-prefixed [frames](frame), request and response [headers](header), the
 //! [table of supported API versions](api) (the single source for ApiVersions),
-//! typed [`messages`], Kafka [error codes](error_code), and the record
+//! typed [`messages`], Kafka [error codes](error_code) and [ACL codes](acl),
+//! and the record
 
 //! batch v2 format with its [compression codecs](records), and the [SASL](sasl)
 //! PLAIN and SCRAM messages. It also holds
@@ -28,6 +29,7 @@
 //!   (`records::check_records`); the log in `strom-storage` calls them and
 //!   adds the topic's policy.
 
+pub mod acl;
 pub mod api;
 pub mod chunked;
 pub mod crc;

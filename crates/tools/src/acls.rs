@@ -3,6 +3,7 @@
 //! literal or `--prefixed`), principals, hosts and operations.
 
 use strom_client::{AdminClient, ClientError};
+use strom_protocol::acl::{operation, pattern, permission, resource, CLUSTER_NAME};
 use strom_protocol::kafka::messages::create_acls_request::AclCreation;
 use strom_protocol::kafka::messages::delete_acls_request::DeleteAclsFilter;
 use strom_protocol::kafka::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
@@ -14,31 +15,27 @@ use crate::context::Context;
 use crate::error::ToolError;
 use crate::output::Output;
 
-/// Kafka's operation names and codes.
+/// Kafka's operation names, with their codes.
 const OPERATIONS: &[(&str, i8)] = &[
-    ("All", 2),
-    ("Read", 3),
-    ("Write", 4),
-    ("Create", 5),
-    ("Delete", 6),
-    ("Alter", 7),
-    ("Describe", 8),
-    ("ClusterAction", 9),
-    ("DescribeConfigs", 10),
-    ("AlterConfigs", 11),
-    ("IdempotentWrite", 12),
+    ("All", operation::ALL),
+    ("Read", operation::READ),
+    ("Write", operation::WRITE),
+    ("Create", operation::CREATE),
+    ("Delete", operation::DELETE),
+    ("Alter", operation::ALTER),
+    ("Describe", operation::DESCRIBE),
+    ("ClusterAction", operation::CLUSTER_ACTION),
+    ("DescribeConfigs", operation::DESCRIBE_CONFIGS),
+    ("AlterConfigs", operation::ALTER_CONFIGS),
+    ("IdempotentWrite", operation::IDEMPOTENT_WRITE),
 ];
+/// Kafka's resource type names, with their codes.
 const RESOURCE_TYPES: &[(&str, i8)] = &[
-    ("Topic", 2),
-    ("Group", 3),
-    ("Cluster", 4),
-    ("TransactionalId", 5),
+    ("Topic", resource::TOPIC),
+    ("Group", resource::GROUP),
+    ("Cluster", resource::CLUSTER),
+    ("TransactionalId", resource::TRANSACTIONAL_ID),
 ];
-const ANY: i8 = 1;
-const LITERAL: i8 = 3;
-const PREFIXED: i8 = 4;
-const DENY: i8 = 2;
-const ALLOW: i8 = 3;
 
 fn name_of(table: &[(&'static str, i8)], code: i8) -> &'static str {
     table
@@ -67,10 +64,10 @@ fn resource(arguments: &AclArguments) -> Option<(i8, String)> {
         &arguments.group,
         &arguments.transactional_id,
     ) {
-        (Some(topic), _, _) => Some((2, topic.clone())),
-        (_, Some(group), _) => Some((3, group.clone())),
-        (_, _, Some(id)) => Some((5, id.clone())),
-        _ if arguments.cluster => Some((4, "kafka-cluster".to_owned())),
+        (Some(topic), _, _) => Some((resource::TOPIC, topic.clone())),
+        (_, Some(group), _) => Some((resource::GROUP, group.clone())),
+        (_, _, Some(id)) => Some((resource::TRANSACTIONAL_ID, id.clone())),
+        _ if arguments.cluster => Some((resource::CLUSTER, CLUSTER_NAME.to_owned())),
         _ => None,
     }
 }
@@ -127,11 +124,15 @@ async fn add(
 ) -> Result<(), ToolError> {
     let (resource_type, name) = resource(arguments).ok_or_else(no_resource)?;
     let pattern = if arguments.prefixed {
-        PREFIXED
+        pattern::PREFIXED
     } else {
-        LITERAL
+        pattern::LITERAL
     };
-    let permission = if arguments.deny { DENY } else { ALLOW };
+    let permission = if arguments.deny {
+        permission::DENY
+    } else {
+        permission::ALLOW
+    };
     let mut creations = Vec::new();
     for principal in &arguments.principals {
         for operation in &arguments.operations {
@@ -176,10 +177,10 @@ async fn add(
 fn filter(arguments: &AclArguments) -> Result<DeleteAclsFilter, ToolError> {
     let (resource_type, name) = match resource(arguments) {
         Some((kind, name)) => (kind, Some(StrBytes::from_string(name))),
-        None => (ANY, None),
+        None => (resource::ANY, None),
     };
     let operation = match arguments.operations.as_slice() {
-        [] => ANY,
+        [] => operation::ANY,
         [one] => operation_code(one)?,
         _ => {
             return Err(ToolError::InvalidArgument {
@@ -193,9 +194,9 @@ fn filter(arguments: &AclArguments) -> Result<DeleteAclsFilter, ToolError> {
         .with_resource_type_filter(resource_type)
         .with_resource_name_filter(name)
         .with_pattern_type_filter(match (resource(arguments), arguments.prefixed) {
-            (None, _) => ANY,
-            (Some(_), true) => PREFIXED,
-            (Some(_), false) => LITERAL,
+            (None, _) => pattern::ANY,
+            (Some(_), true) => pattern::PREFIXED,
+            (Some(_), false) => pattern::LITERAL,
         })
         .with_principal_filter(
             arguments
@@ -207,9 +208,9 @@ fn filter(arguments: &AclArguments) -> Result<DeleteAclsFilter, ToolError> {
         .with_host_filter(None)
         .with_operation(operation)
         .with_permission_type(match (arguments.allow, arguments.deny) {
-            (true, false) => ALLOW,
-            (false, true) => DENY,
-            _ => ANY,
+            (true, false) => permission::ALLOW,
+            (false, true) => permission::DENY,
+            _ => permission::ANY,
         }))
 }
 
@@ -238,7 +239,7 @@ async fn list(
         ));
     }
     for resource in response.resources {
-        let pattern = if resource.pattern_type == PREFIXED {
+        let pattern = if resource.pattern_type == pattern::PREFIXED {
             "PREFIXED"
         } else {
             "LITERAL"
@@ -252,7 +253,7 @@ async fn list(
             out.line(&format!(
                 "  {} {} {} from host {}",
                 acl.principal,
-                if acl.permission_type == DENY {
+                if acl.permission_type == permission::DENY {
                     "DENY"
                 } else {
                     "ALLOW"

@@ -9,6 +9,7 @@ use strom_controller::controller::{
 };
 use strom_controller::error::RuntimeError;
 use strom_controller::image::ConfigResource;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::alter_configs_response::AlterConfigsResourceResponse;
 use strom_protocol::kafka::messages::{AlterConfigsRequest, AlterConfigsResponse};
@@ -18,7 +19,6 @@ use strom_protocol::messages::Response;
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::errors::{controller_error_code, runtime_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// A resource's result before it is encoded: its type and name, and either
 /// a refusal decided here or the index of its controller outcome.
@@ -100,7 +100,7 @@ pub async fn handle(
         if let Some(error) = super::authorize_request::config_refusal(
             broker,
             context,
-            crate::security::authorizer::operation::ALTER_CONFIGS,
+            strom_protocol::acl::operation::ALTER_CONFIGS,
             resource.resource_type,
             &resource.resource_name,
         ) {

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use strom_controller::controller::ScramChange;
 use strom_controller::image::MetadataImage;
 use strom_controller::security_records::UserScramCredentialRecord;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
@@ -20,10 +22,9 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 use strom_protocol::sasl::scram::{ScramCredential, ScramMechanism};
 
+use super::authorization::authorize;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 
 /// A per-user outcome before the write.
 type Outcome = Result<(), (ErrorCode, &'static str)>;

@@ -1,12 +1,12 @@
 //! ApiVersions: the versions this broker serves, from the one table.
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::api::api_versions_response_keys;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use strom_protocol::messages::Response;
 
 use super::HANDLED_APIS;
-use crate::network::{Reply, RequestContext};
 
 /// Answers with every handled API's version range.
 pub fn handle(_context: &RequestContext, _request: ApiVersionsRequest) -> Reply {

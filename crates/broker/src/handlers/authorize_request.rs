@@ -6,6 +6,8 @@
 //! of a v8+ OffsetFetch, are checked one by one in their handlers, which
 //! answer the refused ones and serve the others, as Kafka does.
 
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -13,11 +15,8 @@ use strom_protocol::kafka::messages::offset_commit_response::{
 use strom_protocol::kafka::messages::*;
 use strom_protocol::messages::{Request, Response};
 
+use super::authorization::{authorize, enabled, may_on_group, may_write_some_topic};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{
-    authorize, enabled, may_on_group, may_write_some_topic, operation, resource, CLUSTER_NAME,
-};
 
 /// The refusal of `request`, if the connection may not make it.
 pub fn refusal(

@@ -2,30 +2,48 @@
 //! supports, all of them without an authorizer (as in Kafka) or those the
 //! authorizer allows.
 
-/// Kafka's `AclOperation` codes the CLUSTER resource supports: CREATE,
-/// ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS and
-/// IDEMPOTENT_WRITE.
-const CLUSTER_OPERATIONS: &[u8] = &[5, 7, 8, 9, 10, 11, 12];
+use strom_protocol::acl::operation::{
+    ALTER, ALTER_CONFIGS, CLUSTER_ACTION, CREATE, DELETE, DESCRIBE, DESCRIBE_CONFIGS,
+    IDEMPOTENT_WRITE, READ, WRITE,
+};
 
-/// Kafka's `AclOperation` codes the TOPIC resource supports: READ, WRITE,
-/// CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS.
-const TOPIC_OPERATIONS: &[u8] = &[3, 4, 5, 6, 7, 8, 10, 11];
+/// The operations the CLUSTER resource supports.
+const CLUSTER_OPERATIONS: &[i8] = &[
+    CREATE,
+    ALTER,
+    DESCRIBE,
+    CLUSTER_ACTION,
+    DESCRIBE_CONFIGS,
+    ALTER_CONFIGS,
+    IDEMPOTENT_WRITE,
+];
 
-/// Kafka's `AclOperation` codes the GROUP resource supports: READ, DELETE
-/// and DESCRIBE.
-const GROUP_OPERATIONS: &[u8] = &[3, 6, 8];
+/// The operations the TOPIC resource supports.
+const TOPIC_OPERATIONS: &[i8] = &[
+    READ,
+    WRITE,
+    CREATE,
+    DELETE,
+    ALTER,
+    DESCRIBE,
+    DESCRIBE_CONFIGS,
+    ALTER_CONFIGS,
+];
+
+/// The operations the GROUP resource supports.
+const GROUP_OPERATIONS: &[i8] = &[READ, DELETE, DESCRIBE];
 
 #[cfg(test)]
-fn bits(operations: &[u8]) -> i32 {
+fn bits(operations: &[i8]) -> i32 {
     operations
         .iter()
         .fold(0, |bits, operation| bits | (1 << operation))
 }
 
-fn allowed_bits(operations: &[u8], allowed: impl Fn(i8) -> bool) -> i32 {
+fn allowed_bits(operations: &[i8], allowed: impl Fn(i8) -> bool) -> i32 {
     operations
         .iter()
-        .filter(|operation| i8::try_from(**operation).is_ok_and(&allowed))
+        .filter(|operation| allowed(**operation))
         .fold(0, |bits, operation| bits | (1 << operation))
 }
 

@@ -2,18 +2,19 @@
 //! the cluster; without an authorizer Kafka answers `SECURITY_DISABLED`.
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, pattern, permission, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_acls_request::AclCreation;
 use strom_protocol::kafka::messages::create_acls_response::AclCreationResult;
 use strom_protocol::kafka::messages::{CreateAclsRequest, CreateAclsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_security::Principal;
 
+use super::authorization;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{self, operation, pattern, permission, resource, CLUSTER_NAME};
-use crate::security::Principal;
 
 /// Handles a CreateAcls request.
 pub async fn handle(
@@ -36,7 +37,7 @@ pub async fn handle(
         ))
     };
     if let Some((code, message)) =
-        authorizer::acl_request_refusal(broker, context, operation::ALTER)
+        authorization::acl_request_refusal(broker, context, operation::ALTER)
     {
         return refuse(code, message);
     }

@@ -4,6 +4,8 @@
 use strom_controller::controller::{
     CreatePartitionsRequest as ControllerRequest, PartitionsIncrease,
 };
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_partitions_request::CreatePartitionsTopic;
 use strom_protocol::kafka::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -13,7 +15,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::{controller_error_code, runtime_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a CreatePartitions request.
 pub async fn handle(
@@ -21,7 +22,7 @@ pub async fn handle(
     context: &RequestContext,
     request: CreatePartitionsRequest,
 ) -> Reply {
-    use crate::security::authorizer::{authorize, operation, resource};
+    use super::authorization::authorize;
     let (allowed, denied): (Vec<_>, Vec<_>) = request.topics.iter().partition(|topic| {
         authorize(
             broker,

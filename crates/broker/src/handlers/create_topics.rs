@@ -4,6 +4,7 @@ use strom_controller::assignment::RequestedAssignment;
 use strom_controller::controller::{
     ConfigEntry, CreateTopicsRequest as ControllerRequest, CreatedTopic, NewTopic, TopicOutcome,
 };
+use strom_network::{Reply, RequestContext};
 
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
@@ -16,7 +17,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::{controller_error_code, runtime_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a CreateTopics request.
 pub async fn handle(

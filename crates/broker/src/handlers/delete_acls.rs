@@ -2,6 +2,8 @@
 //! on the cluster.
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::delete_acls_response::{
     DeleteAclsFilterResult, DeleteAclsMatchingAcl,
@@ -9,11 +11,11 @@ use strom_protocol::kafka::messages::delete_acls_response::{
 use strom_protocol::kafka::messages::{DeleteAclsRequest, DeleteAclsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_security::authorizer::AclFilter;
 
+use super::authorization;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{self, operation, AclFilter};
 
 /// Handles a DeleteAcls request.
 pub async fn handle(
@@ -36,7 +38,7 @@ pub async fn handle(
         ))
     };
     if let Some((code, message)) =
-        authorizer::acl_request_refusal(broker, context, operation::ALTER)
+        authorization::acl_request_refusal(broker, context, operation::ALTER)
     {
         return refuse(code, message);
     }
@@ -57,7 +59,7 @@ pub async fn handle(
             image
                 .security()
                 .acls()
-                .filter(|acl| filter.matches(acl))
+                .filter(|acl| filter.matches(&authorization::binding(acl)))
                 .cloned()
                 .collect()
         })

@@ -2,16 +2,17 @@
 //! while members remain, GROUP_ID_NOT_FOUND for unknown groups,
 //! GROUP_AUTHORIZATION_FAILED without DELETE on the group).
 
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::delete_groups_response::DeletableGroupResult;
 use strom_protocol::kafka::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::may_on_group;
 use super::errors::{group_error_code, group_result_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{may_on_group, operation};
 
 /// Handles a DeleteGroups request.
 pub fn handle(

@@ -2,6 +2,7 @@
 //! high watermark (`-1` means the high watermark). Segments wholly below the
 //! new start are removed by the next retention pass.
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::delete_records_request::DeleteRecordsPartition;
 use strom_protocol::kafka::messages::delete_records_response::{
@@ -13,7 +14,6 @@ use strom_storage::TopicPartition;
 
 use super::errors::{delete_records_error_code, offline_error_code};
 use super::{partitions, BrokerContext};
-use crate::network::{Reply, RequestContext};
 
 /// The offset that means "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;
@@ -30,11 +30,11 @@ pub fn handle(
         .iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let allowed = crate::security::authorizer::authorize(
+            let allowed = super::authorization::authorize(
                 broker,
                 context,
-                crate::security::authorizer::operation::DELETE,
-                crate::security::authorizer::resource::TOPIC,
+                strom_protocol::acl::operation::DELETE,
+                strom_protocol::acl::resource::TOPIC,
                 &name,
             );
             let partitions = topic

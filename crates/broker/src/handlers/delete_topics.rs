@@ -2,6 +2,7 @@
 //! deletion and the broker then deletes the partition logs.
 
 use strom_controller::controller::{DeleteOutcome, TopicReference};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::delete_topics_response::DeletableTopicResult;
 use strom_protocol::kafka::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
@@ -11,7 +12,6 @@ use uuid::Uuid;
 
 use super::errors::{controller_error_code, runtime_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a DeleteTopics request.
 pub async fn handle(
@@ -60,7 +60,8 @@ fn allowed_topics(
     context: &RequestContext,
     references: Vec<TopicReference>,
 ) -> (Vec<TopicReference>, Vec<DeletableTopicResult>) {
-    use crate::security::authorizer::{authorize, operation, resource};
+    use super::authorization::authorize;
+    use strom_protocol::acl::{operation, resource};
     let image = broker.controller.image();
     let mut allowed = Vec::new();
     let mut denied = Vec::new();

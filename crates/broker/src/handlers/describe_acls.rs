@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 
 use strom_controller::security_records::AccessControlEntryRecord;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_acls_response::{
     AclDescription, DescribeAclsResource,
@@ -11,10 +13,10 @@ use strom_protocol::kafka::messages::describe_acls_response::{
 use strom_protocol::kafka::messages::{DescribeAclsRequest, DescribeAclsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_security::authorizer::AclFilter;
 
+use super::authorization;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{self, operation, AclFilter};
 
 /// Handles a DescribeAcls request.
 pub fn handle(
@@ -30,7 +32,7 @@ pub fn handle(
         ))
     };
     if let Some((code, message)) =
-        authorizer::acl_request_refusal(broker, context, operation::DESCRIBE)
+        authorization::acl_request_refusal(broker, context, operation::DESCRIBE)
     {
         return refused(code, message);
     }
@@ -44,7 +46,12 @@ pub fn handle(
         permission_type: request.permission_type,
     };
     let image = broker.controller.image();
-    let resources = group_by_resource(image.security().acls().filter(|acl| filter.matches(acl)));
+    let resources = group_by_resource(
+        image
+            .security()
+            .acls()
+            .filter(|acl| filter.matches(&authorization::binding(acl))),
+    );
     Reply::Response(Response::DescribeAcls(
         DescribeAclsResponse::default().with_resources(resources),
     ))

@@ -13,6 +13,7 @@
 //! does: MISMATCHED_ENDPOINT_TYPE, which Kafka's admin client reports as
 //! "sent to an endpoint of the wrong type".
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_cluster_response::DescribeClusterBroker;
 use strom_protocol::kafka::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
@@ -21,7 +22,6 @@ use strom_protocol::messages::Response;
 
 use super::describe_quorum::{voter_endpoints, VoterEndpoint};
 use super::{authorized_operations, BrokerContext};
-use crate::network::{Reply, RequestContext};
 
 /// `endpoint_type` asking for brokers (the default before v1).
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
@@ -49,12 +49,12 @@ pub async fn handle(
         .with_controller_id(BrokerId(broker.config.node_id))
         .with_cluster_authorized_operations(if request.include_cluster_authorized_operations {
             authorized_operations::cluster_allowed(|operation| {
-                crate::security::authorizer::authorize(
+                super::authorization::authorize(
                     broker,
                     context,
                     operation,
-                    crate::security::authorizer::resource::CLUSTER,
-                    crate::security::authorizer::CLUSTER_NAME,
+                    strom_protocol::acl::resource::CLUSTER,
+                    strom_protocol::acl::CLUSTER_NAME,
                 )
             })
         } else {

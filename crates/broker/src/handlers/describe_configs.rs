@@ -9,6 +9,7 @@
 //! broker configuration (AlterConfigs refuses broker resources).
 
 use strom_controller::image::{ConfigResource, MetadataImage};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_configs_request::DescribeConfigsResource;
 use strom_protocol::kafka::messages::describe_configs_response::{
@@ -22,7 +23,6 @@ use strom_protocol::topic_config::{self, config_type, ConfigDefinition, TOPIC_CO
 use super::config_docs::source;
 use super::BrokerContext;
 use crate::config::KNOWN_KEYS;
-use crate::network::{Reply, RequestContext};
 
 /// Kafka's resource type code of a topic.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -61,7 +61,7 @@ pub fn handle(
             match super::authorize_request::config_refusal(
                 broker,
                 context,
-                crate::security::authorizer::operation::DESCRIBE_CONFIGS,
+                strom_protocol::acl::operation::DESCRIBE_CONFIGS,
                 resource.resource_type,
                 &resource.resource_name,
             ) {

@@ -3,6 +3,8 @@
 //! v5 and, from v6 (KIP-1043), with GROUP_ID_NOT_FOUND, as Kafka does.
 
 use strom_coordinator::{GroupDescription, GroupState};
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_groups_response::{
     DescribedGroup, DescribedGroupMember,
@@ -11,10 +13,9 @@ use strom_protocol::kafka::messages::{DescribeGroupsRequest, DescribeGroupsRespo
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::may_on_group;
 use super::errors::group_error_code;
 use super::{authorized_operations, BrokerContext};
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{may_on_group, operation};
 
 /// Kafka's "authorized operations not requested" marker.
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;

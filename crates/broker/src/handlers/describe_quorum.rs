@@ -24,6 +24,8 @@
 
 use strom_controller::error::RuntimeError;
 use strom_controller::quorum::{QuorumStatus, ReplicaStatus};
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_quorum_response::{
     Listener, Node, PartitionData, ReplicaState, TopicData,
@@ -34,10 +36,9 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::authorize;
 use super::errors::describe_quorum_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 
 /// The topic of the metadata log, as Kafka names it.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";

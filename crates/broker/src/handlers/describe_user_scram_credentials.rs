@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,
@@ -13,9 +15,8 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::authorize;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 
 /// Handles a DescribeUserScramCredentials request.
 pub fn handle(

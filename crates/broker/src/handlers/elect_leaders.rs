@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use strom_controller::controller::{ElectLeadersRequest as ControllerRequest, ElectionType};
 use strom_controller::error::ControllerError;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::elect_leaders_response::{
     PartitionResult, ReplicaElectionResult,
@@ -17,10 +19,9 @@ use strom_protocol::kafka::messages::{ElectLeadersRequest, ElectLeadersResponse}
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::authorize;
 use super::errors::{controller_error_code, runtime_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 
 /// Per-partition results, by topic.
 type Results = BTreeMap<String, Vec<PartitionResult>>;

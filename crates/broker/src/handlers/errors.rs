@@ -6,6 +6,7 @@ use strom_coordinator::GroupError;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::records::RecordError;
 use strom_replication::{FetchSessionError, ReplicationError};
+use strom_security::error::SaslFailure;
 use strom_storage::error::{AppendError, BatchError, LogError, ReadError, RecordRefusal};
 
 use crate::replica_manager::{AppendFailure, PartitionError, PartitionOffline, ReadFailure};
@@ -250,6 +251,15 @@ pub fn group_result_code(result: &Result<(), GroupError>) -> i16 {
     }
 }
 
+/// The code for a refused SASL step (SaslHandshake, SaslAuthenticate).
+pub fn sasl_failure_code(failure: &SaslFailure) -> ErrorCode {
+    match failure {
+        SaslFailure::IllegalState { .. } => ErrorCode::IllegalSaslState,
+        SaslFailure::UnsupportedMechanism { .. } => ErrorCode::UnsupportedSaslMechanism,
+        SaslFailure::Failed { .. } => ErrorCode::SaslAuthenticationFailed,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use strom_storage::TopicPartition;
@@ -310,5 +320,26 @@ mod tests {
                 ErrorCode::CoordinatorNotAvailable
             );
         }
+    }
+
+    #[test]
+    fn sasl_failures_answer_kafkas_sasl_codes() {
+        let illegal = SaslFailure::IllegalState { reason: "x" };
+        assert_eq!(sasl_failure_code(&illegal), ErrorCode::IllegalSaslState);
+        let unsupported = SaslFailure::UnsupportedMechanism {
+            mechanism: "GSSAPI".to_owned(),
+        };
+        assert_eq!(
+            sasl_failure_code(&unsupported),
+            ErrorCode::UnsupportedSaslMechanism
+        );
+        let failed = SaslFailure::Failed {
+            mechanism: "PLAIN".to_owned(),
+            cause: strom_protocol::sasl::SaslError::InvalidCredentials,
+        };
+        assert_eq!(
+            sasl_failure_code(&failed),
+            ErrorCode::SaslAuthenticationFailed
+        );
     }
 }

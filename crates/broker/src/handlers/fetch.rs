@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::select_all;
+use strom_network::{Answer, FileRegion, Region, Reply, RequestContext};
 use strom_protocol::chunked::stand_in;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::fetch_request::FetchPartition;
@@ -37,7 +38,6 @@ use uuid::Uuid;
 use super::errors::{fetch_session_error_code, partition_error_code, read_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
-use crate::network::{Answer, Reply, RequestContext};
 use crate::replica_manager::{PartitionReplica, ReplicaManager};
 
 /// Kafka's isolation level for READ_COMMITTED.
@@ -267,7 +267,8 @@ fn fetch_allowed(
     replica_id: i32,
     topic: &str,
 ) -> bool {
-    use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
+    use super::authorization::authorize;
+    use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
     match replica_id >= 0 {
         true => authorize(
             broker,
@@ -301,7 +302,7 @@ struct Read {
     /// The response, with stand-ins for the records sent from files.
     response: FetchResponse,
     /// The stand-ins and the segment ranges to send in their places.
-    regions: Vec<(Bytes, LogSlice)>,
+    regions: Vec<(Bytes, Region)>,
     /// How many record bytes the response holds.
     bytes: u64,
     /// Whether any partition failed.
@@ -339,15 +340,46 @@ fn count_topic_metrics(plan: &Plan, response: &FetchResponse) {
     }
 }
 
+/// A segment range read for a response, sent by the network server in
+/// place of its stand-in.
+#[derive(Debug)]
+struct SegmentRange(LogSlice);
+
+impl FileRegion for SegmentRange {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    fn position(&self) -> u64 {
+        self.0.position()
+    }
+
+    fn send_to(&self, out: std::os::fd::BorrowedFd<'_>, sent: u64) -> std::io::Result<usize> {
+        self.0.send_to(out, sent)
+    }
+
+    fn is_cached(&self) -> Option<bool> {
+        self.0.is_cached()
+    }
+
+    fn load_into_page_cache(&self) -> std::io::Result<()> {
+        self.0.load_into_page_cache().map_err(std::io::Error::other)
+    }
+
+    fn to_bytes(&self) -> std::io::Result<Bytes> {
+        self.0.to_bytes().map_err(std::io::Error::other)
+    }
+}
+
 /// The records of a partition read for the response: a stand-in (and its
 /// region) for a large read, the bytes of a small one.
 fn records_for_response(
     slice: LogSlice,
-    regions: &mut Vec<(Bytes, LogSlice)>,
+    regions: &mut Vec<(Bytes, Region)>,
 ) -> Result<Bytes, strom_storage::error::ReadError> {
     if slice.len() >= ZERO_COPY_MIN_BYTES {
         if let Some(stand_in) = stand_in(regions.len(), slice.len() as usize) {
-            regions.push((stand_in.clone(), slice));
+            regions.push((stand_in.clone(), Arc::new(SegmentRange(slice))));
             return Ok(stand_in);
         }
     }
@@ -431,7 +463,7 @@ fn read_located(
     plan: &Plan,
     located: &Located<'_>,
     data: PartitionData,
-    regions: &mut Vec<(Bytes, LogSlice)>,
+    regions: &mut Vec<(Bytes, Region)>,
 ) -> (PartitionData, u64, bool) {
     let Located {
         replica,

@@ -3,6 +3,7 @@
 //! Strom, and such keys get an honest error. v4+ batches keys.
 
 use strom_coordinator::partition_for_group;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::find_coordinator_response::Coordinator;
 use strom_protocol::kafka::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
@@ -11,7 +12,6 @@ use strom_protocol::messages::Response;
 
 use super::BrokerContext;
 use crate::groups::{ensure_offsets_topic, OFFSETS_TOPIC};
-use crate::network::{Reply, RequestContext};
 
 /// FindCoordinator key type of a consumer group.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -37,10 +37,10 @@ pub async fn handle(
     let mut located = Vec::with_capacity(keys.len());
     for key in keys {
         let denied = request.key_type == KEY_TYPE_GROUP
-            && !crate::security::authorizer::may_on_group(
+            && !super::authorization::may_on_group(
                 broker,
                 context,
-                crate::security::authorizer::operation::DESCRIBE,
+                strom_protocol::acl::operation::DESCRIBE,
                 &key,
             );
         let result = match denied {

@@ -2,12 +2,12 @@
 //! the group rebalances.
 
 use strom_coordinator::HeartbeatRequest as MemberHeartbeat;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::kafka::messages::{HeartbeatRequest, HeartbeatResponse};
 use strom_protocol::messages::Response;
 
 use super::errors::group_result_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a Heartbeat request.
 pub fn handle(

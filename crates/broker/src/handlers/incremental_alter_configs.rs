@@ -5,6 +5,7 @@
 use strom_controller::controller::{
     AlterConfigOperation, ConfigAlteration, IncrementalAlterConfigsRequest as ControllerRequest,
 };
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::incremental_alter_configs_request::AlterableConfig;
 use strom_protocol::kafka::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -15,7 +16,6 @@ use strom_protocol::messages::Response;
 
 use super::alter_configs::{responses, topic_resource, Planned};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles an IncrementalAlterConfigs request.
 pub async fn handle(
@@ -31,7 +31,7 @@ pub async fn handle(
         if let Some(error) = super::authorize_request::config_refusal(
             broker,
             context,
-            crate::security::authorizer::operation::ALTER_CONFIGS,
+            strom_protocol::acl::operation::ALTER_CONFIGS,
             resource.resource_type,
             &resource.resource_name,
         ) {

@@ -10,13 +10,13 @@
 //! coordinator can serve the id (clients retry, then report a timeout).
 //! Authorization codes would be dishonest: nothing is being refused.
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use strom_protocol::messages::Response;
 
 use super::errors::producer_id_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// "No producer id" in requests and responses.
 const NO_PRODUCER_ID: i64 = -1;

@@ -2,6 +2,7 @@
 //! deferred and the connection keeps reading other requests meanwhile.
 
 use strom_coordinator::{GroupError, JoinRequest, JoinResponse, Protocol};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::kafka::messages::join_group_response::JoinGroupResponseMember;
 use strom_protocol::kafka::messages::{JoinGroupRequest, JoinGroupResponse};
 use strom_protocol::kafka::protocol::StrBytes;
@@ -9,7 +10,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::group_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a JoinGroup request.
 pub fn handle(

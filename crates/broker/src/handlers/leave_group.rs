@@ -2,6 +2,7 @@
 //! v3+ batch members (static ones by instance id) with per-member errors.
 
 use strom_coordinator::LeaveMember;
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::leave_group_response::MemberResponse;
 use strom_protocol::kafka::messages::{LeaveGroupRequest, LeaveGroupResponse};
@@ -10,7 +11,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::{group_error_code, group_result_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a LeaveGroup request.
 pub fn handle(

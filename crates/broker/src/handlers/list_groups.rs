@@ -2,14 +2,15 @@
 //! and type (v5+; every Strom group is `classic`).
 
 use strom_coordinator::GroupState;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::kafka::messages::list_groups_response::ListedGroup;
 use strom_protocol::kafka::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::{authorize, may_on_group};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, may_on_group, operation, resource, CLUSTER_NAME};
 
 /// The group type of the classic protocol (KIP-848 names).
 const CLASSIC: &str = "classic";

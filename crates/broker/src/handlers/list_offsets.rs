@@ -1,5 +1,6 @@
 //! ListOffsets: earliest, latest, max-timestamp, and by-time offsets.
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -12,7 +13,6 @@ use strom_storage::TopicPartition;
 use super::errors::{offline_error_code, partition_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// KIP-405's "earliest local" offset: without tiered storage, the earliest.
 const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
@@ -30,7 +30,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
-            let allowed = crate::security::authorizer::may_describe_topic(broker, context, &name);
+            let allowed = super::authorization::may_describe_topic(broker, context, &name);
             let partitions = topic
                 .partitions
                 .into_iter()

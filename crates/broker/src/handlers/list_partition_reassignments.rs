@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 
 use strom_controller::controller::OngoingReassignment;
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::list_partition_reassignments_response::{
     OngoingPartitionReassignment, OngoingTopicReassignment,
@@ -20,10 +22,9 @@ use strom_protocol::kafka::messages::{
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::authorize;
 use super::errors::runtime_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{authorize, operation, resource, CLUSTER_NAME};
 
 /// Handles a ListPartitionReassignments request.
 pub async fn handle(

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use strom_controller::controller::{CreateTopicsRequest, NewTopic};
 use strom_controller::image::{MetadataImage, TopicImage};
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -14,11 +16,8 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 use uuid::Uuid;
 
+use super::authorization::{authorize, may_describe_topic};
 use super::{authorized_operations, BrokerContext};
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{
-    authorize, may_describe_topic, operation, resource, CLUSTER_NAME,
-};
 
 /// Which topics a request names.
 enum Wanted {

@@ -9,19 +9,20 @@ use std::sync::Arc;
 
 use strom_controller::producer_ids::ProducerIdManager;
 use strom_controller::runtime::ControllerClient;
+use strom_network::{Reply, RequestContext, RequestHandler};
 use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::messages::Request;
 use strom_replication::fetch_session::FetchSessionCache;
 
 use crate::config::BrokerConfig;
 use crate::groups::GroupService;
-use crate::network::{Reply, RequestContext, RequestHandler};
 use crate::replica_manager::ReplicaManager;
 
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_user_scram_credentials;
 mod api_versions;
+mod authorization;
 mod authorize_request;
 mod authorized_operations;
 mod config_docs;

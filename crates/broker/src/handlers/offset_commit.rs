@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use strom_coordinator::{
     GroupError, OffsetCommitPartition, OffsetCommitRequest as CommitRequest, PartitionResults,
 };
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -26,7 +27,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::{group_error_code, group_result_code};
 use super::{partitions, BrokerContext};
-use crate::network::{Reply, RequestContext};
 
 /// Handles an OffsetCommit request.
 pub fn handle(

@@ -8,6 +8,7 @@
 //! group is checked before, for the whole request.)
 
 use strom_coordinator::{GroupError, PartitionResults};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
@@ -17,7 +18,6 @@ use strom_protocol::messages::Response;
 
 use super::errors::{group_error_code, group_result_code};
 use super::{partitions, BrokerContext};
-use crate::network::{Reply, RequestContext};
 
 /// Handles an OffsetDelete request.
 pub fn handle(

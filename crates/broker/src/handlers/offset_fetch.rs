@@ -9,6 +9,8 @@
 //! DESCRIBE are left out.
 
 use strom_coordinator::{GroupError, PartitionOffset};
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::operation;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
@@ -18,10 +20,9 @@ use strom_protocol::kafka::messages::{OffsetFetchRequest, OffsetFetchResponse, T
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
+use super::authorization::{may_describe_topic, may_on_group};
 use super::errors::group_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{may_describe_topic, may_on_group, operation};
 
 /// Topics asked about: `None` for all.
 type Wanted = Option<Vec<(String, Vec<i32>)>>;

@@ -3,6 +3,8 @@
 //! current epoch is the log end offset; of an older epoch, the start offset
 //! of the next larger epoch; an unknown epoch answers `(-1, -1)`.
 
+use strom_network::{Reply, RequestContext};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition;
 use strom_protocol::kafka::messages::offset_for_leader_epoch_response::{
@@ -12,12 +14,9 @@ use strom_protocol::kafka::messages::{OffsetForLeaderEpochRequest, OffsetForLead
 use strom_protocol::messages::Response;
 use strom_storage::TopicPartition;
 
+use super::authorization::{authorize, may_describe_topic};
 use super::errors::{offline_error_code, partition_error_code};
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::authorizer::{
-    authorize, may_describe_topic, operation, resource, CLUSTER_NAME,
-};
 
 /// `current_leader_epoch` meaning "do not check".
 const NO_EPOCH: i32 = -1;

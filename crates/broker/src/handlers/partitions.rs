@@ -6,11 +6,12 @@
 use std::collections::HashSet;
 
 use strom_controller::image::MetadataImage;
+use strom_network::RequestContext;
+use strom_protocol::acl::{operation, resource};
 use strom_protocol::error_code::ErrorCode;
 
+use super::authorization::authorize;
 use super::BrokerContext;
-use crate::network::RequestContext;
-use crate::security::authorizer::{authorize, operation, resource};
 
 /// Whether partition `index` of `topic` exists.
 pub fn exists(image: &MetadataImage, topic: &str, index: i32) -> bool {

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
@@ -29,7 +30,6 @@ use uuid::Uuid;
 
 use super::errors::append_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 use crate::replica_manager::{AppendFailure, Appended, PartitionReplica};
 
 /// One partition's outcome, kept until the response is built.
@@ -127,7 +127,7 @@ fn append_all(
             .into_iter()
             .map(|partition| match &name {
                 None => failed(partition.index, ErrorCode::UnknownTopicId, None),
-                Some(name) if !crate::security::authorizer::may_write(broker, context, name) => {
+                Some(name) if !super::authorization::may_write(broker, context, name) => {
                     failed(partition.index, ErrorCode::TopicAuthorizationFailed, None)
                 }
                 Some(name) => append_partition(

@@ -2,20 +2,21 @@
 //! `SASL_AUTHENTICATION_FAILED` (or `ILLEGAL_SASL_STATE`) and the
 //! connection closes after the answer.
 
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine as _;
 use bytes::Bytes;
-use ring::rand::{SecureRandom, SystemRandom};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{SaslAuthenticateRequest, SaslAuthenticateResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_security::error::SaslFailure;
+use strom_security::nonce::scram_nonce;
+use strom_security::sasl::authenticate;
+use strom_security::session::AuthState;
 use tracing::warn;
 
+use super::errors::sasl_failure_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
-use crate::security::sasl::{authenticate, SaslFailure};
-use crate::security::session::AuthState;
+use crate::security::ImageCredentials;
 
 /// Handles a SaslAuthenticate request.
 pub fn handle(
@@ -24,11 +25,11 @@ pub fn handle(
     request: SaslAuthenticateRequest,
 ) -> Reply {
     let image = broker.controller.image();
-    let result = match server_nonce() {
+    let result = match scram_nonce() {
         Some(nonce) => authenticate(
             &context.session,
             &request.auth_bytes,
-            image.as_ref(),
+            &ImageCredentials(image.as_ref()),
             || nonce,
         ),
         None => Err(SaslFailure::IllegalState {
@@ -49,18 +50,9 @@ pub fn handle(
                 *context.session.state() = AuthState::Failed;
             }
             SaslAuthenticateResponse::default()
-                .with_error_code(failure.error_code().code())
+                .with_error_code(sasl_failure_code(&failure).code())
                 .with_error_message(Some(StrBytes::from_string(failure.to_string())))
         }
     };
     Reply::Response(Response::SaslAuthenticate(response))
-}
-
-/// A fresh server nonce: 24 random bytes in base64 (no commas); `None`
-/// if the system's generator fails (the exchange must not go on with a
-/// predictable nonce).
-fn server_nonce() -> Option<String> {
-    let mut bytes = [0u8; 24];
-    SystemRandom::new().fill(&mut bytes).ok()?;
-    Some(BASE64.encode(bytes))
 }

@@ -3,13 +3,14 @@
 //! a mechanism the listener does not enable gets
 //! `UNSUPPORTED_SASL_MECHANISM` with the enabled ones.
 
+use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
+use strom_security::sasl::handshake;
 
-use crate::network::{Reply, RequestContext};
-use crate::security::sasl::handshake;
+use super::errors::sasl_failure_code;
 
 /// Handles a SaslHandshake request.
 pub fn handle(context: &RequestContext, request: SaslHandshakeRequest) -> Reply {
@@ -27,7 +28,7 @@ pub fn handle(context: &RequestContext, request: SaslHandshakeRequest) -> Reply 
         .unwrap_or_default();
     let error_code = match handshake(session, &request.mechanism, context.api_version) {
         Ok(()) => ErrorCode::None,
-        Err(failure) => failure.error_code(),
+        Err(failure) => sasl_failure_code(&failure),
     };
     Reply::Response(Response::SaslHandshake(
         SaslHandshakeResponse::default()

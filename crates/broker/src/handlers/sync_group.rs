@@ -2,13 +2,13 @@
 //! answer is deferred.
 
 use strom_coordinator::{GroupError, SyncRequest, SyncResponse};
+use strom_network::{Reply, RequestContext};
 use strom_protocol::kafka::messages::{SyncGroupRequest, SyncGroupResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
 use super::errors::group_error_code;
 use super::BrokerContext;
-use crate::network::{Reply, RequestContext};
 
 /// Handles a SyncGroup request.
 pub fn handle(

@@ -1,12 +1,10 @@
-//! The broker's side of its metrics: the network counters, and the timing
-//! of each handled request around the network server's reply types.
+//! The broker's side of its metrics: the timing of each handled request
+//! around the network server's reply types.
 //!
 //! The metrics themselves (registry, histograms, per-API, per-topic and
 //! broker-wide counters, the collector and the HTTP listener) live in
 //! `strom-observability`; the broker reads its own state for them through
 //! [`crate::observe`].
-
-pub mod network;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +13,7 @@ use strom_observability::requests::ApiMetrics;
 use strom_observability::BrokerMetrics;
 use strom_protocol::kafka::messages::ApiKey;
 
-use crate::network::{Answer, Reply};
+use strom_network::{Answer, Reply};
 
 fn count_answer(metrics: &BrokerMetrics, api: &ApiMetrics, answer: Option<&Answer>) {
     if let Some(answer) = answer {

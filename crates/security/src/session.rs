@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use strom_protocol::kafka::messages::ApiKey;
 use strom_protocol::sasl::scram::ScramServer;
 
-use super::principal::Principal;
-use super::ListenerRuntime;
+use crate::listener::ListenerRuntime;
+use crate::principal::Principal;
 
 /// Where a connection's authentication stands.
 #[derive(Debug)]

@@ -6,11 +6,12 @@
 use std::net::{IpAddr, Ipv4Addr};
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
 use super::*;
-use crate::security::config::{ClientAuth, PemSource, SecurityProtocol, TlsSettings};
-use crate::security::tls::server_config;
+use crate::config::{ClientAuth, PemSource, SecurityProtocol, TlsSettings};
+use crate::tls::server_config;
 
 /// A CA's PEM and a certificate it signed for 127.0.0.1 (chain, key).
 fn authority() -> (String, String, String) {
@@ -56,7 +57,7 @@ async fn listener(acceptor: PeerAcceptor) -> (u16, tokio::sync::mpsc::UnboundedR
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
-            let accepted = match QuorumAcceptor::accept(&acceptor, stream).await {
+            let accepted = match acceptor.accept(stream).await {
                 Ok(mut stream) => stream.read_exact(&mut [0; 1]).await.is_ok(),
                 Err(_) => false,
             };
@@ -153,19 +154,19 @@ async fn sasl_listener(
         .map(|(user, password)| format!("user_{user}=\"{password}\""))
         .collect::<Vec<_>>()
         .join(" ");
-    let entry = crate::security::jaas::parse(&format!(
+    let entry = crate::jaas::parse(&format!(
         "org.apache.kafka.common.security.plain.PlainLoginModule required \
          username=\"n\" password=\"p\" {jaas};"
     ))
     .expect("valid");
-    let users = crate::security::peer_config::PlainUsers::from_entry(&entry);
+    let users = crate::peer_config::PlainUsers::from_entry(&entry);
     listener(PeerAcceptor::new(None, Some(ListenerUsers::new(&users)))).await
 }
 
 fn sasl_connector(username: &str, password: &str) -> PeerConnector {
     let mut security = PeerClientSecurity::plaintext("CONTROLLER");
     security.protocol = SecurityProtocol::SaslPlaintext;
-    security.sasl = Some(crate::security::peer_config::SaslLogin {
+    security.sasl = Some(crate::sasl_client::SaslLogin {
         mechanism: "PLAIN".to_owned(),
         username: username.to_owned(),
         password: password.to_owned(),

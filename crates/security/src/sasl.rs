@@ -3,55 +3,18 @@
 //! messages. PLAIN passwords are checked against the stored SCRAM
 //! credentials, so no password is stored anywhere.
 
-use strom_protocol::error_code::ErrorCode;
 use strom_protocol::sasl::plain::PlainMessage;
 use strom_protocol::sasl::scram::{ScramCredential, ScramMechanism, ScramServer, ServerStep};
 use strom_protocol::sasl::{SaslError, PLAIN};
 
-use super::principal::Principal;
-use super::session::{AuthState, Session};
+use crate::error::SaslFailure;
+use crate::principal::Principal;
+use crate::session::{AuthState, Session};
 
 /// Where SCRAM credentials are looked up.
 pub trait CredentialStore {
     /// The credential of `user` for `mechanism`, if any.
     fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
-}
-
-/// Why a SASL step failed, as the client is told.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SaslFailure {
-    /// The message is not legal now (no handshake, no SASL on the listener).
-    #[error("unexpected SASL request: {reason}")]
-    IllegalState {
-        /// Why.
-        reason: &'static str,
-    },
-    /// The mechanism is not enabled on the listener.
-    #[error("mechanism {mechanism} is not enabled")]
-    UnsupportedMechanism {
-        /// The mechanism asked for.
-        mechanism: String,
-    },
-    /// Authentication failed.
-    #[error("authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}")]
-    Failed {
-        /// The mechanism.
-        mechanism: String,
-        /// The cause, for the broker's log.
-        #[source]
-        cause: SaslError,
-    },
-}
-
-impl SaslFailure {
-    /// The Kafka error code.
-    pub fn error_code(&self) -> ErrorCode {
-        match self {
-            SaslFailure::IllegalState { .. } => ErrorCode::IllegalSaslState,
-            SaslFailure::UnsupportedMechanism { .. } => ErrorCode::UnsupportedSaslMechanism,
-            SaslFailure::Failed { .. } => ErrorCode::SaslAuthenticationFailed,
-        }
-    }
 }
 
 /// SaslHandshake: chooses `mechanism` (version 0: bare tokens follow).
@@ -176,16 +139,3 @@ pub(crate) fn plain(token: &[u8], store: &dyn CredentialStore) -> Result<String,
 #[cfg(test)]
 #[path = "sasl_tests.rs"]
 mod tests;
-
-impl CredentialStore for strom_controller::image::MetadataImage {
-    fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
-        self.security()
-            .scram_credential(user, i32::from(mechanism.code()))
-            .map(|record| ScramCredential {
-                salt: record.salt.clone(),
-                stored_key: record.stored_key.clone(),
-                server_key: record.server_key.clone(),
-                iterations: record.iterations,
-            })
-    }
-}

@@ -11,23 +11,10 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
 
-use super::config::TlsSettings;
-use super::tls::{certificates, private_key, protocol_versions, provider, TlsSetupError};
-
-/// Why a peer's TLS client could not be set up, beyond the listener's own
-/// material.
-#[derive(Debug, thiserror::Error)]
-pub enum TlsClientError {
-    /// The listener's material or options.
-    #[error(transparent)]
-    Setup(#[from] TlsSetupError),
-    /// The truststore is needed to verify peers.
-    #[error("no truststore to verify other nodes with (ssl.truststore.location)")]
-    NoTruststore,
-    /// The server verifier could not be built.
-    #[error("ssl.truststore: no usable trust anchor")]
-    Truststore(#[source] rustls::client::VerifierBuilderError),
-}
+use crate::config::TlsSettings;
+use crate::error::{TlsClientError, TlsSetupError};
+use crate::pem::{certificates, private_key};
+use crate::tls::{protocol_versions, provider};
 
 /// Verifies the peer's chain against the truststore but not its name:
 /// `ssl.endpoint.identification.algorithm` set to empty, as Kafka allows.
@@ -115,4 +102,15 @@ pub fn client_config(
         .with_client_auth_cert(chain, key)
         .map_err(TlsSetupError::Rustls)?;
     Ok(Arc::new(config))
+}
+
+/// The TLS server name to verify for `address` (`host:port`, the host a
+/// DNS name or an IP address, an IPv6 address in brackets).
+pub fn server_name(address: &str) -> Option<ServerName<'static>> {
+    let host = address
+        .rsplit_once(':')
+        .map_or(address, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    ServerName::try_from(host.to_owned()).ok()
 }

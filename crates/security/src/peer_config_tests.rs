@@ -1,17 +1,17 @@
 use std::collections::BTreeMap;
 
-use crate::config::BrokerConfig;
-use crate::error::ConfigError;
-use crate::security::SecurityProtocol;
+use strom_config::ConfigError;
 
-use super::PeerSecurity;
+use super::{parse as parse_peers, PeerSecurity};
+use crate::config::SecurityProtocol;
 
 const JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required \
                     username=\"broker\" password=\"broker-secret\";";
 
 /// A combined node whose INTERNAL listener is SASL_SSL and whose
 /// controller listener is SSL, with `changes` applied (an empty value
-/// removes the key).
+/// removes the key): how it reaches `inter.broker.listener.name` and the
+/// first of `controller.listener.names`.
 fn parse(changes: &[(&str, &str)]) -> Result<PeerSecurity, ConfigError> {
     let mut map: BTreeMap<String, String> = [
         ("process.roles", "broker,controller"),
@@ -46,7 +46,15 @@ fn parse(changes: &[(&str, &str)]) -> Result<PeerSecurity, ConfigError> {
             false => map.insert((*key).to_owned(), (*value).to_owned()),
         };
     }
-    BrokerConfig::from_map(&map).map(|(config, _)| config.cluster.expect("a cluster").peers)
+    let named = |key: &str| {
+        map.get(key)
+            .and_then(|names| names.split(',').next())
+            .map(|name| name.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let inter_broker = named("inter.broker.listener.name");
+    let controller = named("controller.listener.names");
+    parse_peers(&map, &inter_broker, &controller)
 }
 
 /// The key an error names, and its message.
@@ -232,34 +240,6 @@ fn the_controller_listener_needs_a_truststore_and_a_known_protocol() {
         "CLIENT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:KERBEROS",
     )]);
     assert_eq!(key, "listener.security.protocol.map");
-}
-
-#[test]
-fn security_inter_broker_protocol_names_the_listener_and_excludes_the_name_key() {
-    let (key, message) = refused(&[("security.inter.broker.protocol", "SASL_SSL")]);
-    assert_eq!(key, "security.inter.broker.protocol");
-    assert!(message.contains("only one"), "{message}");
-    let (key, _) = refused(&[
-        ("inter.broker.listener.name", ""),
-        ("security.inter.broker.protocol", "TLS"),
-    ]);
-    assert_eq!(key, "security.inter.broker.protocol");
-    let peers = parse(&[
-        ("inter.broker.listener.name", ""),
-        ("security.inter.broker.protocol", "SSL"),
-        (
-            "listeners",
-            "CLIENT://127.0.0.1:9092,SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9193",
-        ),
-        (
-            "listener.security.protocol.map",
-            "CLIENT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT",
-        ),
-    ])
-    .expect("valid");
-    assert_eq!(peers.inter_broker.listener, "SSL");
-    assert_eq!(peers.inter_broker.protocol, SecurityProtocol::Ssl);
-    assert_eq!(peers.controller.protocol, SecurityProtocol::Plaintext);
 }
 
 #[test]

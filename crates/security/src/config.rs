@@ -3,23 +3,25 @@
 //! mechanisms per listener, and the authorizer switch.
 //!
 //! A listener's setting is looked up as `listener.name.<name>.<key>` (the
-//! listener name in lower case) first, then as `<key>`, as Kafka does.
+//! listener name in lower case) first, then as `<key>`, as Kafka does
+//! (`strom-config`'s [`Lookup::for_listener`]). A value that cannot be
+//! used is a [`ConfigError`] with [`ValueProblem::Security`] saying why.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use strom_config::{invalid, ConfigError, Listener, Lookup, ValueProblem};
 use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
 
-use crate::config::Listener;
-use crate::error::ConfigError;
+use crate::principal::{MappingRules, Principal};
 
-use super::principal::{MappingRules, Principal};
-
-/// Kafka's security protocols.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Kafka's security protocols (a listener's, and a client's
+/// `security.protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum SecurityProtocol {
-    /// No TLS, no SASL.
+    /// No TLS, no SASL (a client's default).
+    #[default]
     Plaintext,
     /// TLS, principal from the client certificate (or ANONYMOUS).
     Ssl,
@@ -234,56 +236,13 @@ pub fn is_security_key(key: &str) -> bool {
 const DEFAULT_PROTOCOL_MAP: &str =
     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL";
 
-struct Lookup<'a> {
-    map: &'a BTreeMap<String, String>,
-}
-
-impl Lookup<'_> {
-    /// A listener's value: `listener.name.<name>.<key>`, then `<key>`, with
-    /// the key it came from.
-    fn get(&self, listener: &str, key: &str) -> Option<(String, String)> {
-        let scoped = format!("listener.name.{}.{key}", listener.to_ascii_lowercase());
-        [scoped, key.to_owned()].into_iter().find_map(|name| {
-            self.map
-                .get(&name)
-                .map(|value| value.trim().to_owned())
-                .filter(|value| !value.is_empty())
-                .map(|value| (name, value))
-        })
-    }
-
-    fn list(&self, listener: &str, key: &str, default: &str) -> (String, Vec<String>) {
-        let (name, text) = self
-            .get(listener, key)
-            .unwrap_or_else(|| (key.to_owned(), default.to_owned()));
-        let items = text
-            .split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-            .map(str::to_owned)
-            .collect();
-        (name, items)
-    }
-}
-
-/// A security value that cannot be used.
-pub(super) fn invalid(key: &str, value: &str, reason: &str) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.to_owned(),
-        value: value.to_owned(),
-        problem: crate::error::ValueProblem::Security {
-            reason: reason.to_owned(),
-        },
-    }
-}
-
 impl SecurityConfig {
     /// Parses the security settings of `listeners` from the properties.
     pub fn from_map(
         map: &BTreeMap<String, String>,
         listeners: &[Listener],
     ) -> Result<SecurityConfig, ConfigError> {
-        let lookup = Lookup { map };
+        let lookup = Lookup::new(map);
         let protocols = protocol_map(map)?;
         let listeners = listeners
             .iter()
@@ -293,12 +252,17 @@ impl SecurityConfig {
             .get("ssl.principal.mapping.rules")
             .map(|text| text.trim().to_owned())
             .unwrap_or_else(|| "DEFAULT".to_owned());
-        let principal_mapping = MappingRules::parse(&mapping_text)
-            .map_err(|reason| invalid("ssl.principal.mapping.rules", &mapping_text, reason))?;
+        let principal_mapping = MappingRules::parse(&mapping_text).map_err(|reason| {
+            invalid(
+                "ssl.principal.mapping.rules",
+                &mapping_text,
+                ValueProblem::security(reason),
+            )
+        })?;
         Ok(SecurityConfig {
             listeners,
             principal_mapping,
-            authorizer: authorizer(map)?,
+            authorizer: authorizer(&lookup)?,
         })
     }
 
@@ -310,16 +274,16 @@ impl SecurityConfig {
 
 /// The security of one listener, whether or not this node binds it (the
 /// listener of a peer this node connects to).
-pub(super) fn listener_security_of(
+pub(crate) fn listener_security_of(
     map: &BTreeMap<String, String>,
     listener: &str,
 ) -> Result<ListenerSecurity, ConfigError> {
-    listener_security(&Lookup { map }, &protocol_map(map)?, listener)
+    listener_security(&Lookup::new(map), &protocol_map(map)?, listener)
 }
 
 /// Whether `listener.security.protocol.map` (or Kafka's default map)
 /// names `listener`.
-pub(super) fn is_mapped(
+pub(crate) fn is_mapped(
     map: &BTreeMap<String, String>,
     listener: &str,
 ) -> Result<bool, ConfigError> {
@@ -337,14 +301,20 @@ fn protocol_map(
         .unwrap_or_else(|| DEFAULT_PROTOCOL_MAP.to_owned());
     let mut protocols = BTreeMap::new();
     for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (listener, protocol) = item
-            .split_once(':')
-            .ok_or_else(|| invalid(KEY, &text, "expected LISTENER:PROTOCOL pairs"))?;
+        let (listener, protocol) = item.split_once(':').ok_or_else(|| {
+            invalid(
+                KEY,
+                &text,
+                ValueProblem::security("expected LISTENER:PROTOCOL pairs"),
+            )
+        })?;
         let protocol = SecurityProtocol::from_name(protocol.trim()).ok_or_else(|| {
             invalid(
                 KEY,
                 &text,
-                "the protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                ValueProblem::security(
+                    "the protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+                ),
             )
         })?;
         protocols.insert(listener.trim().to_ascii_uppercase(), protocol);
@@ -363,7 +333,7 @@ fn listener_security(
             invalid(
                 "listener.security.protocol.map",
                 listener,
-                "the listener has no security protocol in the map",
+                ValueProblem::security("the listener has no security protocol in the map"),
             )
         })?;
     let tls = match protocol.uses_tls() {
@@ -384,22 +354,24 @@ fn listener_security(
 
 fn tls_settings(lookup: &Lookup<'_>, listener: &str) -> Result<TlsSettings, ConfigError> {
     for store in ["ssl.keystore.type", "ssl.truststore.type"] {
-        if let Some((key, value)) = lookup.get(listener, store) {
+        if let Some((key, value)) = lookup.for_listener(listener, store) {
             if !value.eq_ignore_ascii_case("PEM") {
-                return Err(invalid(&key, &value, "Strom reads PEM only"));
+                return Err(
+                    invalid(&key, &value, ValueProblem::security("Strom reads PEM only")).into(),
+                );
             }
         }
     }
     let (certificate_chain, private_key) = keystore(lookup, listener)?;
     let truststore = match (
-        lookup.get(listener, "ssl.truststore.location"),
-        lookup.get(listener, "ssl.truststore.certificates"),
+        lookup.for_listener(listener, "ssl.truststore.location"),
+        lookup.for_listener(listener, "ssl.truststore.certificates"),
     ) {
         (Some((_, path)), _) => Some(PemSource::File(path.into())),
         (None, Some((key, text))) => Some(PemSource::Inline { key, text }),
         (None, None) => None,
     };
-    let client_auth = match lookup.get(listener, "ssl.client.auth") {
+    let client_auth = match lookup.for_listener(listener, "ssl.client.auth") {
         None => ClientAuth::None,
         Some((key, value)) => match value.to_ascii_lowercase().as_str() {
             "none" => ClientAuth::None,
@@ -409,8 +381,9 @@ fn tls_settings(lookup: &Lookup<'_>, listener: &str) -> Result<TlsSettings, Conf
                 return Err(invalid(
                     &key,
                     &value,
-                    "expected none, requested or required",
-                ))
+                    ValueProblem::security("expected none, requested or required"),
+                )
+                .into())
             }
         },
     };
@@ -418,15 +391,21 @@ fn tls_settings(lookup: &Lookup<'_>, listener: &str) -> Result<TlsSettings, Conf
         return Err(invalid(
             "ssl.client.auth",
             "requested/required",
-            "client certificates need ssl.truststore.location or ssl.truststore.certificates",
-        ));
+            ValueProblem::security(
+                "client certificates need ssl.truststore.location or ssl.truststore.certificates",
+            ),
+        )
+        .into());
     }
-    let (_, enabled_protocols) = lookup.list(listener, "ssl.enabled.protocols", "TLSv1.2,TLSv1.3");
-    let (_, cipher_suites) = lookup.list(listener, "ssl.cipher.suites", "");
+    let (_, enabled_protocols) =
+        lookup.list_for_listener(listener, "ssl.enabled.protocols", "TLSv1.2,TLSv1.3");
+    let (_, cipher_suites) = lookup.list_for_listener(listener, "ssl.cipher.suites", "");
     Ok(TlsSettings {
         certificate_chain,
         private_key,
-        key_password: lookup.get(listener, "ssl.key.password").map(|(_, v)| v),
+        key_password: lookup
+            .for_listener(listener, "ssl.key.password")
+            .map(|(_, v)| v),
         truststore,
         client_auth,
         enabled_protocols,
@@ -435,13 +414,13 @@ fn tls_settings(lookup: &Lookup<'_>, listener: &str) -> Result<TlsSettings, Conf
 }
 
 fn keystore(lookup: &Lookup<'_>, listener: &str) -> Result<(PemSource, PemSource), ConfigError> {
-    if let Some((_, path)) = lookup.get(listener, "ssl.keystore.location") {
+    if let Some((_, path)) = lookup.for_listener(listener, "ssl.keystore.location") {
         let path = PathBuf::from(path);
         return Ok((PemSource::File(path.clone()), PemSource::File(path)));
     }
     match (
-        lookup.get(listener, "ssl.keystore.certificate.chain"),
-        lookup.get(listener, "ssl.keystore.key"),
+        lookup.for_listener(listener, "ssl.keystore.certificate.chain"),
+        lookup.for_listener(listener, "ssl.keystore.key"),
     ) {
         (Some((chain_key, chain)), Some((key_key, key))) => Ok((
             PemSource::Inline {
@@ -456,16 +435,17 @@ fn keystore(lookup: &Lookup<'_>, listener: &str) -> Result<(PemSource, PemSource
         _ => Err(invalid(
             "ssl.keystore.location",
             "",
-            &format!(
+            ValueProblem::security(format!(
                 "listener {listener} uses TLS and needs ssl.keystore.location or \
                  ssl.keystore.certificate.chain with ssl.keystore.key"
-            ),
-        )),
+            )),
+        )
+        .into()),
     }
 }
 
 fn sasl_settings(lookup: &Lookup<'_>, listener: &str) -> Result<SaslSettings, ConfigError> {
-    let (key, enabled_mechanisms) = lookup.list(
+    let (key, enabled_mechanisms) = lookup.list_for_listener(
         listener,
         "sasl.enabled.mechanisms",
         "SCRAM-SHA-256,SCRAM-SHA-512",
@@ -475,28 +455,30 @@ fn sasl_settings(lookup: &Lookup<'_>, listener: &str) -> Result<SaslSettings, Co
             return Err(invalid(
                 &key,
                 mechanism,
-                "Strom supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512",
-            ));
+                ValueProblem::security("Strom supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"),
+            )
+            .into());
         }
     }
     if enabled_mechanisms.is_empty() {
-        return Err(invalid(&key, "", "at least one mechanism is required"));
+        return Err(invalid(
+            &key,
+            "",
+            ValueProblem::security("at least one mechanism is required"),
+        )
+        .into());
     }
     Ok(SaslSettings { enabled_mechanisms })
 }
 
-fn authorizer(map: &BTreeMap<String, String>) -> Result<Option<AuthorizerSettings>, ConfigError> {
-    let get = |key: &str| map.get(key).map(|value| value.trim()).unwrap_or("");
-    let boolean = |key: &str| match get(key).to_ascii_lowercase().as_str() {
-        "" | "false" => Ok(false),
-        "true" => Ok(true),
-        other => Err(invalid(key, other, "expected true or false")),
-    };
-    let enabled = !get("authorizer.class.name").is_empty() || boolean("strom.authorizer.enable")?;
+fn authorizer(lookup: &Lookup<'_>) -> Result<Option<AuthorizerSettings>, ConfigError> {
+    let enabled = !lookup.value("authorizer.class.name").is_empty()
+        || lookup.boolean_or("strom.authorizer.enable", false)?;
     if !enabled {
         return Ok(None);
     }
-    let super_users = get("super.users")
+    let super_users = lookup
+        .value("super.users")
         .split(';')
         .map(str::trim)
         .filter(|item| !item.is_empty())
@@ -505,14 +487,15 @@ fn authorizer(map: &BTreeMap<String, String>) -> Result<Option<AuthorizerSetting
                 invalid(
                     "super.users",
                     item,
-                    "expected TYPE:NAME principals separated by ;",
+                    ValueProblem::security("expected TYPE:NAME principals separated by ;"),
                 )
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Some(AuthorizerSettings {
         super_users,
-        allow_everyone_if_no_acl_found: boolean("allow.everyone.if.no.acl.found")?,
+        allow_everyone_if_no_acl_found: lookup
+            .boolean_or("allow.everyone.if.no.acl.found", false)?,
     }))
 }
 

@@ -4,16 +4,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use strom_security::principal::certificate_subject;
+use strom_security::{ListenerRuntime, Principal, Session};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
-use super::connection::{
-    serve_plain, serve_tls, ConnectionLimits, ConnectionParts, RequestHandler,
-};
-use crate::security::principal::certificate_subject;
-use crate::security::{ListenerRuntime, Principal, Session};
+use crate::connection::{serve_plain, serve_tls, ConnectionLimits, ConnectionParts};
+use crate::error::BindError;
+use crate::metrics::NETWORK;
+use crate::request::RequestHandler;
 
 /// The read buffer under a TLS connection.
 const TLS_READ_BUFFER_BYTES: usize = 256 * 1024;
@@ -53,14 +54,20 @@ impl Server {
         addresses: &[SocketAddr],
         runtimes: Vec<Arc<ListenerRuntime>>,
         config: NetworkConfig,
-    ) -> std::io::Result<Server> {
+    ) -> Result<Server, BindError> {
         let mut listeners = Vec::with_capacity(addresses.len());
         let mut runtimes = runtimes.into_iter();
         for address in addresses {
             let runtime = runtimes
                 .next()
                 .unwrap_or_else(|| Arc::new(ListenerRuntime::plaintext("PLAINTEXT")));
-            listeners.push((TcpListener::bind(address).await?, runtime));
+            let listener = TcpListener::bind(address)
+                .await
+                .map_err(|source| BindError {
+                    address: *address,
+                    source,
+                })?;
+            listeners.push((listener, runtime));
         }
         Ok(Server { listeners, config })
     }
@@ -153,10 +160,10 @@ async fn accept_loop(
         let handler = Arc::clone(&handler);
         let shutdown = shutdown.clone();
         let runtime = Arc::clone(&runtime);
-        crate::metrics::network::NETWORK.connection_opened();
+        NETWORK.connection_opened();
         connections.spawn(async move {
             serve_accepted(stream, peer, runtime, handler, limits, shutdown).await;
-            crate::metrics::network::NETWORK.connection_closed();
+            NETWORK.connection_closed();
             drop(permit);
         });
     }

@@ -2,9 +2,10 @@
 //! and closed, bytes received and sent, undecodable requests, and ranges
 //! loaded into the page cache before `sendfile`.
 //!
-//! They are process-wide statics, as Kafka's are per JVM: the network layer
+//! They are process-wide statics, as Kafka's are per JVM: the server
 //! counts with one relaxed add and needs no handle threaded through it.
-//! Several brokers embedded in one process share them.
+//! Several brokers embedded in one process share them. Readers take a
+//! [`NetworkCounts`] snapshot with [`NetworkMetrics::counts`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,22 +31,9 @@ pub struct NetworkMetrics {
     page_cache_loads: AtomicU64,
 }
 
-/// A copy of the network counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct NetworkCounts {
-    /// Connections accepted.
-    pub connections_opened: u64,
-    /// Connections closed.
-    pub connections_closed: u64,
-    /// Bytes read from clients.
-    pub bytes_received: u64,
-    /// Bytes written to clients.
-    pub bytes_sent: u64,
-    /// Requests that could not be decoded (their connections were closed).
-    pub undecodable_requests: u64,
-    /// Fetched ranges read into the page cache before `sendfile`.
-    pub page_cache_loads: u64,
-}
+/// A snapshot of the counters: the observability crate's type, so the
+/// collector reads it as it is.
+pub use strom_observability::view::NetworkCounts;
 
 impl NetworkMetrics {
     const fn new() -> NetworkMetrics {

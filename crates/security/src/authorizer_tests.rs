@@ -1,19 +1,21 @@
+use strom_protocol::acl::CLUSTER_NAME;
+
 use super::*;
 
 fn acl(
     resource_type: i8,
-    name: &str,
+    name: &'static str,
     pattern_type: i8,
-    principal: &str,
+    principal: &'static str,
     operation: i8,
     permission_type: i8,
-) -> AccessControlEntryRecord {
-    AccessControlEntryRecord {
+) -> AclBinding<'static> {
+    AclBinding {
         resource_type: resource_type.into(),
-        resource_name: name.to_owned(),
+        resource_name: name,
         pattern_type: pattern_type.into(),
-        principal: principal.to_owned(),
-        host: "*".to_owned(),
+        principal,
+        host: "*",
         operation: operation.into(),
         permission_type: permission_type.into(),
     }
@@ -29,10 +31,10 @@ fn settings(super_users: &[&str], allow_everyone: bool) -> AuthorizerSettings {
     }
 }
 
-fn check(acls: &[AccessControlEntryRecord], user: &str, op: i8, kind: i8, name: &str) -> bool {
+fn check(acls: &[AclBinding<'_>], user: &str, op: i8, kind: i8, name: &str) -> bool {
     decide(
         &settings(&["User:admin"], false),
-        acls.iter(),
+        acls.iter().copied(),
         &Principal::user(user),
         "127.0.0.1",
         Action {
@@ -137,7 +139,7 @@ fn super_users_bypass_and_no_acl_is_denied_unless_configured() {
         name: "a",
     };
     let alice = Principal::user("alice");
-    assert!(decide(&open, [].iter(), &alice, "h", action));
+    assert!(decide(&open, std::iter::empty(), &alice, "h", action));
     // Once any ACL names the resource, the default no longer applies.
     let acls = [acl(
         TOPIC,
@@ -147,7 +149,7 @@ fn super_users_bypass_and_no_acl_is_denied_unless_configured() {
         READ,
         permission::ALLOW,
     )];
-    assert!(!decide(&open, acls.iter(), &alice, "h", action));
+    assert!(!decide(&open, acls.iter().copied(), &alice, "h", action));
 }
 
 #[test]
@@ -160,9 +162,9 @@ fn hosts_must_match() {
         READ,
         permission::ALLOW,
     );
-    only_elsewhere.host = "10.0.0.1".to_owned();
-    assert!(!check(&[only_elsewhere.clone()], "alice", READ, TOPIC, "a"));
-    only_elsewhere.host = "127.0.0.1".to_owned();
+    only_elsewhere.host = "10.0.0.1";
+    assert!(!check(&[only_elsewhere], "alice", READ, TOPIC, "a"));
+    only_elsewhere.host = "127.0.0.1";
     assert!(check(&[only_elsewhere], "alice", READ, TOPIC, "a"));
 }
 

@@ -20,13 +20,14 @@
 
 use std::collections::BTreeMap;
 
+use strom_config::{invalid, ConfigError, ValueProblem};
 use strom_protocol::sasl::scram::ScramMechanism;
 use strom_protocol::sasl::PLAIN;
 
-use crate::error::ConfigError;
-
-use super::config::{invalid, is_mapped, listener_security_of, SecurityProtocol, TlsSettings};
-use super::jaas;
+use crate::config::{is_mapped, listener_security_of, SecurityProtocol, TlsSettings};
+use crate::error::JaasError;
+use crate::jaas;
+use crate::sasl_client::SaslLogin;
 
 /// The key naming the inter-broker SASL mechanism.
 pub const INTER_BROKER_MECHANISM_KEY: &str = "sasl.mechanism.inter.broker.protocol";
@@ -35,27 +36,6 @@ pub const CONTROLLER_MECHANISM_KEY: &str = "sasl.mechanism.controller.protocol";
 /// Strom's default mechanism between nodes (Kafka's is GSSAPI, which
 /// Strom does not offer).
 pub const DEFAULT_INTER_BROKER_MECHANISM: &str = PLAIN;
-
-/// A SASL login: the mechanism and this node's credentials.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SaslLogin {
-    /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
-    pub mechanism: String,
-    /// The user this node authenticates as.
-    pub username: String,
-    /// Its password.
-    pub password: String,
-}
-
-impl std::fmt::Debug for SaslLogin {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("SaslLogin")
-            .field("mechanism", &self.mechanism)
-            .field("username", &self.username)
-            .finish_non_exhaustive()
-    }
-}
 
 /// How this node connects to one kind of peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,11 +161,12 @@ fn client_side(
                     listener.to_ascii_lowercase()
                 ),
                 "",
-                &format!(
+                ValueProblem::security(format!(
                     "other nodes connect to listener {listener} over TLS and verify it with \
                      ssl.truststore.location or ssl.truststore.certificates"
-                ),
-            ));
+                )),
+            )
+            .into());
         }
         side.verify_hostname = endpoint_identification(map, listener)?;
         side.tls = Some(tls);
@@ -208,7 +189,12 @@ fn endpoint_identification(
         None => Ok(true),
         Some((_, value)) if value.is_empty() => Ok(false),
         Some((_, value)) if value.eq_ignore_ascii_case("https") => Ok(true),
-        Some((key, value)) => Err(invalid(&key, &value, "expected https or an empty value")),
+        Some((key, value)) => Err(invalid(
+            &key,
+            &value,
+            ValueProblem::security("expected https or an empty value"),
+        )
+        .into()),
     }
 }
 
@@ -254,13 +240,13 @@ impl LoginSide {
     }
 }
 
-/// This node's login to peers' SASL `listener`, and the parsed JAAS entry
-/// it came from.
-fn peer_login(
+/// The mechanism of this node's login to peers' SASL `listener`: one
+/// the side offers and the listener enables.
+fn peer_mechanism(
     map: &BTreeMap<String, String>,
     listener: &str,
     side: LoginSide,
-) -> Result<(SaslLogin, jaas::JaasEntry), ConfigError> {
+) -> Result<String, ConfigError> {
     let mechanism_key = side.mechanism_key();
     let mechanism = map
         .get(mechanism_key)
@@ -269,7 +255,7 @@ fn peer_login(
         .unwrap_or(DEFAULT_INTER_BROKER_MECHANISM)
         .to_owned();
     if let Some(reason) = side.refusal(&mechanism) {
-        return Err(invalid(mechanism_key, &mechanism, &reason));
+        return Err(invalid(mechanism_key, &mechanism, ValueProblem::security(reason)).into());
     }
     let enabled = listener_security_of(map, listener)?
         .sasl
@@ -278,9 +264,23 @@ fn peer_login(
         return Err(invalid(
             mechanism_key,
             &mechanism,
-            &format!("listener {listener} does not enable it in sasl.enabled.mechanisms"),
-        ));
+            ValueProblem::security(format!(
+                "listener {listener} does not enable it in sasl.enabled.mechanisms"
+            )),
+        )
+        .into());
     }
+    Ok(mechanism)
+}
+
+/// This node's login to peers' SASL `listener`, and the parsed JAAS entry
+/// it came from.
+fn peer_login(
+    map: &BTreeMap<String, String>,
+    listener: &str,
+    side: LoginSide,
+) -> Result<(SaslLogin, jaas::JaasEntry), ConfigError> {
+    let mechanism = peer_mechanism(map, listener, side)?;
     let key = format!(
         "listener.name.{}.{}.sasl.jaas.config",
         listener.to_ascii_lowercase(),
@@ -294,14 +294,18 @@ fn peer_login(
             invalid(
                 &key,
                 "",
-                &format!(
+                ValueProblem::security(format!(
                     "listener {listener} uses SASL ({mechanism}) between nodes: this node's \
                      username and password are required"
-                ),
+                )),
             )
         })?;
-    let hidden = |error: jaas::JaasError| {
-        invalid(&key, "(not shown: it holds a password)", &error.to_string())
+    let hidden = |error: JaasError| {
+        invalid(
+            &key,
+            "(not shown: it holds a password)",
+            ValueProblem::security(error.to_string()),
+        )
     };
     let entry = jaas::parse(text).map_err(hidden)?;
     let (username, password) = entry.credentials().map_err(hidden)?;
@@ -315,9 +319,12 @@ fn peer_login(
         return Err(invalid(
             &key,
             "(not shown: it holds a password)",
-            "the controller listener accepts the users of its JAAS entry \
+            ValueProblem::security(
+                "the controller listener accepts the users of its JAAS entry \
              (user_<name>=\"<password>\" options) and it names none",
-        ));
+            ),
+        )
+        .into());
     }
     Ok((login, entry))
 }

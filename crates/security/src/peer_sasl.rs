@@ -2,24 +2,24 @@
 //! connection carries Raft requests, the connecting node authenticates
 //! with PLAIN (SaslHandshake v1, then one SaslAuthenticate) as one of the
 //! users of the listener's JAAS entry ([`PlainUsers`]). The password check
-//! is the client listeners' PLAIN check ([`super::sasl`]) against
+//! is the client listeners' PLAIN check ([`crate::sasl`]) against
 //! credentials salted here at start-up, so no password is compared in the
 //! clear.
 
 use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
-use strom_controller::quorum::stream::BoxedStream;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{decode_request, encode_response_frame, Request, Response};
 use strom_protocol::sasl::scram::{ScramCredential, ScramMechanism};
 use strom_protocol::sasl::PLAIN;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use super::peer_config::PlainUsers;
-use super::sasl::{plain, CredentialStore};
+use crate::error::PeerSaslError;
+use crate::peer_config::PlainUsers;
+use crate::sasl::{plain, CredentialStore};
 
 /// The largest frame read before authentication (Kafka's
 /// `sasl.server.max.receive.size` default).
@@ -27,32 +27,6 @@ const MAX_FRAME_BYTES: usize = 512 * 1024;
 
 /// Iterations of the in-memory credentials (never stored or sent).
 const ITERATIONS: u32 = 4096;
-
-/// Why a quorum connection was not authenticated.
-#[derive(Debug, thiserror::Error)]
-pub enum PeerSaslError {
-    /// Reading or writing failed.
-    #[error("i/o failed during SASL authentication")]
-    Io(#[from] std::io::Error),
-    /// A frame outside `0..=512 KiB`.
-    #[error("a frame of {size} bytes before authentication")]
-    FrameSize {
-        /// The declared size.
-        size: i32,
-    },
-    /// Something other than SaslHandshake v1 then SaslAuthenticate.
-    #[error("expected SaslHandshake v1 then SaslAuthenticate")]
-    UnexpectedRequest,
-    /// A mechanism other than PLAIN.
-    #[error("SASL mechanism {mechanism} is not offered on the controller listener")]
-    Mechanism {
-        /// The mechanism asked for.
-        mechanism: String,
-    },
-    /// The user or password is wrong.
-    #[error("authentication as a controller listener user failed")]
-    Refused(#[source] strom_protocol::sasl::SaslError),
-}
 
 /// The users of the listener, salted once.
 #[derive(Debug)]
@@ -90,7 +64,10 @@ impl CredentialStore for ListenerUsers {
 }
 
 /// Reads one request frame: size, then that many bytes.
-async fn read_request(stream: &mut BoxedStream) -> Result<(i32, i16, Request), PeerSaslError> {
+async fn read_request<S>(stream: &mut S) -> Result<(i32, i16, Request), PeerSaslError>
+where
+    S: AsyncRead + Unpin + ?Sized,
+{
     let size = stream.read_i32().await?;
     let length = usize::try_from(size)
         .ok()
@@ -107,12 +84,15 @@ async fn read_request(stream: &mut BoxedStream) -> Result<(i32, i16, Request), P
     ))
 }
 
-async fn answer(
-    stream: &mut BoxedStream,
+async fn answer<S>(
+    stream: &mut S,
     correlation_id: i32,
     api_version: i16,
     response: Response,
-) -> Result<(), PeerSaslError> {
+) -> Result<(), PeerSaslError>
+where
+    S: AsyncWrite + Unpin + ?Sized,
+{
     let mut frame = BytesMut::new();
     encode_response_frame(correlation_id, api_version, &response, &mut frame)
         .map_err(|_| PeerSaslError::UnexpectedRequest)?;
@@ -124,10 +104,10 @@ async fn answer(
 /// Authenticates a quorum connection as one of `users`; returns the user.
 /// A refusal is answered (as Kafka's brokers do) before the error is
 /// returned and the connection closed.
-pub async fn authenticate(
-    stream: &mut BoxedStream,
-    users: &ListenerUsers,
-) -> Result<String, PeerSaslError> {
+pub async fn authenticate<S>(stream: &mut S, users: &ListenerUsers) -> Result<String, PeerSaslError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
     let (correlation_id, version, request) = read_request(stream).await?;
     let Request::SaslHandshake(handshake) = request else {
         return Err(PeerSaslError::UnexpectedRequest);

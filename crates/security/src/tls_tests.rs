@@ -8,7 +8,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::*;
-use crate::security::config::{ClientAuth, PemSource, TlsSettings};
+use crate::config::{ClientAuth, PemSource, TlsSettings};
+use crate::pem::{certificates, private_key, ENCRYPTED_BEGIN};
 
 const PASSWORD: &str = "key-secret";
 
@@ -154,7 +155,7 @@ fn a_keystore_with_an_encrypted_key_serves_tls_with_the_password_only() {
 
 #[test]
 fn a_changed_keystore_file_is_reloaded_and_a_broken_one_ignored() {
-    use crate::security::reload::{ReloadingCertificate, CHECK_INTERVAL};
+    use crate::reload::{ReloadingCertificate, CHECK_INTERVAL};
 
     let (first, second) = (
         tempfile::tempdir().expect("dir"),

@@ -1,5 +1,6 @@
+use strom_config::parse_listeners;
+
 use super::*;
-use crate::config::parse_listeners;
 
 fn parse(pairs: &[(&str, &str)]) -> Result<SecurityConfig, ConfigError> {
     let map: BTreeMap<String, String> = pairs

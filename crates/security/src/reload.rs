@@ -19,8 +19,9 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::config::{PemSource, TlsSettings};
-use super::tls::{certificates, private_key, TlsSetupError};
+use crate::config::{PemSource, TlsSettings};
+use crate::error::TlsSetupError;
+use crate::pem::{certificates, private_key};
 
 /// How often a handshake may look at the files' modification times.
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);

@@ -12,38 +12,7 @@
 
 use std::collections::BTreeMap;
 
-/// Why a `sasl.jaas.config` value cannot be used. The messages never
-/// repeat the text: it holds a password.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JaasError {
-    /// No login module class.
-    #[error("no login module is named")]
-    Empty,
-    /// The word after the class is not a JAAS control flag.
-    #[error("the login module's control flag must be required, requisite, sufficient or optional")]
-    ControlFlag,
-    /// An option that is not `name=value`.
-    #[error("option {position} is not name=value")]
-    Option {
-        /// 1-based position of the option.
-        position: usize,
-    },
-    /// A quoted value without its closing quote.
-    #[error("a quoted value is not closed")]
-    UnterminatedQuote,
-    /// The entry does not end with `;`.
-    #[error("the login module entry must end with `;`")]
-    MissingSemicolon,
-    /// Text after the `;` (a second login module).
-    #[error("exactly one login module is allowed")]
-    SeveralModules,
-    /// A required option is not there (or is empty).
-    #[error("the `{option}` option is missing")]
-    MissingOption {
-        /// The option.
-        option: &'static str,
-    },
-}
+use crate::error::JaasError;
 
 /// One parsed login module entry.
 #[derive(Clone, PartialEq, Eq)]

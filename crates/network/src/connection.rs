@@ -1,10 +1,8 @@
 //! One client connection: decode ahead, handle in order, answer in order.
 
-use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +11,7 @@ use strom_protocol::chunked::{encode_response_frame_parts, FramePart};
 use strom_protocol::frame::FrameDecoder;
 use strom_protocol::header::peek_request_prefix;
 use strom_protocol::messages::{decode_request, Request, Response};
-use strom_storage::read::LogSlice;
+use strom_security::Session;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, Interest};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
@@ -22,99 +20,16 @@ use tokio::task::JoinHandle;
 use tokio_rustls::server::TlsStream;
 use tracing::{debug, warn};
 
-use crate::metrics::network::NETWORK;
-use crate::security::Session;
+use crate::metrics::{undecodable_request, NETWORK};
+use crate::region::Region;
+use crate::request::{Answer, Reply, RequestContext, RequestHandler};
 
 /// How many decoded requests may wait for their responses on one connection
 /// before the reader stops reading (back-pressure on a pipelining client).
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 128;
 
-/// What a request needs to know about where it came from.
-#[derive(Debug, Clone)]
-pub struct RequestContext {
-    /// The correlation id to echo.
-    pub correlation_id: i32,
-    /// The API version of the request (and of its response).
-    pub api_version: i16,
-    /// The client id from the request header, if any.
-    pub client_id: Option<String>,
-    /// The peer's address.
-    pub peer: SocketAddr,
-
-    /// When the request's frame was read (request metrics time from it).
-    pub received_at: std::time::Instant,
-    /// The connection's listener and authentication state.
-    pub session: Arc<Session>,
-}
-
-/// A future that produces a deferred answer (or none).
-pub type DeferredReply = Pin<Box<dyn Future<Output = Option<Answer>> + Send + 'static>>;
-
-/// A response and the segment ranges that take the place of its stand-ins
-/// (Fetch record bytes sent with `sendfile`, see
-/// [`strom_protocol::chunked::stand_in`]).
-#[derive(Debug)]
-pub struct Answer {
-    /// The response; its stand-ins are never sent.
-    pub response: Response,
-    /// Each stand-in in `response` and the range sent in its place.
-    pub regions: Vec<(Bytes, LogSlice)>,
-}
-
-impl From<Response> for Answer {
-    fn from(response: Response) -> Answer {
-        Answer {
-            response,
-            regions: Vec::new(),
-        }
-    }
-}
-
-/// A handler's answer to one request.
-pub enum Reply {
-    /// Answer with this response now.
-    Response(Response),
-    /// Answer now, sending segment ranges in place of stand-ins.
-    Answer(Answer),
-    /// Send nothing (a Produce with `acks=0`).
-    NoResponse,
-    /// Answer nothing and close the connection (what Kafka does with a
-    /// request it cannot serve).
-    Close,
-    /// The answer comes later: the future runs as its own task and the
-    /// connection answers in request order when it completes.
-    Deferred(DeferredReply),
-}
-
-/// Serves decoded requests; the broker implements it with its dispatch
-/// table.
-#[async_trait::async_trait]
-pub trait RequestHandler: Send + Sync + 'static {
-    /// Handles one request. Called for the requests of one connection one at
-    /// a time, in arrival order.
-    async fn handle(&self, context: RequestContext, request: Request) -> Reply;
-
-    /// The ApiVersions answer to a request at a version this broker does not
-    /// know: `UNSUPPORTED_VERSION` and the served versions, so the client can
-    /// retry with one it shares (sent with header v0, body v0).
-    fn unsupported_api_versions(&self) -> Response;
-
-    /// Records how long writing the answer to a request of `api_key` took
-    /// (Kafka's ResponseSendTimeMs). Answers written together in one
-    /// vectored write each count the whole write.
-    fn record_send(&self, api_key: i16, elapsed: std::time::Duration) {
-        let _ = (api_key, elapsed);
-    }
-
-    /// Whether [`RequestHandler::record_send`] records anything; when not,
-    /// the writer does not time its writes.
-    fn times_sends(&self) -> bool {
-        false
-    }
-}
-
 /// One part of an encoded frame: bytes, or a segment range to `sendfile`.
-type Part = FramePart<LogSlice>;
+type Part = FramePart<Region>;
 
 /// A queued answer, in request order.
 enum Pending {
@@ -337,7 +252,7 @@ async fn handle_frame(
                         .map_err(|_| "writer gone");
                 }
             }
-            crate::metrics::network::undecodable_request(peer, &error);
+            undecodable_request(peer, &error);
             debug!(%peer, frame = %hex_prefix(&frame, 256), "undecodable request bytes");
             return Err("undecodable request");
         }
@@ -351,10 +266,28 @@ async fn handle_frame(
         received_at,
         session: Arc::clone(&parts.session),
     };
-    let correlation_id = context.correlation_id;
-    let api_version = context.api_version;
+    let (correlation_id, api_version) = (context.correlation_id, context.api_version);
     let api_key = decoded.body.api_key() as i16;
-    let pending = match handler.handle(context, decoded.body).await {
+    let reply = handler.handle(context, decoded.body).await;
+    let Some(pending) = pending(reply, correlation_id, api_version, api_key)? else {
+        return Ok(());
+    };
+    queue.send(pending).await.map_err(|_| "writer gone")?;
+    if parts.session.failed() {
+        return Err("authentication failed");
+    }
+    Ok(())
+}
+
+/// What to queue for a handler's reply to a request of `api_key`: `None`
+/// when nothing is sent, an error when the connection must close.
+fn pending(
+    reply: Reply,
+    correlation_id: i32,
+    api_version: i16,
+    api_key: i16,
+) -> Result<Option<Pending>, &'static str> {
+    Ok(Some(match reply {
         Reply::Response(response) => Pending::Ready(
             encode(correlation_id, api_version, &response.into()).ok_or("encode error")?,
             Some(api_key),
@@ -363,7 +296,7 @@ async fn handle_frame(
             encode(correlation_id, api_version, &answer).ok_or("encode error")?,
             Some(api_key),
         ),
-        Reply::NoResponse => return Ok(()),
+        Reply::NoResponse => return Ok(None),
         Reply::Close => return Err("request not served"),
         Reply::Deferred(future) => Pending::Deferred {
             task: AbortOnDrop(tokio::spawn(future)),
@@ -371,12 +304,7 @@ async fn handle_frame(
             api_version,
             api_key,
         },
-    };
-    queue.send(pending).await.map_err(|_| "writer gone")?;
-    if parts.session.failed() {
-        return Err("authentication failed");
-    }
-    Ok(())
+    }))
 }
 
 /// Encodes a response frame as parts: a Fetch response's record bytes are
@@ -472,10 +400,11 @@ async fn write_all_parts_copied<W: AsyncWrite + Unpin>(
         match part {
             FramePart::Bytes(bytes) => buffer.extend_from_slice(&bytes),
             FramePart::Region(slice) => {
-                let read = tokio::task::spawn_blocking(move || slice.to_bytes())
+                let bytes = tokio::task::spawn_blocking(move || slice.to_bytes())
                     .await
-                    .map_err(|_| std::io::Error::other("reading a fetched range was cancelled"))?;
-                let bytes = read.map_err(std::io::Error::other)?;
+                    .map_err(|_| {
+                        std::io::Error::other("reading a fetched range was cancelled")
+                    })??;
                 buffer.extend_from_slice(&bytes);
             }
         }
@@ -561,7 +490,7 @@ async fn write_all_parts(
 /// the page cache). A range that the file no longer holds whole (truncated since the
 /// read) is an error: the frame's length is already promised, so the
 /// connection must close.
-async fn send_region(writer: &OwnedWriteHalf, slice: &LogSlice) -> std::io::Result<()> {
+async fn send_region(writer: &OwnedWriteHalf, slice: &Region) -> std::io::Result<()> {
     // `sendfile` reads what is not cached from the disk, blocking the
     // thread: load such a range on the blocking pool first, so that the
     // async worker goes on serving other connections meanwhile. Loading is
@@ -611,34 +540,81 @@ fn hex_prefix(bytes: &[u8], limit: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::{AsRawFd, BorrowedFd};
+    use std::os::unix::fs::FileExt;
+    use std::sync::Mutex;
+
     use super::*;
-    use strom_storage::testing::{simple_batch, BatchSpec};
-    use strom_storage::{Log, LogConfig, LogOpenOptions};
+    use crate::region::FileRegion;
     use tokio::net::TcpListener;
 
-    /// A log in `dir` holding `batches` batches, and a slice of all of them.
-    fn slice_of(dir: &std::path::Path, batches: usize) -> LogSlice {
-        let options = LogOpenOptions {
-            log_start_offset: 0,
-            recovery_point: 0,
-            had_clean_shutdown: true,
-            now_ms: 0,
-            random: std::sync::Arc::new(strom_clock::SeededRandom::new(0)),
-        };
-        let dir = dir.join("topic-0");
-        let (mut log, _) = Log::open(&dir, LogConfig::default(), options).expect("open");
-        for _ in 0..batches {
-            let batch = simple_batch(&BatchSpec {
-                records: 20,
-                value_bytes: 500,
-                ..BatchSpec::default()
-            });
-            log.append_as_leader(batch, 0, 0).expect("append");
+    /// A range of a test file, sent as a segment range would be; what it
+    /// says of the page cache is set by the test.
+    #[derive(Debug)]
+    struct FileRange {
+        file: std::fs::File,
+        position: u64,
+        length: u64,
+        cached: Mutex<Option<bool>>,
+    }
+
+    impl FileRegion for FileRange {
+        fn len(&self) -> u64 {
+            self.length
         }
-        log.read(0, 64 << 20, log.log_end_offset(), true)
-            .expect("read")
-            .records
-            .expect("records")
+
+        fn position(&self) -> u64 {
+            self.position
+        }
+
+        fn send_to(&self, out: BorrowedFd<'_>, sent: u64) -> std::io::Result<usize> {
+            let remaining = self.length.saturating_sub(sent);
+            if remaining == 0 {
+                return Ok(0);
+            }
+            let mut offset = libc::off_t::try_from(self.position + sent).expect("offset");
+            // SAFETY: both descriptors are open for the duration of the
+            // call and `offset` is a valid, exclusive pointer.
+            let moved = unsafe {
+                libc::sendfile(
+                    out.as_raw_fd(),
+                    self.file.as_raw_fd(),
+                    &mut offset,
+                    remaining as usize,
+                )
+            };
+            usize::try_from(moved).map_err(|_| std::io::Error::last_os_error())
+        }
+
+        fn is_cached(&self) -> Option<bool> {
+            *self.cached.lock().expect("lock")
+        }
+
+        fn load_into_page_cache(&self) -> std::io::Result<()> {
+            self.to_bytes()?;
+            *self.cached.lock().expect("lock") = Some(true);
+            Ok(())
+        }
+
+        fn to_bytes(&self) -> std::io::Result<Bytes> {
+            let mut buffer = vec![0; self.length as usize];
+            self.file.read_exact_at(&mut buffer, self.position)?;
+            Ok(Bytes::from(buffer))
+        }
+    }
+
+    /// A file in `dir` of `length` bytes and a range of all of it, which
+    /// reports `cached` for the page cache.
+    fn range_of(dir: &std::path::Path, length: usize, cached: Option<bool>) -> Arc<FileRange> {
+        let path = dir.join("00000000000000000000.log");
+        let bytes: Vec<u8> = (0..length).map(|index| (index % 251) as u8).collect();
+        std::fs::write(&path, bytes).expect("write");
+        Arc::new(FileRange {
+            file: std::fs::File::open(&path).expect("open"),
+            position: 0,
+            length: length as u64,
+            cached: Mutex::new(cached),
+        })
     }
 
     /// A connected pair: the broker's write half and the client's stream.
@@ -655,7 +631,7 @@ mod tests {
     async fn bytes_and_segment_ranges_go_out_in_order() {
         let dir = tempfile::tempdir().expect("tempdir");
         // About 1 MB: more than the socket holds, so sendfile waits for room.
-        let slice = slice_of(dir.path(), 100);
+        let slice: Region = range_of(dir.path(), 1 << 20, None);
         let file_bytes = slice.to_bytes().expect("bytes");
         let (mut writer, mut client) = socket_pair().await;
         let mut parts = vec![
@@ -686,16 +662,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_range_dropped_from_the_page_cache_is_loaded_and_sent() {
-        use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().expect("tempdir");
-        let slice = slice_of(dir.path(), 100);
+        let range = range_of(dir.path(), 1 << 20, Some(false));
+        let slice: Region = range.clone();
         let file_bytes = slice.to_bytes().expect("bytes");
-        slice.file().sync_all().expect("fsync");
-        // SAFETY: the descriptor is open; fadvise only drops clean pages.
-        let dropped = unsafe {
-            libc::posix_fadvise(slice.file().as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
-        };
-        assert_eq!(dropped, 0);
         assert_eq!(slice.is_cached(), Some(false));
         let (mut writer, mut client) = socket_pair().await;
         let total = 4 + file_bytes.len();
@@ -720,15 +690,17 @@ mod tests {
     #[tokio::test]
     async fn a_range_truncated_before_it_is_sent_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let slice = slice_of(dir.path(), 3);
-        slice
-            .file()
-            .set_len(slice.position() + slice.len() / 2)
+        let range = range_of(dir.path(), 32 * 1024, None);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("00000000000000000000.log"))
+            .expect("open")
+            .set_len(range.position + range.length / 2)
             .expect("truncate");
         let (mut writer, _client) = socket_pair().await;
         let mut parts = vec![
             Part::Bytes(Bytes::from_static(b"head")),
-            Part::Region(slice),
+            Part::Region(range),
         ];
         let error = write_all_parts(&mut writer, &mut parts)
             .await

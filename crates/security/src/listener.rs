@@ -1,0 +1,93 @@
+//! What serving a listener needs once the settings are parsed: the TLS
+//! acceptor built from the listener's material, its SASL settings and
+//! `ssl.principal.mapping.rules`.
+
+use std::sync::Arc;
+
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::{SaslSettings, SecurityConfig, SecurityProtocol, TlsSettings};
+use crate::error::SecurityError;
+use crate::principal::MappingRules;
+use crate::tls;
+
+/// What the network layer needs to serve one listener.
+pub struct ListenerRuntime {
+    /// The listener name.
+    pub name: String,
+    /// Its protocol.
+    pub protocol: SecurityProtocol,
+    /// The TLS acceptor, for SSL and SASL_SSL.
+    pub acceptor: Option<TlsAcceptor>,
+    /// SASL settings, for SASL_PLAINTEXT and SASL_SSL.
+    pub sasl: Option<SaslSettings>,
+    /// `ssl.principal.mapping.rules`.
+    pub principal_mapping: MappingRules,
+}
+
+impl std::fmt::Debug for ListenerRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerRuntime")
+            .field("name", &self.name)
+            .field("protocol", &self.protocol)
+            .field("tls", &self.acceptor.is_some())
+            .field("sasl", &self.sasl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ListenerRuntime {
+    /// A PLAINTEXT listener (for tests and embedded use).
+    pub fn plaintext(name: &str) -> ListenerRuntime {
+        ListenerRuntime {
+            name: name.to_owned(),
+            protocol: SecurityProtocol::Plaintext,
+            acceptor: None,
+            sasl: None,
+            principal_mapping: MappingRules::parse("DEFAULT")
+                .unwrap_or_else(|_| unreachable!("DEFAULT is a valid rule")),
+        }
+    }
+}
+
+/// The TLS acceptor of `listener` with `settings`.
+pub(crate) fn tls_acceptor(
+    listener: &str,
+    settings: &TlsSettings,
+) -> Result<TlsAcceptor, SecurityError> {
+    tls::server_config(settings)
+        .map(TlsAcceptor::from)
+        .map_err(|source| SecurityError::Tls {
+            listener: listener.to_owned(),
+            source,
+        })
+}
+
+/// The runtime of every listener named in `listeners`, in that order.
+pub fn listener_runtimes<'a>(
+    security: &SecurityConfig,
+    listeners: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<Arc<ListenerRuntime>>, SecurityError> {
+    listeners
+        .into_iter()
+        .map(|name| {
+            let listener =
+                security
+                    .listener(name)
+                    .ok_or_else(|| SecurityError::UnknownListener {
+                        listener: name.to_owned(),
+                    })?;
+            let acceptor = match &listener.tls {
+                Some(settings) => Some(tls_acceptor(name, settings)?),
+                None => None,
+            };
+            Ok(Arc::new(ListenerRuntime {
+                name: name.to_owned(),
+                protocol: listener.protocol,
+                acceptor,
+                sasl: listener.sasl.clone(),
+                principal_mapping: security.principal_mapping.clone(),
+            }))
+        })
+        .collect()
+}
