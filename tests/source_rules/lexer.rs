@@ -130,11 +130,10 @@ impl Cursor {
     /// At `'`: a character literal (skipped, true) or a lifetime or label
     /// (false: the quote is dropped and the name lexes as a word).
     fn skip_char_literal(&mut self) -> bool {
-        let is_char = match (self.peek(1), self.peek(2)) {
-            (Some('\\'), _) => true,
-            (Some(_), Some('\'')) => true,
-            _ => false,
-        };
+        let is_char = matches!(
+            (self.peek(1), self.peek(2)),
+            (Some('\\'), _) | (Some(_), Some('\''))
+        );
         if !is_char {
             self.bump();
             return false;

@@ -114,22 +114,8 @@ pub async fn start_with(
         .await?,
     );
     context.replicas.set_broker_epoch(broker_epoch);
-    if let Some(connector) = prepared.inter_broker {
-        start_replica_fetchers(&context, connector);
-    }
-    let tasks = spawn_background_tasks(&context);
+    let (server, tasks) = serve(&context, server, prepared.inter_broker, &observability);
     let heartbeats = heartbeats.keep();
-    let server = server.start(Arc::new(Dispatcher::new(Arc::clone(&context))));
-    observability.serving(&context);
-    info!(
-        node_id = config.node_id,
-        cluster_id = context.cluster_id,
-        listeners = ?server.local_addresses(),
-        metrics_listener = ?observability.address(),
-        log_dirs = ?config.log_dirs,
-        partitions = logs.partitions().len(),
-        "Strom broker started"
-    );
     Ok(RunningBroker {
         server,
         context,
@@ -142,6 +128,34 @@ pub async fn start_with(
         broker_epoch,
         observability,
     })
+}
+
+/// Starts what runs beside the request path (follower fetchers, the
+/// metadata follower, the coordinator's timer, ISR shrinking) and then the
+/// listeners.
+fn serve(
+    context: &Arc<BrokerContext>,
+    server: Server,
+    inter_broker: Option<Arc<strom_security::peer::PeerConnector>>,
+    observability: &Observability,
+) -> (ServerHandle, Vec<JoinHandle<()>>) {
+    if let Some(connector) = inter_broker {
+        start_replica_fetchers(context, connector);
+    }
+    let tasks = spawn_background_tasks(context);
+    let server = server.start(Arc::new(Dispatcher::new(Arc::clone(context))));
+    observability.serving(context);
+    let config = &context.config;
+    info!(
+        node_id = config.node_id,
+        cluster_id = context.cluster_id,
+        listeners = ?server.local_addresses(),
+        metrics_listener = ?observability.address(),
+        log_dirs = ?config.log_dirs,
+        partitions = context.replicas.logs().partitions().len(),
+        "Strom broker started"
+    );
+    (server, tasks)
 }
 
 /// What is settled before anything starts.
