@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::lexer::{code_tokens, is_word, matching_brace, Located, Token};
+use super::lexer::{code_tokens, is_word, matching_brace, word_at, Located, Token};
 
 /// A function longer than the limit.
 #[derive(Debug)]
@@ -27,11 +27,7 @@ pub fn long_functions(file: &Path, text: &str, limit: usize) -> Vec<LongFunction
         if !is_word(&tokens, index, "fn") {
             continue;
         }
-        let Some(Located {
-            token: Token::Word(name),
-            line,
-        }) = tokens.get(index + 1)
-        else {
+        let Some((name, line)) = word_at(&tokens, index + 1) else {
             continue;
         };
         let Some(open) = body_start(&tokens, index + 2) else {
@@ -42,8 +38,8 @@ pub fn long_functions(file: &Path, text: &str, limit: usize) -> Vec<LongFunction
         if lines > limit {
             long.push(LongFunction {
                 file: file.to_path_buf(),
-                line: *line,
-                name: name.clone(),
+                line,
+                name: name.to_owned(),
                 lines,
             });
         }

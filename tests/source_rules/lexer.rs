@@ -262,6 +262,17 @@ pub fn matching_brace(tokens: &[Located], open: usize) -> usize {
     tokens.len().saturating_sub(1)
 }
 
+/// The word at `index` and its line, if the token there is a word.
+pub fn word_at(tokens: &[Located], index: usize) -> Option<(&str, usize)> {
+    match tokens.get(index) {
+        Some(Located {
+            token: Token::Word(word),
+            line,
+        }) => Some((word.as_str(), *line)),
+        _ => None,
+    }
+}
+
 /// Whether the token at `index` is the word `word`.
 pub fn is_word(tokens: &[Located], index: usize, word: &str) -> bool {
     matches!(tokens.get(index), Some(Located { token: Token::Word(w), .. }) if w == word)

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::lexer::{code_tokens, is_word, matching_brace, Located, Token};
+use super::lexer::{code_tokens, is_word, matching_brace, word_at, Located, Token};
 
 /// A module's path inside its crate (`[]` for the crate root).
 pub type ModulePath = Vec<String>;
@@ -54,11 +54,7 @@ fn declared_modules(tokens: &[Located], file: &Path) -> Result<Vec<String>, Stri
         if !is_word(tokens, index, "mod") {
             continue;
         }
-        let Some(Located {
-            token: Token::Word(name),
-            line,
-        }) = tokens.get(index + 1)
-        else {
+        let Some((name, line)) = word_at(tokens, index + 1) else {
             continue;
         };
         if tokens.get(index + 2).map(|l| &l.token) != Some(&Token::Punct(';')) {
@@ -75,7 +71,7 @@ fn declared_modules(tokens: &[Located], file: &Path) -> Result<Vec<String>, Stri
                 file.display()
             ));
         }
-        names.push(name.clone());
+        names.push(name.to_owned());
     }
     Ok(names)
 }

@@ -300,14 +300,7 @@ fn load_directory(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        join_all(workers)
     });
     let mut logs = Vec::with_capacity(partitions.len());
     for result in results {
@@ -317,6 +310,19 @@ fn load_directory(
         std::fs::remove_file(&clean_marker).at(&clean_marker)?;
     }
     Ok((logs, doomed))
+}
+
+/// The results of scoped worker threads, in order; a worker's panic goes
+/// on in the caller.
+fn join_all<T>(workers: Vec<std::thread::ScopedJoinHandle<'_, T>>) -> Vec<T> {
+    workers
+        .into_iter()
+        .map(|worker| {
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+        .collect()
 }
 
 /// Loads every locked directory's logs, one thread per directory.
@@ -345,14 +351,7 @@ fn load_directories(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        join_all(workers)
     })
 }
 
