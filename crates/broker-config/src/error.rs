@@ -12,7 +12,6 @@ pub use strom_config::{ConfigError, ValueProblem};
 /// Why [`BrokerConfigBuilder::build`] refused the configuration.
 ///
 /// [`BrokerConfigBuilder::build`]: crate::config_builder::BrokerConfigBuilder::build
-/// [`BrokerConfigBuilder::property`]: crate::config_builder::BrokerConfigBuilder::property
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// A value the broker's configuration rules refuse: the same rules, and
@@ -51,6 +50,8 @@ pub enum BuildError {
     },
     /// A key set with [`BrokerConfigBuilder::property`] that Kafka does not
     /// define (probably a typo).
+    ///
+    /// [`BrokerConfigBuilder::property`]: crate::config_builder::BrokerConfigBuilder::property
     #[error("unknown configuration key `{key}`")]
     UnknownProperty {
         /// The key.
@@ -58,6 +59,8 @@ pub enum BuildError {
     },
     /// A Kafka key set with [`BrokerConfigBuilder::property`] that Strom
     /// accepts but does not act on.
+    ///
+    /// [`BrokerConfigBuilder::property`]: crate::config_builder::BrokerConfigBuilder::property
     #[error("configuration key `{key}` has no effect in Strom")]
     IgnoredProperty {
         /// The key.
