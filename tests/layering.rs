@@ -69,6 +69,17 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-observability",
         Some(vec!["strom-protocol", "strom-config"]),
     );
+    // The broker's typed configuration; the settings of the components the
+    // broker starts are derived in the broker.
+    rules.insert(
+        "strom-broker-config",
+        Some(vec![
+            "strom-protocol",
+            "strom-config",
+            "strom-security",
+            "strom-storage",
+        ]),
+    );
     rules.insert(
         "strom-broker",
         Some(vec![
@@ -82,6 +93,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-controller",
             "strom-coordinator",
             "strom-observability",
+            "strom-broker-config",
         ]),
     );
     rules.insert(
@@ -95,6 +107,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-client",
             "strom-producer",
             "strom-consumer",
+            "strom-broker-config",
             "strom-broker",
         ]),
     );

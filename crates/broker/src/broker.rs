@@ -345,7 +345,7 @@ fn start_replica_fetchers(
         connector,
         strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
     ));
-    let config = context.config.replica_fetcher_config();
+    let config = crate::settings::replica_fetcher_config(&context.config);
     let fetchers = Arc::new(strom_replication::FetcherManager::new(
         config,
         transport,

@@ -2,9 +2,11 @@
 //! Kafka broker.
 //!
 //! It owns one handler per Kafka API behind a dispatch table (served by
-//! `strom-network`'s server), and the broker configuration ([`config`], with a typed builder in
-//! [`config_builder`] beside the property-string form). It deliberately owns no
-//! protocol, storage, replication, controller or group logic: those live in
+//! `strom-network`'s server). Its configuration is `strom-broker-config`'s,
+//! re-exported here ([`config`], with a typed builder in [`config_builder`]
+//! beside the property-string form, and [`cluster_config`]); what the parts
+//! it starts are configured with is derived in [`settings`]. It deliberately
+//! owns no protocol, storage, replication, controller or group logic: those live in
 //! the crates below it, and this crate only wires them together ([`groups`]
 //! gives the group coordinator its `__consumer_offsets` storage and loads
 //! the partitions this broker leads). The one piece of state it keeps of its
@@ -35,10 +37,7 @@
 
 pub mod blocking;
 pub mod broker;
-pub mod cluster_config;
 pub mod cluster_node;
-pub mod config;
-pub mod config_builder;
 pub mod environment;
 pub mod error;
 pub mod groups;
@@ -53,6 +52,8 @@ pub mod replica_manager;
 pub mod security;
 pub mod settings;
 pub mod start_error;
+
+pub use strom_broker_config::{cluster_config, config, config_builder};
 
 pub use broker::{start, start_with, RegistrationStep, RunningBroker, StartError};
 pub use config::BrokerConfig;

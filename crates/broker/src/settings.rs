@@ -1,10 +1,12 @@
 //! What the broker derives from its configuration for the parts it starts:
 //! where the metadata lives, the data directories, the controller's
-//! defaults, the log manager's settings and the heartbeat interval.
+//! defaults, the log manager's settings, the follower fetch settings and
+//! the heartbeat interval.
 
 use std::time::Duration;
 
 use strom_controller::controller::ControllerConfig;
+use strom_replication::FetcherConfig;
 use strom_storage::page_cache::PageCacheSettings;
 use strom_storage::{LogConfig, LogManagerConfig};
 use tracing::warn;
@@ -91,6 +93,18 @@ pub(crate) fn log_manager_config(config: &BrokerConfig, defaults: LogConfig) -> 
         retain_bytes: config.log_page_cache_retain_bytes,
     };
     manager
+}
+
+/// The follower fetch settings (`replica.fetch.*`).
+pub fn replica_fetcher_config(config: &BrokerConfig) -> FetcherConfig {
+    let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    let mut fetcher = FetcherConfig::new(config.node_id);
+    fetcher.partition_max_bytes = config.replica_fetch_max_bytes;
+    fetcher.response_max_bytes = config.replica_fetch_response_max_bytes;
+    fetcher.max_wait_ms = i32::try_from(millis(config.replica_fetch_wait_max)).unwrap_or(i32::MAX);
+    fetcher.min_bytes = config.replica_fetch_min_bytes;
+    fetcher.backoff_ms = millis(config.replica_fetch_backoff);
+    fetcher
 }
 
 #[cfg(test)]

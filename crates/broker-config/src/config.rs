@@ -196,9 +196,10 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     // Strom's own keys (no Kafka equivalent), under the `strom.` prefix.
     ("strom.log.writeback.interval.bytes", "0"),
     ("strom.log.page.cache.retain.bytes", "-1"),
-    // Parsed by `crate::observe::listener_address`.
+    // Parsed by the broker (`strom_broker::observe::listener_address`).
     ("strom.metrics.listener", ""),
-    // Parsed by `crate::launch::log_format` (env `STROM_LOG_FORMAT` wins).
+    // Parsed by the broker (`strom_broker::launch::log_format`; env
+    // `STROM_LOG_FORMAT` wins).
     ("strom.log.format", "text"),
 ];
 
@@ -217,18 +218,6 @@ pub const IGNORED_KEYS: &[&str] = &[
 ];
 
 impl BrokerConfig {
-    /// The follower fetch settings (`replica.fetch.*`).
-    pub fn replica_fetcher_config(&self) -> strom_replication::FetcherConfig {
-        let millis = |duration: Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
-        let mut config = strom_replication::FetcherConfig::new(self.node_id);
-        config.partition_max_bytes = self.replica_fetch_max_bytes;
-        config.response_max_bytes = self.replica_fetch_response_max_bytes;
-        config.max_wait_ms = i32::try_from(millis(self.replica_fetch_wait_max)).unwrap_or(i32::MAX);
-        config.min_bytes = self.replica_fetch_min_bytes;
-        config.backoff_ms = millis(self.replica_fetch_backoff);
-        config
-    }
-
     /// The configuration with every default, as `strom broker` with no
     /// arguments uses it.
     pub fn defaults() -> BrokerConfig {

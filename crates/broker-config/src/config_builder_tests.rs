@@ -1,6 +1,7 @@
 //! Tests of the typed broker configuration builder.
 
 use super::*;
+use crate::error::ConfigError;
 
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

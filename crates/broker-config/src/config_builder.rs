@@ -7,8 +7,8 @@
 //! ```
 //! use std::time::Duration;
 //!
-//! use strom_broker::config_builder::{BuildError, ByteSize};
-//! use strom_broker::BrokerConfig;
+//! use strom_broker_config::config_builder::{BuildError, ByteSize};
+//! use strom_broker_config::BrokerConfig;
 //! use strom_storage::config::CompressionType;
 //!
 //! # fn main() -> Result<(), BuildError> {
@@ -47,7 +47,7 @@ use strom_storage::config::{CleanupPolicy, CompressionType, MessageTimestampType
 use strom_storage::LogConfig;
 
 use crate::config::{BrokerConfig, ConfigWarning};
-use crate::error::ConfigError;
+pub use crate::error::BuildError;
 
 /// The listener name [`BrokerConfigBuilder::listener`] uses.
 pub const DEFAULT_LISTENER_NAME: &str = "PLAINTEXT";
@@ -87,59 +87,6 @@ impl Display for ByteSize {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(formatter, "{} bytes", self.0)
     }
-}
-
-/// Why [`BrokerConfigBuilder::build`] refused the configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// A value the broker's configuration rules refuse: the same rules, and
-    /// the same error, as for the value in `server.properties`.
-    #[error(transparent)]
-    Invalid(ConfigError),
-    /// A topic-level default (a broker `log.*` key) the log rules refuse.
-    #[error(transparent)]
-    TopicDefault(strom_storage::error::ConfigError),
-    /// A duration that is not a whole number of the property's unit.
-    #[error("`{key}` takes a whole number of {unit}; {nanos} ns is not")]
-    NotWholeUnit {
-        /// The Kafka property name.
-        key: String,
-        /// The property's unit (`milliseconds` or `minutes`).
-        unit: &'static str,
-        /// The duration given, in nanoseconds.
-        nanos: u128,
-    },
-    /// A duration or size beyond what the property can hold.
-    #[error("`{key}` is at most {max} (in its unit); {value} is too large")]
-    TooLarge {
-        /// The Kafka property name.
-        key: String,
-        /// The value given, in the property's unit.
-        value: u128,
-        /// The largest value the property holds.
-        max: u128,
-    },
-    /// A log directory that `log.dirs` cannot express: it contains a comma,
-    /// begins or ends with white space, or is not UTF-8.
-    #[error("log directory `{path}` cannot be written in log.dirs")]
-    LogDir {
-        /// The directory.
-        path: PathBuf,
-    },
-    /// A key set with [`BrokerConfigBuilder::property`] that Kafka does not
-    /// define (probably a typo).
-    #[error("unknown configuration key `{key}`")]
-    UnknownProperty {
-        /// The key.
-        key: String,
-    },
-    /// A Kafka key set with [`BrokerConfigBuilder::property`] that Strom
-    /// accepts but does not act on.
-    #[error("configuration key `{key}` has no effect in Strom")]
-    IgnoredProperty {
-        /// The key.
-        key: String,
-    },
 }
 
 /// A value as given, converted to its property text when building.
