@@ -1,20 +1,27 @@
-//! The Strom broker: a thin crate that composes the server crates into a
-//! Kafka broker.
+//! The Strom broker: a thin crate that composes the crates below it into
+//! a Kafka broker.
 //!
-//! It owns one handler per Kafka API behind a dispatch table (served by
-//! `strom-network`'s server). Its configuration is `strom-broker-config`'s,
-//! re-exported here ([`config`], with a typed builder in [`config_builder`]
-//! beside the property-string form, and [`cluster_config`]); what the parts
-//! it starts are configured with is derived in [`settings`]. It deliberately
-//! owns no protocol, storage, replication, controller or group logic: those live in
-//! the crates below it, and this crate only wires them together ([`groups`]
-//! gives the group coordinator its `__consumer_offsets` storage and loads
-//! the partitions this broker leads). The one piece of state it keeps of its
-
-//! own is per-client: incremental fetch sessions (a
-//! [`strom_replication::fetch_session::FetchSessionCache`]). TLS, SASL and
-//! the ACL authorizer's decisions are `strom-security`'s; [`security`] only
-//! adapts them to the quorum and the metadata image.
+//! It owns the request handlers, one per Kafka API behind three dispatch
+//! tables ([`handlers`], served by `strom-network`'s server through
+//! [`handlers::Dispatcher`]), and the wiring: the hosted partitions
+//! ([`replica_manager`], with the TCP transport of the follower fetch loop
+//! in [`replica_fetch`] and ISR changes in [`isr`]), the group coordinator's
+//! `__consumer_offsets` storage ([`groups`]), the cluster node's quorum
+//! member and registration ([`cluster_node`]), and [`broker::start`] and
+//! [`broker::RunningBroker::shutdown`].
+//!
+//! It deliberately owns no protocol, storage, replication, controller,
+//! group, security, network or metrics logic, nor the configuration:
+//! `strom-broker-config` parses it (re-exported here as [`config`],
+//! [`config_builder`] and [`cluster_config`]) and [`settings`] derives what
+//! the parts it starts are configured with. Where a lower crate needs the
+//! broker, it asks through a trait or plain values the broker supplies:
+//! [`observe`] implements `strom-observability`'s `BrokerView`,
+//! [`security`] adapts `strom-security`'s peer connections to the metadata
+//! quorum, and the handlers' authorization helper fills the authorizer's
+//! ACL bindings from the metadata image. The one piece of per-client state
+//! it keeps is the incremental fetch sessions (a
+//! [`strom_replication::fetch_session::FetchSessionCache`]).
 //!
 //! Two rules every handler follows:
 //!
