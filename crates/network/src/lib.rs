@@ -13,8 +13,10 @@
 //! principals come from `strom-security` (a listener is served with its
 //! [`strom_security::ListenerRuntime`], a connection carries its
 //! [`strom_security::Session`]); files reach it only as [`FileRegion`]s,
-//! so it depends on no storage crate. It depends on `strom-protocol` and
-//! `strom-security` only.
+//! so it depends on no storage crate. It depends on `strom-protocol`,
+//! `strom-security` and `strom-observability` (whose snapshot type,
+//! [`metrics::NetworkCounts`], its counters are read into, so the collector
+//! takes them as they are).
 //!
 //! Decisions a newcomer must know:
 //!
