@@ -26,8 +26,6 @@
 
 use std::fmt;
 
-use crate::error::IllegalTransition;
-
 /// The state of one transactional id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransactionState {
@@ -142,6 +140,17 @@ impl TransactionState {
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|state| state.name() == name)
     }
+}
+
+/// A transition the state table forbids. It lives with the table, and the
+/// errors of [`crate::error`] carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("illegal transition from {from} to {to}")]
+pub struct IllegalTransition {
+    /// The current state.
+    pub from: TransactionState,
+    /// The requested state.
+    pub to: TransactionState,
 }
 
 impl fmt::Display for TransactionState {
