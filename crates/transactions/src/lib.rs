@@ -3,7 +3,9 @@
 //!
 //! This crate owns what the coordinator knows about one transactional id and
 //! how that knowledge may change: the [`state::TransactionState`] machine
-//! with Kafka's table of legal transitions.
+//! with Kafka's table of legal transitions, and the records of
+//! `__transaction_state` ([`log`]: `TransactionLogKey` and
+//! `TransactionLogValue` v0 and v1, and tombstones).
 //!
 //! It deliberately does not own the log that stores `__transaction_state`
 //! (the storage and replication crates do), the writing of commit and abort
@@ -21,8 +23,14 @@
 //! - **Kafka's semantics, state by state.** The transition table and the
 //!   state ids are Kafka 4.x's, so a `__transaction_state` partition written
 //!   by Kafka reads the same here.
+//! - **Kafka's schemas byte for byte.** Keys and values are encoded and
+//!   decoded by hand from Kafka's message definitions, with every length
+//!   checked against the input before anything is allocated and every
+//!   malformed record a typed [`error::DecodeError`], never a panic.
 //!
 //! The crate has no feature flags.
 
 pub mod error;
+pub mod log;
 pub mod state;
+mod wire;
