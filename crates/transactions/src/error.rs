@@ -2,6 +2,7 @@
 //! each variant's doc names the code Kafka answers with.
 
 pub use crate::state::IllegalTransition;
+use crate::state::{TransactionResult, TransactionState};
 
 /// A `__transaction_state` key or value that cannot be decoded. Kafka skips
 /// records with an unknown key or value version on load and fails on the
@@ -76,6 +77,12 @@ pub enum DecodeError {
         /// The size of the field's type.
         expected: u32,
     },
+    /// A client transaction version other than 0, 1 and 2.
+    #[error("unknown client transaction version {level}")]
+    UnknownTransactionVersion {
+        /// The version read.
+        level: i16,
+    },
     /// Bytes left after the last field.
     #[error("{remaining} bytes after the end of the record")]
     TrailingBytes {
@@ -120,4 +127,75 @@ pub enum EncodeError {
         /// The largest count the encoding allows.
         limit: usize,
     },
+}
+
+/// A request the transaction coordinator refuses. Each variant's doc names
+/// the Kafka error code the broker answers with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransactionError {
+    /// The transaction is completing (PrepareCommit, PrepareAbort): the
+    /// client should back off and retry. Kafka: `CONCURRENT_TRANSACTIONS`.
+    #[error("transaction in state {state}: retry once it completes")]
+    ConcurrentTransactions {
+        /// The transaction's state.
+        state: TransactionState,
+    },
+    /// The request's producer epoch is not the current one: a newer
+    /// producer with the same transactional id took over (a zombie). Kafka:
+    /// `PRODUCER_FENCED`, or `INVALID_PRODUCER_EPOCH` to request versions
+    /// from before KIP-588.
+    #[error("producer {producer_id} with epoch {request_epoch} is fenced: the current epoch is {current_epoch}")]
+    ProducerFenced {
+        /// The request's producer id.
+        producer_id: i64,
+        /// The request's producer epoch.
+        request_epoch: i16,
+        /// The transactional id's producer epoch.
+        current_epoch: i16,
+    },
+    /// The request's producer id is not the transactional id's. Kafka:
+    /// `INVALID_PRODUCER_ID_MAPPING`.
+    #[error("producer id {request_producer_id} does not belong to the transactional id, which has {current_producer_id}")]
+    InvalidProducerIdMapping {
+        /// The request's producer id.
+        request_producer_id: i64,
+        /// The transactional id's producer id.
+        current_producer_id: i64,
+    },
+    /// EndTxn asked for an outcome the transaction's state cannot take
+    /// (commit an aborted or empty transaction, abort a committed one).
+    /// Kafka: `INVALID_TXN_STATE`.
+    #[error("cannot {requested} a transaction in state {state}")]
+    InvalidTxnState {
+        /// The transaction's state.
+        state: TransactionState,
+        /// The outcome asked for.
+        requested: TransactionResult,
+    },
+    /// `transaction.timeout.ms` not above zero or above
+    /// `transaction.max.timeout.ms`. Kafka: `INVALID_TRANSACTION_TIMEOUT`.
+    #[error("transaction timeout {timeout_ms} ms is not in 1..={max_timeout_ms} ms")]
+    InvalidTransactionTimeout {
+        /// The timeout asked for.
+        timeout_ms: i32,
+        /// `transaction.max.timeout.ms`.
+        max_timeout_ms: i32,
+    },
+    /// Bumping the producer epoch would pass `i16::MAX`: the metadata
+    /// does not follow the coordinator's invariants (it rotates the
+    /// producer id before the epoch runs out). Kafka throws an
+    /// `IllegalStateException`, answered `UNKNOWN_SERVER_ERROR`.
+    #[error("producer {producer_id} has no epoch after {producer_epoch}")]
+    EpochExhausted {
+        /// The producer id.
+        producer_id: i64,
+        /// Its current epoch.
+        producer_epoch: i16,
+    },
+    /// A state no request should find (Dead, PrepareEpochFence), or a
+    /// transition the table forbids: the coordinator's invariants are
+    /// broken. Kafka throws an `IllegalStateException`, answered
+    /// `UNKNOWN_SERVER_ERROR`.
+    #[error(transparent)]
+    IllegalTransition(#[from] IllegalTransition),
 }

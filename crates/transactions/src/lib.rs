@@ -3,9 +3,12 @@
 //!
 //! This crate owns what the coordinator knows about one transactional id and
 //! how that knowledge may change: the [`state::TransactionState`] machine
-//! with Kafka's table of legal transitions, and the records of
-//! `__transaction_state` ([`log`]: `TransactionLogKey` and
-//! `TransactionLogValue` v0 and v1, and tombstones).
+//! with Kafka's table of legal transitions; the records of
+//! `__transaction_state` ([`log`]: `TransactionLogKey`,
+//! `TransactionLogValue` v0 and v1, tombstones); and the
+//! [`metadata::TransactionMetadata`] of one transactional id with the
+//! checks and transitions of InitProducerId, AddPartitionsToTxn, EndTxn,
+//! the epoch fence, marker completion and expiration.
 //!
 //! It deliberately does not own the log that stores `__transaction_state`
 //! (the storage and replication crates do), the writing of commit and abort
@@ -23,6 +26,12 @@
 //! - **Kafka's semantics, state by state.** The transition table and the
 //!   state ids are Kafka 4.x's, so a `__transaction_state` partition written
 //!   by Kafka reads the same here.
+//! - **Transitions are values.** A request yields the metadata to write
+//!   to `__transaction_state` (Kafka's `TxnTransitMetadata`) or a typed
+//!   refusal ([`error::TransactionError`], whose variants name the Kafka
+//!   code to answer with); the coordinator adopts the new metadata once
+//!   the write is replicated, and holds further requests for the id with
+//!   `CONCURRENT_TRANSACTIONS` meanwhile.
 //! - **Kafka's schemas byte for byte.** Keys and values are encoded and
 //!   decoded by hand from Kafka's message definitions, with every length
 //!   checked against the input before anything is allocated and every
@@ -32,5 +41,6 @@
 
 pub mod error;
 pub mod log;
+pub mod metadata;
 pub mod state;
 mod wire;

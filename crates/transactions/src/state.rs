@@ -142,6 +142,24 @@ impl TransactionState {
     }
 }
 
+/// How a transaction ends, as EndTxn asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransactionResult {
+    /// Commit: the records become visible to `read_committed` readers.
+    Commit,
+    /// Abort: the records are skipped by `read_committed` readers.
+    Abort,
+}
+
+impl fmt::Display for TransactionResult {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            Self::Commit => "commit",
+            Self::Abort => "abort",
+        })
+    }
+}
+
 /// A transition the state table forbids. It lives with the table, and the
 /// errors of [`crate::error`] carry it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
