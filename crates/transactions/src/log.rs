@@ -16,8 +16,8 @@
 //!   field section after each partition entry and after the value. The
 //!   value's tagged fields are 0 `previous_producer_id` int64 (default -1),
 //!   1 `next_producer_id` int64 (default -1), 2 `client_transaction_version`
-//!   int16 (default 0) and, in Kafka releases after 4.1,
-//!   3 `next_producer_epoch` int16 (default -1). A tagged field is written
+//!   int16 (default 0) and, in Kafka's newer sources (two-phase commit,
+//!   KIP-939), 3 `next_producer_epoch` int16 (default -1). A tagged field is written
 //!   only when it differs from its default; unknown tags are skipped.
 //!
 //! A null value (a tombstone) means the transactional id expired. Kafka
