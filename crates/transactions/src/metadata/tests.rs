@@ -799,3 +799,198 @@ fn the_log_value_groups_partitions_by_topic_and_reads_back() {
         Err(DecodeError::UnknownTransactionVersion { level: 3 })
     );
 }
+
+// Random request sequences.
+
+mod sequences {
+    use std::cell::Cell;
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::{in_state, partitions, PRODUCER_ID};
+    use crate::log::TransactionLogValue;
+    use crate::metadata::{
+        InitProducerId, ProducerIdAndEpoch, TransactionMetadata, TransactionVersion, Transit,
+        NO_PRODUCER_EPOCH,
+    };
+    use crate::state::{TransactionResult, TransactionState};
+
+    #[derive(Debug, Clone)]
+    enum Request {
+        Init {
+            expected_epoch: Option<i16>,
+        },
+        Add {
+            epoch_delta: i16,
+            partition: i32,
+            version: TransactionVersion,
+        },
+        End {
+            epoch_delta: i16,
+            result: TransactionResult,
+            version: TransactionVersion,
+        },
+        Fence {
+            version: TransactionVersion,
+        },
+        Complete,
+        Expire,
+    }
+
+    fn any_version() -> impl Strategy<Value = TransactionVersion> {
+        prop::sample::select(vec![
+            TransactionVersion::V0,
+            TransactionVersion::V1,
+            TransactionVersion::V2,
+        ])
+    }
+
+    fn any_request() -> impl Strategy<Value = Request> {
+        let result =
+            prop::sample::select(vec![TransactionResult::Commit, TransactionResult::Abort]);
+        prop_oneof![
+            prop::option::of(-2_i16..3).prop_map(|expected_epoch| Request::Init { expected_epoch }),
+            (-1_i16..2, 0..3, any_version()).prop_map(|(epoch_delta, partition, version)| {
+                Request::Add {
+                    epoch_delta,
+                    partition,
+                    version,
+                }
+            }),
+            (
+                prop_oneof![3 => Just(0_i16), 1 => -2_i16..2],
+                result,
+                any_version()
+            )
+                .prop_map(|(epoch_delta, result, version)| {
+                    Request::End {
+                        epoch_delta,
+                        result,
+                        version,
+                    }
+                }),
+            any_version().prop_map(|version| Request::Fence { version }),
+            Just(Request::Complete),
+            Just(Request::Expire),
+        ]
+    }
+
+    fn apply(
+        metadata: &TransactionMetadata,
+        request: &Request,
+        now_ms: i64,
+        next_id: &Cell<i64>,
+    ) -> Option<TransactionMetadata> {
+        let allocate = || {
+            next_id.set(next_id.get() + 1);
+            next_id.get()
+        };
+        let producer = |delta: i16| ProducerIdAndEpoch {
+            producer_id: metadata.producer_id,
+            producer_epoch: metadata.producer_epoch.wrapping_add(delta),
+        };
+        let transit = match request {
+            Request::Init { expected_epoch } => {
+                let request = InitProducerId {
+                    transaction_timeout_ms: 1000,
+                    max_transaction_timeout_ms: 1000,
+                    expected: expected_epoch.map(producer),
+                    transaction_version: TransactionVersion::V2,
+                };
+                metadata.prepare_init_producer_id(request, now_ms, allocate)
+            }
+            Request::Add {
+                epoch_delta,
+                partition,
+                version,
+            } => {
+                let added: BTreeSet<_> = partitions(&[("t", *partition)]);
+                metadata.prepare_add_partitions(producer(*epoch_delta), &added, *version, now_ms)
+            }
+            Request::End {
+                epoch_delta,
+                result,
+                version,
+            } => {
+                let accepted = metadata.prepare_end_transaction(
+                    producer(*epoch_delta),
+                    *result,
+                    *version,
+                    now_ms,
+                    allocate,
+                );
+                if version.supports_epoch_bump() && matches!(accepted, Ok(Transit::Write(_))) {
+                    assert_eq!(
+                        *epoch_delta, 0,
+                        "a version 2 EndTxn was accepted with a stale epoch"
+                    );
+                }
+                accepted
+            }
+            Request::Fence { version } => metadata
+                .prepare_epoch_fence(*version, now_ms)
+                .map(Transit::Write),
+            Request::Complete => metadata.prepare_complete(now_ms).map(Transit::Write),
+            Request::Expire => metadata.prepare_dead().map(|_| Transit::Unchanged),
+        };
+        match transit {
+            Ok(Transit::Write(next) | Transit::AbortFenced(next)) => Some(next),
+            Ok(Transit::Unchanged) | Err(_) => None,
+        }
+    }
+
+    fn check(before: &TransactionMetadata, after: &TransactionMetadata) {
+        assert_eq!(before.state.transition(after.state), Ok(after.state));
+        if after.producer_id == before.producer_id {
+            assert!(
+                after.producer_epoch >= before.producer_epoch,
+                "{before:?} -> {after:?}"
+            );
+        } else {
+            assert_eq!(after.producer_epoch, 0);
+            assert_eq!(after.previous_producer_id, before.producer_id);
+        }
+        if after.state == TransactionState::Ongoing {
+            assert!(!after.partitions.is_empty());
+        }
+        let bytes = after
+            .to_log_value()
+            .encode(1)
+            .expect("every metadata encodes");
+        let value = TransactionLogValue::decode(&bytes).expect("and decodes");
+        let loaded =
+            TransactionMetadata::from_log_value(after.transactional_id.clone(), &value).unwrap();
+        let expected_partitions = if after.state == TransactionState::Empty {
+            BTreeSet::new()
+        } else {
+            after.partitions.clone()
+        };
+        assert_eq!(
+            loaded,
+            TransactionMetadata {
+                last_producer_epoch: NO_PRODUCER_EPOCH,
+                partitions: expected_partitions,
+                ..after.clone()
+            }
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn random_requests_keep_the_invariants(
+            start_epoch in prop::sample::select(vec![-1_i16, 0, 5, i16::MAX - 3, i16::MAX - 1, i16::MAX]),
+            requests in prop::collection::vec(any_request(), 1..40),
+        ) {
+            let mut metadata = in_state(TransactionState::Empty, start_epoch, TransactionVersion::V0);
+            let next_id = Cell::new(PRODUCER_ID);
+            for (step, request) in requests.iter().enumerate() {
+                let now_ms = 1000 + step as i64;
+                if let Some(next) = apply(&metadata, request, now_ms, &next_id) {
+                    check(&metadata, &next);
+                    metadata = next;
+                }
+            }
+        }
+    }
+}
