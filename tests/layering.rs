@@ -33,6 +33,11 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
         "strom-coordinator",
         Some(vec!["strom-clock", "strom-protocol", "strom-storage"]),
     );
+    // The transaction coordinator's sans-IO core; the broker wires it.
+    rules.insert(
+        "strom-transactions",
+        Some(vec!["strom-clock", "strom-protocol"]),
+    );
     rules.insert(
         "strom-security",
         Some(vec!["strom-protocol", "strom-config"]),
@@ -92,6 +97,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-replication",
             "strom-controller",
             "strom-coordinator",
+            "strom-transactions",
             "strom-observability",
             "strom-broker-config",
         ]),
