@@ -2,11 +2,34 @@
 //! requests to send next, and what a Fetch response means.
 //!
 //! The async layer in [`crate::consumer`] asks [`Fetcher::prepare_fetches`]
-//! for at most one request per leader (partitions already in flight or with
-//! records still buffered are left out), sends them, and hands each answer
-//! to [`Fetcher::handle_response`]. Records are decoded there and buffered;
+//! for the requests to send, sends them, and hands each answer to
+//! [`Fetcher::handle_response`]. Records are decoded there and buffered;
 //! [`Fetcher::drain`] hands out at most `max.poll.records` of them and moves
 //! the positions.
+//!
+//! Planning follows Kafka's clients. At most one request is in flight per
+//! leader (the limit that protects the broker), and a partition is fetched
+//! again only once its buffered records have all been handed out (the limit
+//! on the consumer's memory). The next poll's records are prefetched: as
+//! soon as a partition's buffer empties, the next request to its leader
+//! asks for it.
+//!
+//! One more rule keeps the two limits from stalling the consumer. A
+//! partition whose position has reached the end a fetch reads to (the high
+//! watermark, or the last stable offset with read_committed, as the last
+//! response said) has nothing to return, so a request holding only such
+//! partitions waits on the broker for `fetch.max.wait.ms`. While it waits,
+//! it is the leader's one request in flight, and every partition of that
+//! leader whose buffer empties meanwhile waits behind it: with uneven
+//! partitions, the small ones reach their end first and every later request
+//! would be such a long poll. So a leader gets no request while none of its
+//! fetchable partitions has records to return and another of its partitions
+//! still has records buffered (paused ones aside): that partition becomes
+//! fetchable when the application has taken its records, and the request
+//! then holds it too and is answered at once. A request that long-polls is
+//! sent only when nothing of that leader is left to hand out, which is what
+//! the long poll is for. A partition never fetched yet counts as having
+//! records.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -93,6 +116,42 @@ impl PartitionState {
             last_stable_offset: -1,
             log_start_offset: -1,
         }
+    }
+
+    /// Whether a fetch from `offset` returns records now, as far as the
+    /// last response tells: `offset` is below the end a fetch reads to.
+    /// Unknown ends (never fetched) count as yes.
+    fn may_have_records(&self, offset: i64, isolation_level: IsolationLevel) -> bool {
+        let end = match isolation_level {
+            IsolationLevel::ReadCommitted if self.last_stable_offset >= 0 => {
+                self.last_stable_offset
+            }
+            _ => self.high_watermark,
+        };
+        end < 0 || offset < end
+    }
+}
+
+/// The partitions of one leader at one planning step.
+#[derive(Debug, Default)]
+struct LeaderPartitions {
+    /// Partitions to fetch: positioned, neither paused, in flight nor
+    /// buffered.
+    wanted: BTreeMap<TopicPartition, PartitionFetch>,
+    /// A request to the leader is in flight.
+    busy: bool,
+    /// A partition that is not paused has records buffered.
+    buffered: bool,
+    /// A partition in `wanted` has records to return now.
+    has_records: bool,
+}
+
+impl LeaderPartitions {
+    /// Whether to send the leader a request now: none in flight, something
+    /// to ask for, and not a long poll while buffered records of the leader
+    /// wait to be handed out (the module doc says why).
+    fn should_fetch(&self) -> bool {
+        !self.busy && !self.wanted.is_empty() && (self.has_records || !self.buffered)
     }
 }
 
@@ -302,9 +361,11 @@ impl Fetcher {
             .collect()
     }
 
-    /// The requests to send now, at most one per leader. `leader_of` gives a
-    /// partition's leader and leader epoch; partitions without one are
-    /// returned separately so the caller refreshes metadata.
+    /// The requests to send now, at most one per leader and none that
+    /// would only long-poll while records of its leader are buffered (see
+    /// the module doc). `leader_of` gives a partition's leader and leader
+    /// epoch; partitions without one are returned separately so the caller
+    /// refreshes metadata.
     pub fn prepare_fetches(
         &mut self,
         leader_of: impl Fn(&TopicPartition) -> Option<(i32, i32)>,
@@ -314,9 +375,7 @@ impl Fetcher {
             .iter()
             .map(|fetch| &fetch.partition)
             .collect();
-        let mut by_leader: BTreeMap<i32, BTreeMap<TopicPartition, PartitionFetch>> =
-            BTreeMap::new();
-        let mut busy_leaders = HashSet::new();
+        let mut leaders: BTreeMap<i32, LeaderPartitions> = BTreeMap::new();
         let mut leaderless = Vec::new();
         for (tp, state) in &self.partitions {
             let Position::At(offset) = state.position else {
@@ -326,14 +385,20 @@ impl Fetcher {
                 leaderless.push(tp.clone());
                 continue;
             };
+            let partitions = leaders.entry(leader).or_default();
             if state.in_flight {
-                busy_leaders.insert(leader);
+                partitions.busy = true;
                 continue;
             }
-            if state.paused || buffered.contains(tp) {
+            if state.paused {
                 continue;
             }
-            by_leader.entry(leader).or_default().insert(
+            if buffered.contains(tp) {
+                partitions.buffered = true;
+                continue;
+            }
+            partitions.has_records |= state.may_have_records(offset, self.settings.isolation_level);
+            partitions.wanted.insert(
                 tp.clone(),
                 PartitionFetch {
                     fetch_offset: offset,
@@ -342,13 +407,11 @@ impl Fetcher {
                 },
             );
         }
-        let mut plans = Vec::new();
-        for (leader, wanted) in by_leader {
-            if busy_leaders.contains(&leader) {
-                continue;
-            }
-            plans.push(self.plan(leader, &wanted));
-        }
+        let plans = leaders
+            .into_iter()
+            .filter(|(_, partitions)| partitions.should_fetch())
+            .map(|(leader, partitions)| self.plan(leader, &partitions.wanted))
+            .collect();
         (plans, leaderless)
     }
 
@@ -525,6 +588,11 @@ impl Fetcher {
         }
         let aborted = data.aborted_transactions.unwrap_or_default();
         match decode_partition(&tp, fetch_offset, bytes, &aborted, &self.settings) {
+            // Only control or aborted batches: nothing to hand out, and a
+            // buffered entry with no records would never be drained.
+            Ok(completed) if completed.records.is_empty() => {
+                state.position = Position::At(completed.next_fetch_offset);
+            }
             Ok(completed) => self.completed.push_back(completed),
             Err(error) => self.errors.push_back(error),
         }

@@ -450,3 +450,243 @@ fn leaderless_partitions_are_reported() {
     assert_eq!(plans.len(), 1);
     assert_eq!(leaderless, [tp(1)]);
 }
+
+/// Every partition on broker 1.
+fn one_leader(_: &TopicPartition) -> Option<(i32, i32)> {
+    Some((1, 0))
+}
+
+/// `records` of `partition` from `base`, with the log ending at `end`.
+fn data_to(partition: i32, base: i64, records: usize, end: i64) -> PartitionData {
+    let bytes = if records == 0 {
+        Bytes::new()
+    } else {
+        batch(base, records, Compression::None)
+    };
+    partition_data(partition, ErrorCode::None, bytes).with_high_watermark(end)
+}
+
+fn fetched(plan: &FetchPlan) -> Vec<(i32, i64)> {
+    plan.offsets
+        .iter()
+        .map(|(tp, offset)| (tp.partition, *offset))
+        .collect()
+}
+
+#[test]
+fn a_drained_partition_waits_for_the_buffered_ones_instead_of_long_polling() {
+    let mut fetcher = fetcher_at(&[(0, 0), (1, 0), (2, 0)]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    fetcher.handle_response(
+        &plans[0],
+        response(vec![
+            data_to(0, 0, 2, 2),
+            data_to(1, 0, 2, 100),
+            data_to(2, 0, 2, 100),
+        ]),
+    );
+    assert_eq!(values(&fetcher.drain(2)), [0, 1]);
+    assert_eq!(fetcher.position(&tp(0)), Some(Position::At(2)));
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert!(
+        plans.is_empty(),
+        "partition 0 is at its end: alone it would only long-poll"
+    );
+    assert_eq!(values(&fetcher.drain(2)), [0, 1]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert_eq!(plans.len(), 1);
+    assert_eq!(fetched(&plans[0]), [(0, 2), (1, 2)]);
+    assert_eq!(plans[0].request.max_wait_ms, 500);
+}
+
+#[test]
+fn a_leader_with_nothing_buffered_is_long_polled() {
+    let mut fetcher = fetcher_at(&[(0, 0), (2, 0)]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    fetcher.handle_response(
+        &plans[0],
+        response(vec![data_to(0, 0, 2, 2), data_to(2, 0, 0, 0)]),
+    );
+    assert_eq!(values(&fetcher.drain(10)), [0, 1]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert_eq!(plans.len(), 1, "every partition is at its end: wait there");
+    assert_eq!(fetched(&plans[0]), [(0, 2), (2, 0)]);
+}
+
+#[test]
+fn only_records_buffered_from_the_same_leader_hold_a_long_poll() {
+    let mut fetcher = fetcher_at(&[(0, 0), (1, 0), (2, 0)]);
+    let (plans, _) = fetcher.prepare_fetches(leader);
+    let on = |broker_id: i32| plans.iter().find(|plan| plan.broker_id == broker_id);
+    fetcher.handle_response(
+        on(1).unwrap(),
+        response(vec![data_to(0, 0, 2, 2), data_to(2, 0, 0, 0)]),
+    );
+    fetcher.handle_response(on(2).unwrap(), response(vec![data_to(1, 0, 2, 100)]));
+    assert_eq!(values(&fetcher.drain(2)), [0, 1]);
+    let (plans, _) = fetcher.prepare_fetches(leader);
+    let sent: Vec<(i32, Vec<(i32, i64)>)> = plans
+        .iter()
+        .map(|plan| (plan.broker_id, fetched(plan)))
+        .collect();
+    assert_eq!(
+        sent,
+        [(1, vec![(0, 2), (2, 0)])],
+        "broker 1 has nothing buffered; its long poll holds up no other broker"
+    );
+}
+
+#[test]
+fn paused_buffered_partitions_do_not_hold_a_fetch() {
+    let mut fetcher = fetcher_at(&[(0, 0), (2, 0)]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    fetcher.handle_response(
+        &plans[0],
+        response(vec![data_to(0, 0, 2, 100), data_to(2, 0, 0, 0)]),
+    );
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert!(plans.is_empty());
+    fetcher.set_paused(&tp(0), true).unwrap();
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert_eq!(
+        fetched(&plans[0]),
+        [(2, 0)],
+        "paused records are not handed out"
+    );
+}
+
+#[test]
+fn a_partition_never_fetched_counts_as_having_records() {
+    let mut fetcher = fetcher_at(&[(0, 0), (2, 0)]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    fetcher.handle_response(&plans[0], response(vec![data_to(0, 0, 2, 100)]));
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert_eq!(fetched(&plans[0]), [(2, 0)]);
+}
+
+#[test]
+fn read_committed_fetches_read_to_the_last_stable_offset() {
+    for (isolation_level, held) in [
+        (IsolationLevel::ReadCommitted, true),
+        (IsolationLevel::ReadUncommitted, false),
+    ] {
+        let mut fetcher = Fetcher::new(FetchSettings {
+            isolation_level,
+            ..settings()
+        });
+        fetcher.assign([tp(0), tp(2)], Position::At(0));
+        let (plans, _) = fetcher.prepare_fetches(one_leader);
+        let stable_at = |data: PartitionData, offset: i64| data.with_last_stable_offset(offset);
+        fetcher.handle_response(
+            &plans[0],
+            response(vec![
+                stable_at(data_to(0, 0, 2, 100), 100),
+                stable_at(data_to(2, 0, 0, 100), 0),
+            ]),
+        );
+        let (plans, _) = fetcher.prepare_fetches(one_leader);
+        assert_eq!(plans.is_empty(), held, "{isolation_level:?}");
+    }
+}
+
+#[test]
+fn a_fetch_of_control_batches_only_moves_the_position() {
+    let mut fetcher = fetcher_at(&[(0, 0)]);
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    let mut marker = RecordBatchBuilder::new(Compression::None)
+        .with_base_offset(0)
+        .with_producer(7, 0, -1)
+        .with_transactional(true)
+        .with_control(true);
+    marker
+        .append(1, Some(&[0, 0, 0, 0]), Some(&[0, 0, 0, 0, 0, 0]), &[])
+        .unwrap();
+    let data = partition_data(0, ErrorCode::None, marker.build().unwrap());
+    fetcher.handle_response(&plans[0], response(vec![data]));
+    assert!(!fetcher.has_buffered());
+    assert_eq!(fetcher.position(&tp(0)), Some(Position::At(1)));
+    let (plans, _) = fetcher.prepare_fetches(one_leader);
+    assert_eq!(fetched(&plans[0]), [(0, 1)]);
+}
+
+/// A broker with `ends[p]` records in partition p that answers every fetch
+/// with up to `per_partition` records of each partition asked for.
+struct ModelBroker {
+    ends: Vec<i64>,
+    per_partition: i64,
+}
+
+impl ModelBroker {
+    /// Whether `plan` would wait on the broker for `fetch.max.wait.ms`.
+    fn long_polls(&self, plan: &FetchPlan) -> bool {
+        plan.offsets
+            .iter()
+            .all(|(tp, offset)| *offset >= self.ends[tp.partition as usize])
+    }
+
+    fn answer(&self, plan: &FetchPlan) -> FetchResponse {
+        response(
+            plan.offsets
+                .iter()
+                .map(|(tp, offset)| {
+                    let end = self.ends[tp.partition as usize];
+                    let count = (end - offset).clamp(0, self.per_partition);
+                    data_to(tp.partition, *offset, count as usize, end)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// Polls of `max_poll_records` from partitions of the sizes in `ends`, each
+/// answer arriving at the next poll, until every record is read; returns
+/// the records read per partition (in order) and the number of requests
+/// sent that long-polled while records were still buffered.
+fn consume_all(ends: &[i64], max_poll_records: usize) -> (Vec<Vec<i64>>, usize) {
+    let broker = ModelBroker {
+        ends: ends.to_vec(),
+        per_partition: 30,
+    };
+    let partitions: Vec<(i32, i64)> = (0..ends.len() as i32).map(|p| (p, 0)).collect();
+    let mut fetcher = fetcher_at(&partitions);
+    let mut read = vec![Vec::new(); ends.len()];
+    let total: usize = ends.iter().map(|end| *end as usize).sum();
+    let (mut pending, mut stalls, mut polls) = (Vec::new(), 0, 0);
+    while read.iter().map(Vec::len).sum::<usize>() < total {
+        polls += 1;
+        assert!(polls < 10_000, "no progress");
+        for plan in pending.drain(..) {
+            let answer = broker.answer(&plan);
+            fetcher.handle_response(&plan, answer);
+        }
+        for record in fetcher.drain(max_poll_records) {
+            read[record.partition as usize].push(record.offset);
+        }
+        let (plans, _) = fetcher.prepare_fetches(one_leader);
+        for plan in &plans {
+            if broker.long_polls(plan) && fetcher.has_buffered() {
+                stalls += 1;
+            }
+        }
+        pending = plans;
+    }
+    (read, stalls)
+}
+
+#[test]
+fn uneven_partitions_are_read_without_a_long_poll_while_records_wait() {
+    for ends in [
+        vec![40, 55, 70, 85, 100, 115, 130, 145],
+        vec![100; 8],
+        vec![0, 0, 300, 1],
+    ] {
+        for max_poll_records in [1, 7, 50, 1_000] {
+            let (read, stalls) = consume_all(&ends, max_poll_records);
+            for (partition, offsets) in read.iter().enumerate() {
+                let expected: Vec<i64> = (0..ends[partition]).collect();
+                assert_eq!(offsets, &expected, "partition {partition}");
+            }
+            assert_eq!(stalls, 0, "{ends:?} by {max_poll_records}");
+        }
+    }
+}
