@@ -302,22 +302,10 @@ fn outcome_json(outcome: Result<RecordMetadata, ProduceError>) -> Value {
             "timestamp": metadata.timestamp_ms,
         }),
         Err(error) => json!({
-            "error": chain(&error),
+            "error": strom_config::error_chain(&error),
             "kind": error_kind(&error),
         }),
     }
-}
-
-/// The error and its sources, `: `-separated.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn error_kind(error: &ProduceError) -> &'static str {
