@@ -199,3 +199,70 @@ pub enum TransactionError {
     #[error(transparent)]
     IllegalTransition(#[from] IllegalTransition),
 }
+
+/// Why the coordinator refused or could not finish a request for a
+/// transactional id. Each variant's doc names Kafka's answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoordinatorError {
+    /// The id's `__transaction_state` partition is not led here (or no
+    /// longer at the epoch a write was decided at). Kafka: `NOT_COORDINATOR`.
+    #[error("__transaction_state partition {partition} is not served by this coordinator")]
+    NotCoordinator {
+        /// The `__transaction_state` partition.
+        partition: i32,
+    },
+    /// The id's partition is still being loaded. Kafka:
+    /// `COORDINATOR_LOAD_IN_PROGRESS`.
+    #[error("__transaction_state partition {partition} is being loaded")]
+    LoadInProgress {
+        /// The `__transaction_state` partition.
+        partition: i32,
+    },
+    /// A write for the id is in flight. Kafka: `CONCURRENT_TRANSACTIONS`.
+    #[error("a change of the transaction (in state {state}) is being written")]
+    Concurrent {
+        /// The state of the adopted metadata.
+        state: TransactionState,
+    },
+    /// An empty transactional id. Kafka: `INVALID_REQUEST`.
+    #[error("the transactional id is empty")]
+    InvalidTransactionalId,
+    /// The id has no metadata (no InitProducerId, or it expired). Kafka:
+    /// `INVALID_PRODUCER_ID_MAPPING`.
+    #[error("the transactional id is unknown to this coordinator")]
+    UnknownTransactionalId,
+    /// The transition was refused.
+    #[error(transparent)]
+    Transaction(#[from] TransactionError),
+    /// The record could not be encoded (an id too long for the key's
+    /// int16 length). Kafka: `INVALID_REQUEST`.
+    #[error("cannot encode the __transaction_state record")]
+    Encode(#[source] EncodeError),
+    /// A record of the partition cannot be decoded, so the partition cannot
+    /// be served. Kafka: `COORDINATOR_NOT_AVAILABLE` meanwhile.
+    #[error("cannot load __transaction_state partition {partition}")]
+    Load {
+        /// The `__transaction_state` partition.
+        partition: i32,
+        /// The record's problem.
+        #[source]
+        source: DecodeError,
+    },
+    /// Appending to `__transaction_state` failed (no quorum, a timeout).
+    /// Kafka: `COORDINATOR_NOT_AVAILABLE`, which clients retry.
+    #[error("writing to __transaction_state partition {partition} failed")]
+    WriteFailed {
+        /// The `__transaction_state` partition.
+        partition: i32,
+    },
+    /// The coordinator's state was poisoned by a panic. Kafka:
+    /// `COORDINATOR_NOT_AVAILABLE`.
+    #[error("the transaction coordinator is offline")]
+    Offline,
+    /// No producer id could be allocated. Kafka: `COORDINATOR_NOT_AVAILABLE`.
+    #[error("no producer id could be allocated: {reason}")]
+    ProducerIdUnavailable {
+        /// What the allocator reported.
+        reason: String,
+    },
+}

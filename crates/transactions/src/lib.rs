@@ -39,8 +39,10 @@
 //!
 //! The crate has no feature flags.
 
+pub mod coordinator;
 pub mod error;
 pub mod log;
 pub mod metadata;
+pub mod runtime;
 pub mod state;
 mod wire;
