@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::batch::BATCH_HEADER_BYTES;
 use crate::error::{IoContext, RecoveryError};
 use crate::segment::{parse_base_offset, LOG_SUFFIX};
+use crate::txn_index::TXN_INDEX_SUFFIX;
 
 /// Suffix of cleaner output that is complete and being swapped in.
 pub const SWAP_SUFFIX: &str = ".swap";
@@ -94,11 +95,15 @@ pub(crate) fn complete_interrupted_swaps(dir: &Path) -> Result<(), RecoveryError
             crate::segment::remove_segment_files(dir, covered)?;
         }
         let stem = crate::segment::file_stem(base);
-        for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {
+        for suffix in [LOG_SUFFIX, ".index", ".timeindex", TXN_INDEX_SUFFIX] {
             let from: PathBuf = dir.join(format!("{stem}{suffix}{SWAP_SUFFIX}"));
             if from.exists() {
                 let to = dir.join(format!("{stem}{suffix}"));
                 std::fs::rename(&from, &to).at(&from)?;
+            } else if suffix == TXN_INDEX_SUFFIX {
+                // The output aborted no transaction: the originals' entries
+                // (if any) must not outlive them.
+                std::fs::remove_file(dir.join(format!("{stem}{suffix}"))).ok();
             } else if suffix != LOG_SUFFIX {
                 // A missing index is rebuilt when the segment opens.
                 std::fs::remove_file(dir.join(format!("{stem}{suffix}"))).ok();

@@ -126,7 +126,9 @@ impl Log {
 
     /// The offset below which segments may be cleaned at `now_ms`.
     fn first_uncleanable_offset(&self, now_ms: i64) -> i64 {
-        let mut limit = self.active().base_offset().min(self.high_watermark);
+        // Records of undecided transactions are not cleaned (Kafka bounds
+        // cleaning by the last stable offset).
+        let mut limit = self.active().base_offset().min(self.last_stable_offset());
         let lag_ms = self.config.min_compaction_lag_ms;
         if lag_ms > 0 {
             if let Some(young) = self
@@ -403,6 +405,15 @@ impl Log {
                 }
                 Ok(())
             })?;
+        }
+        // Aborted transactions stay indexed: their markers are kept.
+        for source_base in group {
+            let Some(source) = self.segments.get(source_base) else {
+                continue;
+            };
+            for entry in source.txn_index().entries() {
+                output.append_aborted_txn(*entry)?;
+            }
         }
         output.seal()?;
         output.flush()?;

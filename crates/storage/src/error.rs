@@ -326,6 +326,35 @@ pub enum AppendError {
         /// The batch's epoch.
         found_epoch: i16,
     },
+    /// A transaction marker from a coordinator whose epoch is older than
+    /// the one the log recorded for the producer (Kafka:
+    /// TRANSACTION_COORDINATOR_FENCED).
+    #[error("marker for producer {producer_id} has coordinator epoch {found_coordinator_epoch}, older than {current_coordinator_epoch}")]
+    TransactionCoordinatorFenced {
+        /// The producer id.
+        producer_id: i64,
+        /// The coordinator epoch the log knows.
+        current_coordinator_epoch: i32,
+        /// The marker's coordinator epoch.
+        found_coordinator_epoch: i32,
+    },
+    /// A non-transactional batch from a producer whose transaction is
+    /// ongoing in this partition (Kafka: INVALID_TXN_STATE).
+    #[error("producer {producer_id} wrote a non-transactional batch during its transaction")]
+    InvalidTxnState {
+        /// The producer id.
+        producer_id: i64,
+    },
+    /// A replicated control batch whose record is not a transaction marker
+    /// (Kafka: CORRUPT_MESSAGE).
+    #[error("control batch at byte {position} holds no valid transaction marker")]
+    InvalidControlBatch {
+        /// Byte position of the batch in the append.
+        position: usize,
+        /// What is wrong with its record.
+        #[source]
+        source: ControlRecordError,
+    },
     /// Writing to the segment or its indexes failed; the log may need reopening.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -338,6 +367,54 @@ pub enum AppendError {
     /// Rolling or flushing around the append failed.
     #[error(transparent)]
     Log(#[from] LogError),
+}
+
+/// A control record that is not a valid transaction marker (Kafka's
+/// `ControlRecordType` key and `EndTransactionMarker` value).
+#[derive(Debug, thiserror::Error)]
+pub enum ControlRecordError {
+    /// The key is shorter than its 4 bytes (version, type).
+    #[error("control record key of {length} bytes is shorter than 4")]
+    KeyTooShort {
+        /// The key length (0 when there is no key).
+        length: usize,
+    },
+    /// The key version is negative.
+    #[error("control record key version {version} is invalid")]
+    InvalidKeyVersion {
+        /// The version found.
+        version: i16,
+    },
+    /// The key's type is neither abort (0) nor commit (1).
+    #[error("control record type {type_id} is not a transaction marker")]
+    UnknownType {
+        /// The type found.
+        type_id: i16,
+    },
+    /// The value is shorter than its 6 bytes (version, coordinator epoch).
+    #[error("transaction marker value of {length} bytes is shorter than 6")]
+    ValueTooShort {
+        /// The value length (0 when there is no value).
+        length: usize,
+    },
+    /// The value version is negative.
+    #[error("transaction marker value version {version} is invalid")]
+    InvalidValueVersion {
+        /// The version found.
+        version: i16,
+    },
+    /// The control batch holds no record.
+    #[error("control batch holds no record")]
+    NoRecord,
+    /// The control batch is larger than a marker batch can be.
+    #[error("control batch of {size} bytes is too large for a transaction marker")]
+    TooLarge {
+        /// The batch size in bytes.
+        size: usize,
+    },
+    /// The batch or its record could not be decoded.
+    #[error("control batch could not be decoded")]
+    Record(#[source] RecordError),
 }
 
 /// A read that was refused or failed.

@@ -69,6 +69,7 @@ pub mod index;
 pub mod log;
 pub mod manager;
 mod mapped;
+pub mod marker;
 pub mod page_cache;
 pub mod producer_state;
 pub mod read;
@@ -78,6 +79,8 @@ pub mod segment;
 mod sys;
 pub mod testing;
 pub mod topic_partition;
+mod transaction;
+pub mod txn_index;
 mod validation;
 
 pub use crate::config::LogConfig;

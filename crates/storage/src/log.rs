@@ -19,13 +19,15 @@ use strom_protocol::records::{layout, TimestampType};
 use crate::batch::{self, BatchHeader, Batches};
 use crate::config::{LogConfig, MessageTimestampType};
 use crate::epoch_cache::LeaderEpochCache;
-use crate::error::{AppendError, BatchError, LogError};
+use crate::error::{AppendError, BatchError, IoError, LogError};
 use crate::flush_progress::FlushProgress;
 use crate::flusher::{Flusher, RollFlush};
+use crate::marker::{ControlMarker, MarkerKind, Markers};
 use crate::page_cache::{PageCacheSettings, PageCacheTracker, WriteBehind};
 use crate::producer_state::{list_snapshots, ProducerStateManager, SequenceCheck};
 use crate::segment::{Segment, SegmentSettings, DELETED_SUFFIX};
 use crate::topic_partition::TopicPartition;
+use crate::txn_index::AbortedTxnEntry;
 use crate::validation::{self, Checked};
 
 /// What an append did.
@@ -400,6 +402,7 @@ impl Log {
     /// Sets the high watermark, clamped to `[log start, log end]`.
     pub fn update_high_watermark(&mut self, high_watermark: i64) -> i64 {
         self.high_watermark = high_watermark.clamp(self.log_start_offset, self.log_end_offset);
+        self.producer_state.on_high_watermark(self.high_watermark);
         self.high_watermark
     }
 
@@ -428,7 +431,7 @@ impl Log {
         Ok(())
     }
 
-    /// Idempotent producer state.
+    /// Idempotent and transactional producer state.
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producer_state
     }
@@ -507,10 +510,6 @@ impl Log {
         if let Some(duplicate) = self.check_producers(&batches)? {
             return Ok(duplicate);
         }
-        let log_append_time_ms = (self.config.message_timestamp_type
-            == MessageTimestampType::LogAppendTime)
-            .then_some(now_ms);
-        self.assign_offsets(&mut batches, leader_epoch, log_append_time_ms);
         let (records, rewrite) = match checked {
             Checked::Unchanged {
                 max_timestamp_changed,
@@ -520,17 +519,57 @@ impl Log {
             ),
             Checked::Converted(converted) => (converted.freeze(), Some(TimestampRewrite::KeepType)),
         };
+        self.write_as_leader(records, batches, rewrite, None, leader_epoch, now_ms)
+    }
+
+    /// Appends one control batch built by the leader (a transaction
+    /// marker, `marker` being what its record says) as a leader append:
+    /// offset, leader epoch and, for `LogAppendTime`, the append time are
+    /// assigned. Never flushes.
+    pub(crate) fn append_control_as_leader(
+        &mut self,
+        records: Bytes,
+        marker: ControlMarker,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        self.check_online()?;
+        let mut batches = Batches::new();
+        analyze(&records, &self.config, &mut batches)?;
+        self.write_as_leader(records, batches, None, Some(marker), leader_epoch, now_ms)
+    }
+
+    /// The leader's write of checked batches: offsets, leader epoch, the
+    /// timestamp rewrite, the epoch cache, then the segment.
+    fn write_as_leader(
+        &mut self,
+        records: Bytes,
+        mut batches: Batches,
+        rewrite: Option<TimestampRewrite>,
+        marker: Option<ControlMarker>,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, AppendError> {
+        let log_append_time_ms = (self.config.message_timestamp_type
+            == MessageTimestampType::LogAppendTime)
+            .then_some(now_ms);
+        self.assign_offsets(&mut batches, leader_epoch, log_append_time_ms);
         let rewrite = match log_append_time_ms {
             Some(_) => Some(TimestampRewrite::LogAppendTime),
             None => rewrite,
         };
+        let markers: Markers = marker
+            .zip(batches.first())
+            .map(|(marker, (header, _))| (header.base_offset, marker))
+            .into_iter()
+            .collect();
         let stamped = stamp(records, &batches, rewrite)?;
         self.epoch_cache.assign(leader_epoch, self.log_end_offset)?;
         let mut info = match &stamped {
-            Stamped::InPlace(owned) => self.write_batches(&[owned], &batches, now_ms)?,
+            Stamped::InPlace(owned) => self.write_batches(&[owned], &batches, &markers, now_ms)?,
             Stamped::Prefixes(shared, prefixes) => {
                 let parts = interleave(shared, &batches, prefixes);
-                self.write_batches(&parts, &batches, now_ms)?
+                self.write_batches(&parts, &batches, &markers, now_ms)?
             }
         };
         info.log_append_time_ms = log_append_time_ms;
@@ -558,7 +597,9 @@ impl Log {
 
     /// Appends batches replicated from the leader, keeping their offsets.
     /// The first batch must start at or after the log end offset and
-    /// offsets must increase.
+    /// offsets must increase. Transaction markers are read from their
+    /// control batches (one that holds none is refused before anything is
+    /// written) and update the producers as on the leader.
     pub fn append_as_follower(
         &mut self,
         records: Bytes,
@@ -587,7 +628,8 @@ impl Log {
                     .assign(header.partition_leader_epoch, header.base_offset)?;
             }
         }
-        let info = self.write_batches(&[&records], &batches, now_ms)?;
+        let markers = crate::marker::control_markers(&records, &batches)?;
+        let info = self.write_batches(&[&records], &batches, &markers, now_ms)?;
         self.flush_if_due(now_ms)?;
         Ok(info)
     }
@@ -628,11 +670,13 @@ impl Log {
         Ok(None)
     }
 
-    /// Writes batches whose offsets are final, rolling first if needed.
+    /// Writes batches whose offsets are final, rolling first if needed,
+    /// then updates the producers (`markers`: what the control batches say).
     fn write_batches(
         &mut self,
         parts: &[&[u8]],
         batches: &[(BatchHeader, usize)],
+        markers: &[(i64, ControlMarker)],
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
         let (Some((first, _)), Some((last, _))) = (batches.first(), batches.last()) else {
@@ -667,11 +711,40 @@ impl Log {
                 info.offset_of_max_timestamp = header.last_offset();
             }
             info.record_count += header.record_count.max(0) as u64;
-            self.producer_state.update(header);
         }
         self.log_end_offset = last.next_offset();
         self.unflushed_messages += info.record_count;
+        self.update_producers(batches, markers)?;
         Ok(info)
+    }
+
+    /// Records batches now in the active segment in the producer state,
+    /// and indexes the transactions their abort markers ended.
+    fn update_producers(
+        &mut self,
+        batches: &[(BatchHeader, usize)],
+        markers: &[(i64, ControlMarker)],
+    ) -> Result<(), IoError> {
+        let mut aborted: smallvec::SmallVec<[AbortedTxnEntry; 1]> = smallvec::SmallVec::new();
+        for (header, _) in batches {
+            let marker = markers
+                .iter()
+                .find(|(offset, _)| *offset == header.base_offset)
+                .map(|(_, marker)| *marker);
+            let completed = self.producer_state.update(header, marker);
+            if let Some(completed) = completed.filter(|txn| txn.kind == MarkerKind::Abort) {
+                aborted.push(AbortedTxnEntry {
+                    producer_id: completed.producer_id,
+                    first_offset: completed.first_offset,
+                    last_offset: completed.last_offset,
+                    last_stable_offset: self.producer_state.last_stable_offset_after(&completed),
+                });
+            }
+        }
+        for entry in aborted {
+            self.active_mut().append_aborted_txn(entry)?;
+        }
+        Ok(())
     }
 
     /// Kafka's roll conditions for an append of `append_bytes` ending at
@@ -774,6 +847,7 @@ impl Log {
                     [
                         segment.offset_index().path().to_path_buf(),
                         segment.time_index().path().to_path_buf(),
+                        segment.txn_index().path().to_path_buf(),
                     ]
                 })
                 .collect(),
@@ -889,7 +963,7 @@ impl Log {
                 std::fs::remove_file(&path).ok();
             }
         }
-        self.rebuild_producer_state()?;
+        self.rebuild_producer_state(&std::collections::BTreeSet::new())?;
         self.last_flush_ms = self.last_flush_ms.min(now_ms);
         Ok(())
     }

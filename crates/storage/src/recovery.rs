@@ -12,8 +12,12 @@
 //!   recovery point on is re-validated batch by batch (header, size, CRC,
 //!   increasing offsets); the first invalid byte and everything after it,
 //!   including later segments, is removed.
+//! - A recovered segment's `.txnindex` (and a corrupt one) is rebuilt from
+//!   its abort markers while producer state is replayed from a snapshot
+//!   taken at or before that segment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,9 +29,11 @@ use crate::config::LogConfig;
 use crate::epoch_cache::LeaderEpochCache;
 use crate::error::{IoContext, RecoveryError, SnapshotError};
 use crate::log::Log;
+use crate::marker::{marker_of_control_batch, ControlMarker, MarkerKind, MAX_MARKER_BATCH_BYTES};
 use crate::producer_state::{list_snapshots, ProducerStateManager};
-use crate::segment::{parse_base_offset, remove_segment_files, Segment, LOG_SUFFIX};
+use crate::segment::{parse_base_offset, remove_segment_files, BatchLocation, Segment, LOG_SUFFIX};
 use crate::topic_partition::TopicPartition;
+use crate::txn_index::AbortedTxnEntry;
 
 /// What the caller knows about a log from its checkpoints, and the
 /// broker's time and randomness.
@@ -72,7 +78,10 @@ fn scan_directory(dir: &Path) -> Result<Vec<i64>, RecoveryError> {
             std::fs::remove_file(entry.path()).at(entry.path())?;
         } else if let Some(base) = parse_base_offset(name, LOG_SUFFIX) {
             bases.push(base);
-        } else if name.ends_with(".index") || name.ends_with(".timeindex") {
+        } else if name.ends_with(".index")
+            || name.ends_with(".timeindex")
+            || name.ends_with(crate::txn_index::TXN_INDEX_SUFFIX)
+        {
             stray_indexes.push(entry.path());
         }
     }
@@ -139,18 +148,21 @@ impl Log {
             flush_progress: Arc::default(),
         };
         log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config, &*log.random);
-        let report = log.load_segments(&bases, &options)?;
-        log.finish_open(options.now_ms)?;
+        let (report, rebuild_txn_index) = log.load_segments(&bases, &options)?;
+        log.finish_open(options.now_ms, &rebuild_txn_index)?;
         Ok((log, report))
     }
 
     /// Opens every segment, rebuilding broken indexes, and recovers the
-    /// unflushed tail after an unclean shutdown.
+    /// unflushed tail after an unclean shutdown. Returns the bases of the
+    /// recovered segments, whose transaction indexes were emptied for
+    /// [`Log::rebuild_producer_state`] to rebuild.
     fn load_segments(
         &mut self,
         bases: &[i64],
         options: &LogOpenOptions,
-    ) -> Result<RecoveryReport, RecoveryError> {
+    ) -> Result<(RecoveryReport, BTreeSet<i64>), RecoveryError> {
+        let mut rebuild_txn_index = BTreeSet::new();
         let settings = self.settings();
         let mut report = RecoveryReport::default();
         let recover_from = bases
@@ -171,6 +183,8 @@ impl Log {
             let unflushed = !options.had_clean_shutdown && base >= recover_from;
             if needs_rebuild || unflushed {
                 let removed = segment.recover(expected_offset)?;
+                segment.reset_txn_index()?;
+                rebuild_txn_index.insert(base);
                 report.segments_recovered += 1;
                 report.bytes_truncated += removed;
                 if removed > 0 {
@@ -185,11 +199,15 @@ impl Log {
             expected_offset = segment.next_offset();
             self.segments.insert(base, segment);
         }
-        Ok(report)
+        Ok((report, rebuild_txn_index))
     }
 
     /// Derives offsets, epoch cache and producer state from the segments.
-    fn finish_open(&mut self, now_ms: i64) -> Result<(), RecoveryError> {
+    fn finish_open(
+        &mut self,
+        now_ms: i64,
+        rebuild_txn_index: &BTreeSet<i64>,
+    ) -> Result<(), RecoveryError> {
         // Drop empty trailing segments left by truncation, keep at least one.
         while self.segments.len() > 1
             && self
@@ -224,40 +242,119 @@ impl Log {
         self.epoch_cache.truncate_from_end(self.log_end_offset)?;
         self.epoch_cache
             .truncate_from_start(self.log_start_offset)?;
-        self.rebuild_producer_state()?;
+        self.rebuild_producer_state(rebuild_txn_index)?;
         Ok(())
     }
 
     /// Rebuilds producer state from the latest usable snapshot plus the batch
-    /// headers after it.
-    pub(crate) fn rebuild_producer_state(&mut self) -> Result<(), SnapshotError> {
-        self.producer_state.clear();
-        let mut scan_from = self.log_start_offset;
-        for (offset, path) in list_snapshots(&self.dir)?.into_iter().rev() {
-            if offset > self.log_end_offset || offset < self.log_start_offset {
-                continue;
-            }
-            if self.producer_state.load_snapshot(&path).is_ok() {
-                scan_from = offset;
-                break;
-            }
-            self.producer_state.clear();
-        }
+    /// headers (and marker records) after it. The transaction indexes of the
+    /// segments in `rebuild_txn_index` (emptied) are refilled on the way:
+    /// the replay then starts from a snapshot at or before the first of them.
+    pub(crate) fn rebuild_producer_state(
+        &mut self,
+        rebuild_txn_index: &BTreeSet<i64>,
+    ) -> Result<(), SnapshotError> {
+        let limit = rebuild_txn_index.first().copied().unwrap_or(i64::MAX);
+        let scan_from = self.load_latest_snapshot(limit)?;
         let start = self
             .segments
             .range(..=scan_from)
             .next_back()
             .map_or(scan_from, |(base, _)| *base);
-        for segment in self.segments.range(start..).map(|(_, segment)| segment) {
-            let mut position = 0u64;
-            while let Ok(Some(location)) = segment.batch_at(position) {
-                if location.header.base_offset >= scan_from {
-                    self.producer_state.update(&location.header);
+        let bases: Vec<i64> = self
+            .segments
+            .range(start..)
+            .map(|(base, _)| *base)
+            .collect();
+        for base in bases {
+            let rebuild = rebuild_txn_index.contains(&base);
+            let aborted = self.replay_segment(base, scan_from, rebuild);
+            if let Some(segment) = self.segments.get_mut(&base) {
+                for entry in aborted {
+                    segment.append_aborted_txn(entry)?;
                 }
-                position += location.header.size_in_bytes() as u64;
             }
         }
         self.producer_state.evict_before(self.log_start_offset);
+        self.producer_state.on_high_watermark(self.high_watermark);
         Ok(())
     }
+
+    /// Loads the latest readable snapshot within the log and at or below
+    /// `limit`; returns its offset (the log start offset when none).
+    fn load_latest_snapshot(&mut self, limit: i64) -> Result<i64, SnapshotError> {
+        self.producer_state.clear();
+        for (offset, path) in list_snapshots(&self.dir)?.into_iter().rev() {
+            if offset > self.log_end_offset || offset < self.log_start_offset || offset > limit {
+                continue;
+            }
+            if self.producer_state.load_snapshot(&path).is_ok() {
+                return Ok(offset);
+            }
+            self.producer_state.clear();
+        }
+        Ok(self.log_start_offset)
+    }
+
+    /// Replays the batches of the segment at `base` from `scan_from` into
+    /// the producer state; with `collect`, returns the index entries of the
+    /// transactions its abort markers ended.
+    fn replay_segment(&mut self, base: i64, scan_from: i64, collect: bool) -> Vec<AbortedTxnEntry> {
+        let mut aborted = Vec::new();
+        let Some(segment) = self.segments.get(&base) else {
+            return aborted;
+        };
+        let mut cursor = segment.batches_from(0);
+        while let Ok(Some(location)) = cursor.next_batch() {
+            let header = location.header;
+            if header.base_offset < scan_from {
+                continue;
+            }
+            let marker = (header.is_control() && header.has_producer_id())
+                .then(|| read_marker(segment, &location))
+                .flatten();
+            let Some(completed) = self.producer_state.update(&header, marker) else {
+                continue;
+            };
+            if collect && completed.kind == MarkerKind::Abort {
+                aborted.push(AbortedTxnEntry {
+                    producer_id: completed.producer_id,
+                    first_offset: completed.first_offset,
+                    last_offset: completed.last_offset,
+                    last_stable_offset: self.producer_state.last_stable_offset_after(&completed),
+                });
+            }
+        }
+        aborted
+    }
+}
+
+/// The marker of the control batch at `location`, or `None` (with a
+/// warning) when it cannot be read: its transaction then stays ongoing.
+fn read_marker(segment: &Segment, location: &BatchLocation) -> Option<ControlMarker> {
+    let size = location.header.size_in_bytes();
+    let read = (size <= MAX_MARKER_BATCH_BYTES).then(|| {
+        let mut bytes = vec![0u8; size];
+        segment
+            .file()
+            .read_exact_at(&mut bytes, location.position)
+            .ok()
+            .map(|()| bytes)
+    });
+    let result = match read.flatten() {
+        Some(bytes) => {
+            marker_of_control_batch(bytes::Bytes::from(bytes)).map_err(|error| error.to_string())
+        }
+        None => Err(format!("control batch of {size} bytes could not be read")),
+    };
+    result
+        .inspect_err(|error| {
+            tracing::warn!(
+                segment = %segment.log_path().display(),
+                offset = location.header.base_offset,
+                %error,
+                "control batch holds no readable transaction marker"
+            );
+        })
+        .ok()
 }

@@ -1,7 +1,9 @@
-//! One segment: a `.log` file of record batches and its two indexes.
+//! One segment: a `.log` file of record batches, its two sparse indexes
+//! and its aborted-transaction index.
 //!
 //! Files are named by the segment's base offset as 20 zero-padded digits
-//! (`00000000000000000000.log`, `.index`, `.timeindex`). Writes are
+//! (`00000000000000000000.log`, `.index`, `.timeindex`, and `.txnindex`
+//! once a transaction was aborted in the segment). Writes are
 //! positional (`pwrite`) at the segment's valid size, so truncation is a
 //! `set_len` and concurrent readers holding the shared file handle see only
 //! whole appends below the size they were given.
@@ -15,6 +17,7 @@ use crate::backend::FileBackend;
 use crate::batch::{BatchHeader, BATCH_HEADER_BYTES};
 use crate::error::{BatchError, IndexError, IoContext, IoError, RecoveryError};
 use crate::index::{OffsetIndex, TimeIndex};
+use crate::txn_index::{AbortedTxnEntry, TransactionIndex, TXN_INDEX_SUFFIX};
 
 /// Suffix of segment data files.
 pub const LOG_SUFFIX: &str = ".log";
@@ -140,6 +143,7 @@ pub struct Segment {
     size_bytes: u64,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TransactionIndex,
     settings: SegmentSettings,
     bytes_since_last_index_entry: u64,
     next_offset: i64,
@@ -155,6 +159,13 @@ fn index_paths(dir: &Path, base_offset: i64, suffix: &str) -> (PathBuf, PathBuf,
         dir.join(format!("{stem}{INDEX_SUFFIX}{suffix}")),
         dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}")),
     )
+}
+
+fn txn_index_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!(
+        "{}{TXN_INDEX_SUFFIX}{suffix}",
+        file_stem(base_offset)
+    ))
 }
 
 impl Segment {
@@ -190,6 +201,7 @@ impl Segment {
         }
         let offset_index = OffsetIndex::open(&index_path, base_offset, settings.index_bytes)?;
         let time_index = TimeIndex::open(&time_index_path, base_offset, settings.index_bytes)?;
+        let txn_index = TransactionIndex::create(&txn_index_path(dir, base_offset, suffix))?;
         Ok(Segment {
             base_offset,
             log_path,
@@ -197,6 +209,7 @@ impl Segment {
             size_bytes: 0,
             offset_index,
             time_index,
+            txn_index,
             settings,
             bytes_since_last_index_entry: 0,
             next_offset: base_offset,
@@ -208,7 +221,9 @@ impl Segment {
 
     /// Opens an existing segment. Indexes that are missing or fail their
     /// structural check are reported through the returned flag so the caller
-    /// can rebuild them with [`Segment::recover`].
+    /// can rebuild them with [`Segment::recover`]; a corrupt transaction
+    /// index is emptied and reported the same way (the log rebuilds it
+    /// from the markers, see [`Segment::reset_txn_index`]).
     pub fn open(
         dir: &Path,
         base_offset: i64,
@@ -239,6 +254,15 @@ impl Segment {
             }
             (Err(error), _) | (_, Err(error)) => return Err(error),
         };
+        let txn_path = txn_index_path(dir, base_offset, "");
+        let txn_index = match TransactionIndex::open(&txn_path) {
+            Ok(index) => index,
+            Err(IndexError::Corrupt { .. }) => {
+                needs_rebuild = true;
+                TransactionIndex::create(&txn_path)?
+            }
+            Err(error) => return Err(error),
+        };
         let mut segment = Segment {
             base_offset,
             log_path,
@@ -246,6 +270,7 @@ impl Segment {
             size_bytes,
             offset_index,
             time_index,
+            txn_index,
             settings,
             bytes_since_last_index_entry: 0,
             next_offset: base_offset,
@@ -351,6 +376,22 @@ impl Segment {
         &self.time_index
     }
 
+    /// The aborted-transaction index.
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+
+    /// Records a transaction aborted by a marker in this segment.
+    pub fn append_aborted_txn(&mut self, entry: AbortedTxnEntry) -> Result<(), IoError> {
+        self.txn_index.append(entry)
+    }
+
+    /// Empties the aborted-transaction index, for the log to rebuild it
+    /// from the segment's markers (after [`Segment::recover`]).
+    pub fn reset_txn_index(&mut self) -> Result<(), IoError> {
+        self.txn_index.reset()
+    }
+
     /// Whether either index is full.
     pub fn indexes_full(&self) -> bool {
         self.offset_index.is_full() || self.time_index.is_full()
@@ -440,6 +481,7 @@ impl Segment {
             .at(&self.log_path)?;
         self.offset_index.flush()?;
         self.time_index.flush()?;
+        self.txn_index.flush()?;
         Ok(())
     }
 
@@ -564,6 +606,7 @@ impl Segment {
         self.size_bytes = position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
+        self.txn_index.truncate_to(offset)?;
         // Rescan the tail to restore next offset and max timestamp.
         self.max_timestamp = -1;
         self.offset_of_max_timestamp = self.base_offset;
@@ -572,8 +615,9 @@ impl Segment {
         Ok(removed)
     }
 
-    /// Renames the three files to `<base>.<kind><suffix>` (an empty suffix
-    /// gives the live names) and returns the new paths. Index files move
+    /// Renames the segment's files to `<base>.<kind><suffix>` (an empty
+    /// suffix gives the live names) and returns the new paths (the
+    /// `.txnindex` one only if that file exists). Index files move
     /// first and the `.log` last, so a crash in between is recognised by the
     /// `.log` name alone.
     pub fn set_suffix(&mut self, suffix: &str) -> Result<Vec<PathBuf>, IndexError> {
@@ -587,17 +631,28 @@ impl Segment {
         self.offset_index.rename(&index_target)?;
         let time_target = dir.join(format!("{stem}{TIME_INDEX_SUFFIX}{suffix}"));
         self.time_index.rename(&time_target)?;
+        let txn_target = txn_index_path(&dir, self.base_offset, suffix);
+        let txn_moved = self.txn_index.rename(&txn_target)?;
         let log_target = dir.join(format!("{stem}{LOG_SUFFIX}{suffix}"));
         std::fs::rename(&self.log_path, &log_target).at(&self.log_path)?;
         self.log_path = log_target.clone();
-        Ok(vec![log_target, index_target, time_target])
+        let mut paths = vec![log_target, index_target, time_target];
+        if txn_moved {
+            paths.push(txn_target);
+        }
+        Ok(paths)
     }
 }
 
-/// Deletes a segment's three files (missing ones are fine).
+/// Deletes a segment's files (missing ones are fine).
 pub(crate) fn remove_segment_files(dir: &Path, base_offset: i64) -> Result<(), RecoveryError> {
     let stem = file_stem(base_offset);
-    for suffix in [LOG_SUFFIX, ".index", ".timeindex"] {
+    for suffix in [
+        LOG_SUFFIX,
+        INDEX_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        TXN_INDEX_SUFFIX,
+    ] {
         let path: PathBuf = dir.join(format!("{stem}{suffix}"));
         crate::error::remove_file_if_exists(&path)?;
     }

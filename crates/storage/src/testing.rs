@@ -36,6 +36,8 @@ pub struct BatchSpec {
     pub partition_leader_epoch: i32,
     /// Bytes of value per record.
     pub value_bytes: usize,
+    /// Whether the batch is part of a transaction (attribute bit 4).
+    pub transactional: bool,
 }
 
 impl Default for BatchSpec {
@@ -49,6 +51,7 @@ impl Default for BatchSpec {
             base_sequence: -1,
             partition_leader_epoch: 0,
             value_bytes: 8,
+            transactional: false,
         }
     }
 }
@@ -87,7 +90,7 @@ pub fn keyed_batch(spec: &BatchSpec, records: &[TestRecord]) -> Bytes {
     out.put_i32(spec.partition_leader_epoch);
     out.put_i8(2);
     out.put_u32(0);
-    out.put_i16(0);
+    out.put_i16(if spec.transactional { 0x10 } else { 0 });
     out.put_i32(count - 1);
     out.put_i64(spec.base_timestamp);
     out.put_i64(spec.base_timestamp + i64::from(count - 1));
