@@ -74,6 +74,11 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     // The generated request codec stops at v5 (the response knows v6).
     api(ApiKey::InitProducerId, "InitProducerId", 0, 5),
     api(ApiKey::OffsetForLeaderEpoch, "OffsetForLeaderEpoch", 2, 4),
+    api(ApiKey::AddPartitionsToTxn, "AddPartitionsToTxn", 0, 3),
+    api(ApiKey::AddOffsetsToTxn, "AddOffsetsToTxn", 0, 3),
+    api(ApiKey::EndTxn, "EndTxn", 0, 3),
+    api(ApiKey::WriteTxnMarkers, "WriteTxnMarkers", 1, 1),
+    api(ApiKey::TxnOffsetCommit, "TxnOffsetCommit", 0, 3),
     // The generated codecs start at v1 (v0 lacks the pattern type).
     api(ApiKey::DescribeAcls, "DescribeAcls", 1, 3),
     api(ApiKey::CreateAcls, "CreateAcls", 1, 3),
@@ -120,6 +125,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     // v2 (KIP-853 directory ids and controller endpoints).
     api(ApiKey::DescribeQuorum, "DescribeQuorum", 0, 2),
     api(ApiKey::DescribeCluster, "DescribeCluster", 0, 2),
+    api(ApiKey::DescribeProducers, "DescribeProducers", 0, 0),
+    api(ApiKey::DescribeTransactions, "DescribeTransactions", 0, 0),
+    api(ApiKey::ListTransactions, "ListTransactions", 0, 1),
 ];
 
 /// The table entry for an API key read off the wire, if Strom serves it.

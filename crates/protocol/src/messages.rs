@@ -186,6 +186,14 @@ served_messages! {
     ElectLeaders(ElectLeadersRequest, ElectLeadersResponse),
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
     ListPartitionReassignments(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
+    AddPartitionsToTxn(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    AddOffsetsToTxn(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    EndTxn(EndTxnRequest, EndTxnResponse),
+    WriteTxnMarkers(WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+    TxnOffsetCommit(TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    DescribeProducers(DescribeProducersRequest, DescribeProducersResponse),
+    DescribeTransactions(DescribeTransactionsRequest, DescribeTransactionsResponse),
+    ListTransactions(ListTransactionsRequest, ListTransactionsResponse),
 }
 
 /// The codec error for an API key that has no variant (unreachable after

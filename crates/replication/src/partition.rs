@@ -28,7 +28,9 @@ use strom_storage::error::{AppendError, LogError, ReadError};
 use strom_storage::flush::FlushTicket;
 use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
+use strom_storage::marker::TransactionMarker;
 use strom_storage::read::LogSlice;
+use strom_storage::txn_index::AbortedTransaction;
 use strom_storage::{AppendInfo, TopicPartition};
 
 use crate::fetcher::{FollowerLog, LogOffsets};
@@ -138,6 +140,12 @@ pub struct PartitionRead<R = Bytes> {
     pub log_start_offset: i64,
     /// The log end offset.
     pub log_end_offset: i64,
+    /// The last stable offset (KIP-98): the high watermark, or the first
+    /// offset of the earliest open transaction if that is lower.
+    pub last_stable_offset: i64,
+    /// For a `read_committed` read, the aborted transactions whose records
+    /// the read may hold (the consumer skips them); `None` otherwise.
+    pub aborted_transactions: Option<Vec<AbortedTransaction>>,
 }
 
 /// A follower's fetch of one partition, as the leader sees it.
@@ -684,6 +692,8 @@ impl Partition {
                 high_watermark: info.high_watermark,
                 log_start_offset: info.log_start_offset,
                 log_end_offset: info.log_end_offset,
+                last_stable_offset: info.high_watermark,
+                aborted_transactions: None,
             },
             isr_expansion: outcome.isr_expansion,
         })
@@ -777,6 +787,8 @@ impl Partition {
             high_watermark: read.high_watermark,
             log_start_offset: read.log_start_offset,
             log_end_offset: read.log_end_offset,
+            last_stable_offset: read.last_stable_offset,
+            aborted_transactions: read.aborted_transactions,
         })
     }
 
@@ -788,15 +800,73 @@ impl Partition {
         max_bytes: u64,
         min_one_batch: bool,
     ) -> Result<PartitionRead<LogSlice>, ReadFailure> {
+        self.read_slice_isolated(fetch_offset, max_bytes, min_one_batch, false)
+    }
+
+    /// [`read_slice`](Self::read_slice) at an isolation level: with
+    /// `read_committed` the read stops at the last stable offset instead of
+    /// the high watermark, and lists the aborted transactions in the range
+    /// it returns (Kafka's `FetchIsolation.TXN_COMMITTED`). The records
+    /// stay in their segment file either way.
+    pub fn read_slice_isolated(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+        read_committed: bool,
+    ) -> Result<PartitionRead<LogSlice>, ReadFailure> {
         let log = self.log()?;
-        let high_watermark = log.high_watermark();
-        let info = log.read(fetch_offset, max_bytes, high_watermark, min_one_batch)?;
+        let last_stable_offset = log.last_stable_offset();
+        let upper_bound = if read_committed {
+            last_stable_offset
+        } else {
+            log.high_watermark()
+        };
+        let info = log.read(fetch_offset, max_bytes, upper_bound, min_one_batch)?;
+        let records = info.records.filter(|slice| !slice.is_empty());
+        let aborted_transactions = read_committed.then(|| match &records {
+            Some(slice) => log.collect_aborted_transactions(fetch_offset, slice.next_offset()),
+            None => Vec::new(),
+        });
         drop(log);
         Ok(PartitionRead {
-            records: info.records.filter(|slice| !slice.is_empty()),
+            records,
             high_watermark: info.high_watermark,
             log_start_offset: info.log_start_offset,
             log_end_offset: info.log_end_offset,
+            last_stable_offset,
+            aborted_transactions,
+        })
+    }
+
+    /// Writes a transaction marker as leader (for WriteTxnMarkers) and
+    /// advances LEO and HW as [`Partition::append`] does. The log flushes
+    /// inline when `flush.messages` makes it due, so call it where
+    /// blocking is allowed.
+    pub fn append_marker_flushing_here(
+        &self,
+        marker: &TransactionMarker,
+        now_ms: i64,
+    ) -> Result<Appended, AppendFailure> {
+        let mut log = self.log_mut()?;
+        let leader_epoch = self.leading(|leader| {
+            leader.check_append(true)?;
+            Ok::<_, ReplicationError>(leader.leader_epoch())
+        })???;
+        let info = log.append_marker_as_leader(marker, leader_epoch, now_ms)?;
+        self.log_end.advance(log.log_end_offset());
+        let log_end_offset = log.log_end_offset();
+        let advanced = self
+            .leading(|leader| leader.on_local_append(log_end_offset))?
+            .ok()
+            .flatten();
+        if let Some(high_watermark) = advanced {
+            self.publish_high_watermark(&mut log, high_watermark);
+        }
+        Ok(Appended {
+            info,
+            leader_epoch,
+            pending_flush: None,
         })
     }
 

@@ -109,6 +109,8 @@ pub struct TransactionListing {
     pub producer_id: i64,
     /// Its state.
     pub state: TransactionState,
+    /// When its open transaction started, or -1.
+    pub start_timestamp_ms: i64,
 }
 
 struct Shared {
@@ -324,6 +326,7 @@ impl TransactionCoordinator {
                 transactional_id: metadata.transactional_id.clone(),
                 producer_id: metadata.producer_id,
                 state: metadata.state,
+                start_timestamp_ms: metadata.transaction_start_timestamp_ms,
             })
             .collect();
         listings.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
