@@ -1,8 +1,8 @@
 //! Log compaction (`cleanup.policy=compact`): keep the latest record per key.
 //!
 //! A pass cleans whole segments below the first uncleanable offset (the
-//! active segment, the high watermark, and `min.compaction.lag.ms` bound
-//! it). A pass is due when the dirty share of those bytes reaches
+//! active segment, the last stable offset, and `min.compaction.lag.ms`
+//! bound it). A pass is due when the dirty share of those bytes reaches
 //! `min.cleanable.dirty.ratio`, when a dirty record is older than
 //! `max.compaction.lag.ms` (KIP-354), or when a retained tombstone's delete
 //! horizon has passed (KIP-534):
@@ -25,6 +25,13 @@
 //!    their offsets and timestamps;
 //! 4. the output is swapped in crash-safely (see [`crate::cleaner`]):
 //!    `.cleaned` → `.swap`, originals → `.deleted`, `.swap` → live.
+//!
+//! Transactions (see `txn_cleaning.rs`): cleaning stops at the last stable
+//! offset, records of aborted transactions are removed and never enter the
+//! offset map, markers are never deduplicated by key and go (with a delete
+//! horizon, like tombstones) once their transaction has no data left; the
+//! output's `.txnindex` keeps the entries of the abort markers it keeps
+//! with their data.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt;
@@ -38,7 +45,10 @@ use crate::batch::BatchHeader;
 use crate::cleaner::{CLEANED_SUFFIX, SWAP_SUFFIX};
 use crate::error::{CleanError, IoContext};
 use crate::log::Log;
+use crate::marker::{marker_of_control_batch, ControlMarker};
 use crate::segment::{Segment, DELETED_SUFFIX};
+use crate::txn_cleaning::{MarkerVerdict, TransactionCleaning};
+use crate::txn_index::AbortedTxnEntry;
 
 /// The swap step after which a pass stops, simulating a crash (fault tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,9 +223,17 @@ impl Log {
         };
         let mut next_horizon: Option<i64> = None;
         let mut cleaned = Vec::new();
+        let pass_start = targets.first().copied().unwrap_or(end_dirty);
+        let mut txn = TransactionCleaning::new(self.aborted_entries(pass_start, end_dirty));
         for group in self.group_by_size(&targets) {
-            let output =
-                self.clean_group(&group, &offset_map, now_ms, &mut stats, &mut next_horizon)?;
+            let output = self.clean_group(
+                &group,
+                &offset_map,
+                &mut txn,
+                now_ms,
+                &mut stats,
+                &mut next_horizon,
+            )?;
             stats.bytes_after += output.size_bytes();
             cleaned.push((output, group));
         }
@@ -337,6 +355,7 @@ impl Log {
     ) -> Result<(HashMap<Bytes, i64>, i64), CleanError> {
         let mut map: HashMap<Bytes, i64> = HashMap::new();
         let mut end = self.first_dirty_offset();
+        let mut txn = TransactionCleaning::new(self.aborted_entries(end, self.log_end_offset));
         for base in dirty {
             let Some(segment) = self.segments.get(base) else {
                 continue;
@@ -346,6 +365,12 @@ impl Log {
             }
             for_each_batch(segment, |batch, header| {
                 if header.is_control() {
+                    // Markers are not keyed records; they end transactions.
+                    txn.on_marker(&header, read_marker(&batch, &header));
+                    return Ok(());
+                }
+                if txn.on_data_batch(&header) {
+                    // Aborted records never supersede anything.
                     return Ok(());
                 }
                 let records = batch.records().map_err(|source| CleanError::Record {
@@ -374,6 +399,7 @@ impl Log {
         &self,
         group: &[i64],
         offset_map: &HashMap<Bytes, i64>,
+        txn: &mut TransactionCleaning,
         now_ms: i64,
         stats: &mut CleanStats,
         next_horizon: &mut Option<i64>,
@@ -385,6 +411,7 @@ impl Log {
             now_ms,
             delete_retention_ms: self.config.delete_retention_ms,
         };
+        let mut kept_aborts = Vec::new();
         for source_base in group {
             let Some(source) = self.segments.get(source_base) else {
                 continue;
@@ -392,7 +419,10 @@ impl Log {
             stats.bytes_before += source.size_bytes();
             for_each_batch(source, |batch, header| {
                 let retained = if header.is_control() {
-                    Some((batch.into_bytes(), None))
+                    clean_marker(batch, &header, txn, policy, &mut kept_aborts, stats)?
+                } else if txn.on_data_batch(&header) {
+                    stats.records_removed += header.record_count.max(0) as u64;
+                    None
                 } else {
                     filter_batch(&batch, &header, offset_map, policy, stats)?
                 };
@@ -406,14 +436,9 @@ impl Log {
                 Ok(())
             })?;
         }
-        // Aborted transactions stay indexed: their markers are kept.
-        for source_base in group {
-            let Some(source) = self.segments.get(source_base) else {
-                continue;
-            };
-            for entry in source.txn_index().entries() {
-                output.append_aborted_txn(*entry)?;
-            }
+        // Abort markers kept with their data keep their index entries.
+        for entry in kept_aborts {
+            output.append_aborted_txn(entry)?;
         }
         output.seal()?;
         output.flush()?;
@@ -483,6 +508,61 @@ fn write_cover(dir: &std::path::Path, base: i64, group_end: i64) -> Result<(), C
 fn remove_cover(dir: &std::path::Path, base: i64) -> Result<(), CleanError> {
     crate::error::remove_file_if_exists(&crate::cleaner::cover_path(dir, base))?;
     Ok(())
+}
+
+/// The marker in a control batch, if it holds a readable one.
+fn read_marker(batch: &RecordBatch, header: &BatchHeader) -> Option<ControlMarker> {
+    if !header.has_producer_id() {
+        return None;
+    }
+    marker_of_control_batch(batch.as_bytes().clone()).ok()
+}
+
+/// A marker batch as the pass leaves it: kept while its transaction has
+/// data (an abort keeps its index entry, pushed to `kept_aborts`);
+/// otherwise given a delete horizon (`now + delete.retention.ms`) if it has
+/// none, and removed once it has passed. Returns the bytes to write and
+/// the horizon they carry, as [`filter_batch`] does.
+fn clean_marker(
+    batch: RecordBatch,
+    header: &BatchHeader,
+    txn: &mut TransactionCleaning,
+    policy: TombstonePolicy,
+    kept_aborts: &mut Vec<AbortedTxnEntry>,
+    stats: &mut CleanStats,
+) -> Result<Option<(Bytes, Option<i64>)>, CleanError> {
+    let horizon = header
+        .attributes
+        .has_delete_horizon()
+        .then_some(header.base_timestamp);
+    match txn.on_marker(header, read_marker(&batch, header)) {
+        MarkerVerdict::Keep(entry) => {
+            kept_aborts.extend(entry);
+            Ok(Some((batch.into_bytes(), horizon)))
+        }
+        MarkerVerdict::Discardable => match horizon {
+            Some(horizon) if policy.now_ms >= horizon => {
+                stats.records_removed += header.record_count.max(0) as u64;
+                Ok(None)
+            }
+            Some(horizon) => Ok(Some((batch.into_bytes(), Some(horizon)))),
+            None => {
+                let record_error = |source| CleanError::Record {
+                    base_offset: header.base_offset,
+                    source,
+                };
+                let horizon = policy.now_ms.saturating_add(policy.delete_retention_ms);
+                let records = batch
+                    .records()
+                    .map_err(record_error)?
+                    .collect::<Result<Vec<Record>, RecordError>>()
+                    .map_err(record_error)?;
+                let rebuilt =
+                    rebuild_batch(&batch, header, &records, Some(horizon)).map_err(record_error)?;
+                Ok(Some((rebuilt, Some(horizon))))
+            }
+        },
+    }
 }
 
 /// When tombstones may go: the pass's clock and `delete.retention.ms`.
@@ -566,7 +646,8 @@ fn rebuild_batch(
             header.producer_epoch,
             header.base_sequence,
         )
-        .with_transactional(attributes.is_transactional());
+        .with_transactional(attributes.is_transactional())
+        .with_control(attributes.is_control());
     if attributes.timestamp_type() == TimestampType::LogAppendTime {
         builder = builder.with_log_append_time(header.max_timestamp);
     }

@@ -2,10 +2,13 @@
 //!
 //! This crate owns everything a broker keeps on disk per partition: segments
 //! (`.log` files of record batches exactly as on the wire) with their sparse
-//! `.index` and `.timeindex` files, the [`Log`] that appends to them (offset
-//! assignment, roll, reads, truncation), recovery after a crash, retention,
-//! compaction, idempotent producer state, Kafka's checkpoint files, the
-//! leader epoch cache, and the [`LogManager`] over several `log.dirs`.
+//! `.index` and `.timeindex` files and their `.txnindex` of aborted
+//! transactions, the [`Log`] that appends to them (offset assignment, roll,
+//! reads, truncation), recovery after a crash, retention, compaction,
+//! idempotent and transactional producer state (KIP-98: transaction
+//! markers, the last stable offset, the aborted transactions of a
+//! read_committed fetch, DescribeProducers' view), Kafka's checkpoint files,
+//! the leader epoch cache, and the [`LogManager`] over several `log.dirs`.
 //!
 //! It deliberately does not own the network, request handling, replication
 //! decisions (ISR, when the high watermark moves) or Kafka error codes:
@@ -48,6 +51,15 @@
 //! - **A poisoned log is not trusted.** The [`LogManager`] leaves a log
 //!   whose lock a panic poisoned out of flushes and checkpoints, and its
 //!   directory is recovered at the next start (see [`manager`]).
+//! - **Transactions are derived from the log itself.** A transactional data
+//!   batch starts its producer's transaction, a control batch (marker) ends
+//!   it, whether the batch came from a client, from the coordinator through
+//!   [`Log::append_marker_as_leader`], from the leader (follower appends)
+//!   or from disk (recovery), so every replica and a restarted broker know
+//!   the same ongoing transactions (see [`producer_state`], [`marker`],
+//!   [`txn_index`]). Clients may not write control batches; the cleaner
+//!   removes aborted records and, after `delete.retention.ms`, markers
+//!   whose transaction has no data left.
 //! - **Faults are injectable.** Segment data goes through a
 //!   [`backend::FileBackend`]; tests use [`testing::FaultInjector`] to tear
 //!   writes and simulate crashes that lose unflushed bytes.
@@ -80,6 +92,7 @@ mod sys;
 pub mod testing;
 pub mod topic_partition;
 mod transaction;
+mod txn_cleaning;
 pub mod txn_index;
 mod validation;
 

@@ -618,6 +618,7 @@ impl Log {
             }
             expected = header.next_offset();
         }
+        let markers = crate::marker::control_markers(&records, &batches)?;
         for (header, _) in &batches {
             if self
                 .epoch_cache
@@ -628,7 +629,6 @@ impl Log {
                     .assign(header.partition_leader_epoch, header.base_offset)?;
             }
         }
-        let markers = crate::marker::control_markers(&records, &batches)?;
         let info = self.write_batches(&[&records], &batches, &markers, now_ms)?;
         self.flush_if_due(now_ms)?;
         Ok(info)

@@ -12,7 +12,7 @@ use crate::error::AppendError;
 use crate::log::{AppendInfo, Log};
 use crate::marker::{build_marker_batch, ControlMarker, TransactionMarker};
 use crate::producer_state::ProducerSummary;
-use crate::txn_index::AbortedTransaction;
+use crate::txn_index::{AbortedTransaction, AbortedTxnEntry};
 
 impl Log {
     /// Writes `marker` as the leader (WriteTxnMarkers): Kafka's control
@@ -91,6 +91,24 @@ impl Log {
             }
         }
         aborted
+    }
+
+    /// Every index entry overlapping `[start_offset, upper_bound_offset)`
+    /// (marker at or after the start, first record before the bound), for
+    /// the cleaner: all segments are read, without the early stop.
+    pub(crate) fn aborted_entries(
+        &self,
+        start_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Vec<AbortedTxnEntry> {
+        self.segments
+            .values()
+            .flat_map(|segment| segment.txn_index().entries())
+            .filter(|entry| {
+                entry.last_offset >= start_offset && entry.first_offset < upper_bound_offset
+            })
+            .copied()
+            .collect()
     }
 
     /// Every producer the log knows, by id: epoch, last sequence, last

@@ -294,6 +294,7 @@ fn followers_refuse_control_batches_without_a_marker() {
         Err(AppendError::InvalidControlBatch { .. })
     ));
     assert_eq!(follower.log_end_offset(), 0, "nothing was written");
+    assert_eq!(follower.epoch_cache().latest_epoch(), None);
 }
 
 #[test]
