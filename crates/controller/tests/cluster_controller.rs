@@ -15,7 +15,7 @@ use strom_controller::quorum::{QuorumConfig, QuorumController};
 use strom_controller::ControllerClient;
 use tokio::task::JoinHandle;
 
-mod support;
+use crate::support;
 
 use support::request;
 

@@ -2,7 +2,7 @@
 //! in-process network: elections, failover, catching up, snapshots, loss
 //! of the majority, and commands refused where they must be.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

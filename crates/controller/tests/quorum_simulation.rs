@@ -19,7 +19,7 @@
 //! history. `STROM_QUORUM_SIM_SEEDS=N` runs N seeds (default 4) and
 //! `STROM_QUORUM_SIM_FIRST_SEED` picks the first, for longer hunts.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

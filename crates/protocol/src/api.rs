@@ -250,6 +250,14 @@ mod tests {
             ApiKey::ElectLeaders,
             ApiKey::AlterPartitionReassignments,
             ApiKey::ListPartitionReassignments,
+            ApiKey::AddPartitionsToTxn,
+            ApiKey::AddOffsetsToTxn,
+            ApiKey::EndTxn,
+            ApiKey::WriteTxnMarkers,
+            ApiKey::TxnOffsetCommit,
+            ApiKey::DescribeProducers,
+            ApiKey::DescribeTransactions,
+            ApiKey::ListTransactions,
         ];
         for api_key in needed {
             assert!(

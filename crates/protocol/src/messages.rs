@@ -512,10 +512,10 @@ mod tests {
             check_version(-1, 0),
             Err(MessageError::UnknownApiKey { api_key: -1 })
         ));
-        // Known to Kafka but not served (AddPartitionsToTxn).
+        // Known to Kafka but not served (CreateDelegationToken).
         assert!(matches!(
-            check_version(24, 0),
-            Err(MessageError::UnknownApiKey { api_key: 24 })
+            check_version(38, 0),
+            Err(MessageError::UnknownApiKey { api_key: 38 })
         ));
     }
 
@@ -575,10 +575,10 @@ mod tests {
 
     #[test]
     fn unserved_and_unsupported_requests_are_rejected() {
-        let frame = Bytes::from_static(&[0, 24, 0, 0, 0, 0, 0, 1, 0, 0]);
+        let frame = Bytes::from_static(&[0, 38, 0, 0, 0, 0, 0, 1, 0, 0]);
         assert!(matches!(
             decode_request(frame),
-            Err(MessageError::UnknownApiKey { api_key: 24 })
+            Err(MessageError::UnknownApiKey { api_key: 38 })
         ));
         let frame = Bytes::from_static(&[0, 0, 0, 2, 0, 0, 0, 1, 0, 0]);
         assert!(matches!(

@@ -1,7 +1,7 @@
 //! Every served request and response, at every advertised version, round
 //! trips with default values and with values filled in by hand.
 
-mod wire_support;
+use crate::wire_support;
 
 use bytes::Bytes;
 use strom_protocol::api::SUPPORTED_APIS;

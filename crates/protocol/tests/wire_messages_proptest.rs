@@ -3,7 +3,7 @@
 //! reported size equals the written size. Fields are only filled in at the
 //! versions that carry them.
 
-mod wire_support;
+use crate::wire_support;
 
 use proptest::collection::vec;
 use proptest::prelude::*;

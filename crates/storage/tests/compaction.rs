@@ -2,7 +2,7 @@
 //! for `delete.retention.ms`, offsets strictly increasing, and a crash at
 //! every step of the swap leaves a readable log with every latest value.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

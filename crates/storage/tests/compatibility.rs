@@ -2,7 +2,7 @@
 //! parsed here field by field, by code that shares nothing with the writer
 //! (only the `crc32c` crate and the protocol crate's batch parser).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! reopen, keep every flushed record before the damage, and never return a
 //! corrupt batch (`read_all` checks every CRC).
 
-mod common;
+use crate::common;
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Log behaviour: append, read, roll, truncation, retention, recovery.
 
-mod common;
+use crate::common;
 
 use common::{batch, open, partition_dir, read_all, small_config};
 use strom_storage::config::MessageTimestampType;

@@ -1,6 +1,6 @@
 //! Log manager: directories, locks, checkpoints, clean shutdown, background ticks.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

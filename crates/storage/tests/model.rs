@@ -3,7 +3,7 @@
 //! and restart (clean and unclean, with background flushes still queued)
 //! against a simple in-memory model of the batches the log must hold.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

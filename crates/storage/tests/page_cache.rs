@@ -5,7 +5,7 @@
 //! files live under Cargo's target directory, not `/tmp`, which may be a
 //! `tmpfs` (whose pages cannot be dropped).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

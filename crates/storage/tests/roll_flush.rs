@@ -4,7 +4,7 @@
 //! when the flush is done, and a crash in between loses nothing that was
 //! claimed durable.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::mpsc;

@@ -3,7 +3,7 @@
 //! marker goes (after `delete.retention.ms`) once its transaction has no
 //! data left.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! conversion to the topic's `compression.type`, on hand-built batches: each
 //! refusal carries its typed error and stores nothing.
 
-mod common;
+use crate::common;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use common::{open, partition_dir, small_config};

@@ -1,7 +1,7 @@
 //! `strom topics`, `strom configs`, global options, exit codes and
 //! completions, run as the real binary against an in-process broker.
 
-mod common;
+use crate::common;
 
 use common::{run_strom, strom, unused_port};
 

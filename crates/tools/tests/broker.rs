@@ -1,7 +1,7 @@
 //! `strom broker`: the real binary starts a broker that the other commands
 //! use, stops cleanly on SIGTERM, and rejects bad settings with exit code 2.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

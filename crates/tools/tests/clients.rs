@@ -1,7 +1,7 @@
 //! `strom produce`, `consume`, `groups` and `perf`, run as the real binary
 //! against an in-process broker.
 
-mod common;
+use crate::common;
 
 use common::{strom, strom_with_input};
 

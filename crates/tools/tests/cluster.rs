@@ -2,7 +2,7 @@
 //! the arguments it refuses. `strom cluster up`, which starts the nodes, is
 //! not run here: these tests start no process but `strom` itself.
 
-mod common;
+use crate::common;
 
 use common::run_strom;
 

@@ -2,7 +2,7 @@
 //! broker) and on one built byte by byte after Apache Kafka's documented v2
 //! layout, with its indexes, and on corrupted copies.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! `strom metadata-quorum describe`, run as the real binary against an
 //! in-process single-node broker (a quorum of one voter, itself).
 
-mod common;
+use crate::common;
 
 use common::strom;
 

@@ -2,7 +2,7 @@
 //! in-process broker with the authorizer on (the PLAINTEXT listener's
 //! `User:ANONYMOUS` is the super user here).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

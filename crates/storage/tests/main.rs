@@ -1,0 +1,17 @@
+//! The integration tests of this crate, linked as one test binary (each
+//! file is a module): one executable instead of one per file keeps the
+//! workspace's test build small on disk and quick to link.
+
+#[allow(dead_code)]
+mod common;
+
+mod compaction;
+mod compatibility;
+mod faults;
+mod log;
+mod manager;
+mod model;
+mod page_cache;
+mod roll_flush;
+mod transactions;
+mod validation;
