@@ -166,7 +166,7 @@ impl Node {
         let offsets = self
             .groups
             .coordinator
-            .fetch_offsets("readers", Some(&topics))?;
+            .fetch_offsets("readers", Some(&topics), false)?;
         Ok(offsets[0].offset)
     }
 }

@@ -70,10 +70,12 @@ mod load;
 mod log;
 mod member;
 mod offsets;
+mod pending_txn;
 mod rebalance;
 pub mod records;
 mod runtime;
 mod state;
+mod txn_commit;
 mod wire;
 
 pub use coordinator::{
@@ -86,12 +88,16 @@ pub use group::{
     JoinedMember, LeaveMember, MemberDescription, Reply, SyncRequest, SyncResponse,
 };
 pub use load::read_partition;
-pub use log::{CommitWait, InMemoryOffsetsLog, LogRecord, OffsetsLog};
+pub use log::{
+    BatchContext, CommitWait, InMemoryOffsetsLog, LogRecord, OffsetsLog, StoredRecord,
+    TransactionMarker,
+};
 pub use member::{Member, Protocol, RequestId};
 pub use offsets::{
     CommittedOffset, GroupOffsets, OffsetCommitPartition, OffsetCommitRequest, OffsetConfig,
-    PartitionOffset, TopicPartition,
+    PartitionOffset, TopicPartition, TxnOffsetCommitRequest,
 };
 pub use records::{java_string_hash_code, partition_for_group};
 pub use runtime::GroupCoordinator;
 pub use state::GroupState;
+pub use txn_commit::TransactionalAppend;
