@@ -331,7 +331,7 @@ mod tests {
             key: Bytes::from_static(b"k"),
             value: None,
         };
-        assert_eq!(log.append(3, &[record.clone()]), Ok(0));
+        assert_eq!(log.append(3, std::slice::from_ref(&record)), Ok(0));
         assert_eq!(
             log.append_transactional(3, 42, 5, &[record.clone(), record.clone()]),
             Ok(2)
