@@ -23,8 +23,8 @@ use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
 use strom_controller::runtime::ControllerClient;
 use strom_coordinator::{
-    CommitWait, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError, LogOperation,
-    LogRecord, OffsetConfig, OffsetsLog,
+    BatchContext, CommitWait, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError,
+    LogOperation, LogRecord, OffsetConfig, OffsetsLog, StoredRecord,
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 use strom_replication::{AckStatus, ReplicationError};
@@ -127,11 +127,16 @@ async fn wait_committed(
     }
 }
 
-impl OffsetsLog for OffsetsTopicLog {
-    fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
-        let replica = self.led(partition)?;
-        let now_ms = self.replicas.now_ms();
-        let batch = offsets_batch(now_ms, records)?;
+impl OffsetsTopicLog {
+    /// Appends `batch` to `partition` as its leader, `acks=all`, and
+    /// remembers the epoch it was written at for its commit wait.
+    fn append_batch(
+        &mut self,
+        partition: i32,
+        replica: &PartitionReplica,
+        batch: Bytes,
+        now_ms: i64,
+    ) -> Result<i64, LogError> {
         let appended = blocking(|| replica.append_flushing_here(batch, true, now_ms));
         match appended {
             Ok(appended) => {
@@ -153,6 +158,46 @@ impl OffsetsLog for OffsetsTopicLog {
                 Err(append_error(partition, error))
             }
         }
+    }
+}
+
+impl OffsetsLog for OffsetsTopicLog {
+    fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
+        let replica = self.led(partition)?;
+        let now_ms = self.replicas.now_ms();
+        let batch = offsets_batch(now_ms, records)?;
+        self.append_batch(partition, &replica, batch, now_ms)
+    }
+
+    /// A transactional batch of the producer, with the sequence the
+    /// partition's producer state expects next (0 for a new producer or
+    /// epoch), since the leader checks sequences of every batch with a
+    /// producer id.
+    fn append_transactional(
+        &mut self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: &[LogRecord],
+    ) -> Result<i64, LogError> {
+        let replica = self.led(partition)?;
+        let now_ms = self.replicas.now_ms();
+        let base_sequence = replica
+            .with_log(|log| {
+                let entry = log.producer_state().entry(producer_id)?;
+                let last = entry.batches.back()?;
+                (entry.epoch == producer_epoch).then(|| next_sequence(last.last_sequence))
+            })
+            .map_err(|error| LogError::backend(LogOperation::Append, error))?
+            .unwrap_or(0);
+        let batch = transactional_offsets_batch(
+            now_ms,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records,
+        )?;
+        self.append_batch(partition, &replica, batch, now_ms)
     }
 
     fn committed_offset(&self, partition: i32) -> Result<i64, LogError> {
@@ -187,7 +232,7 @@ impl OffsetsLog for OffsetsTopicLog {
         partition: i32,
         from_offset: i64,
         max_records: usize,
-    ) -> Result<Vec<(i64, LogRecord)>, LogError> {
+    ) -> Result<Vec<StoredRecord>, LogError> {
         let replica = self
             .replicas
             .get(&TopicPartition::new(OFFSETS_TOPIC.to_owned(), partition))
@@ -207,9 +252,6 @@ impl OffsetsLog for OffsetsTopicLog {
                 let batch =
                     batch.map_err(|source| LogError::backend(LogOperation::Decode, source))?;
                 last_next_offset = last_next_offset.max(batch.next_offset());
-                if batch.attributes().is_control() {
-                    continue;
-                }
                 collect_batch(&batch, next_offset, max_records, &mut records)?;
             }
             if last_next_offset <= next_offset || last_next_offset >= log_end_offset {
@@ -243,7 +285,38 @@ fn read_to_log_end(
 /// `records` as one uncompressed batch stamped `now_ms`, as
 /// `__consumer_offsets` stores them.
 pub fn offsets_batch(now_ms: i64, records: &[LogRecord]) -> Result<Bytes, LogError> {
-    let mut builder = RecordBatchBuilder::new(Compression::None);
+    build_offsets_batch(RecordBatchBuilder::new(Compression::None), now_ms, records)
+}
+
+/// `records` as one uncompressed transactional batch of `producer_id` at
+/// `producer_epoch`, its first record at `base_sequence`.
+pub fn transactional_offsets_batch(
+    now_ms: i64,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    records: &[LogRecord],
+) -> Result<Bytes, LogError> {
+    let builder = RecordBatchBuilder::new(Compression::None)
+        .with_producer(producer_id, producer_epoch, base_sequence)
+        .with_transactional(true);
+    build_offsets_batch(builder, now_ms, records)
+}
+
+/// The sequence after `sequence`, wrapping after `i32::MAX` as Kafka does.
+fn next_sequence(sequence: i32) -> i32 {
+    if sequence == i32::MAX {
+        0
+    } else {
+        sequence + 1
+    }
+}
+
+fn build_offsets_batch(
+    mut builder: RecordBatchBuilder,
+    now_ms: i64,
+    records: &[LogRecord],
+) -> Result<Bytes, LogError> {
     for record in records {
         builder
             .append(now_ms, Some(&record.key), record.value.as_deref(), &[])
@@ -255,14 +328,22 @@ pub fn offsets_batch(now_ms: i64, records: &[LogRecord]) -> Result<Bytes, LogErr
 }
 
 /// Adds the keyed records of `batch` at or past `from_offset` to
-/// `records`, with their offsets, until it holds `max_records`.
+/// `records`, with their offsets and the batch's producer and flags, until
+/// it holds `max_records`.
 pub fn collect_batch(
     batch: &strom_protocol::records::RecordBatch,
     from_offset: i64,
     max_records: usize,
-    records: &mut Vec<(i64, LogRecord)>,
+    records: &mut Vec<StoredRecord>,
 ) -> Result<(), LogError> {
     let corrupt = |source| LogError::backend(LogOperation::Decode, source);
+    let attributes = batch.attributes();
+    let context = BatchContext {
+        producer_id: batch.producer_id(),
+        producer_epoch: batch.producer_epoch(),
+        transactional: attributes.is_transactional(),
+        control: attributes.is_control(),
+    };
     for record in batch.records().map_err(corrupt)? {
         if records.len() >= max_records {
             break;
@@ -273,13 +354,14 @@ pub fn collect_batch(
             continue;
         };
         if offset >= from_offset {
-            records.push((
+            records.push(StoredRecord {
                 offset,
-                LogRecord {
+                batch: context,
+                record: LogRecord {
                     key,
                     value: record.value_bytes(),
                 },
-            ));
+            });
         }
     }
     Ok(())

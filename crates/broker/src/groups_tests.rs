@@ -166,7 +166,7 @@ impl Node {
         let offsets = self
             .groups
             .coordinator
-            .fetch_offsets("readers", Some(&topics))?;
+            .fetch_offsets("readers", Some(&topics), false)?;
         Ok(offsets[0].offset)
     }
 }
@@ -400,4 +400,56 @@ fn the_offsets_topic_has_three_replicas_capped_to_the_live_brokers() {
             expected
         );
     }
+}
+
+#[tokio::test]
+async fn transactional_commits_are_transactional_batches_with_the_next_sequence() {
+    use strom_coordinator::{BatchContext, OffsetsLog, TxnOffsetCommitRequest};
+    let node = Node::new(&[], &[]);
+    let mut metadata = Metadata::new();
+    metadata.register(1);
+    metadata.offsets_topic(&[1]);
+    node.apply(&metadata.image);
+    let coordinator = node.groups.coordinator.clone();
+    let request = |producer_epoch, offset| TxnOffsetCommitRequest {
+        group_id: "readers".into(),
+        producer_id: 9,
+        producer_epoch,
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        partitions: commit(0, offset).partitions,
+    };
+    // Two batches of one epoch, then the first of the next: each gets the
+    // sequence the partition's producer state expects.
+    for (producer_epoch, offset) in [(0, 1), (0, 2), (1, 3)] {
+        let results = coordinator
+            .commit_transactional_offsets(&request(producer_epoch, offset))
+            .await
+            .expect("appended and committed");
+        assert!(results.iter().all(|(_, result)| result.is_ok()));
+    }
+    let stored = coordinator.with_log(|log| log.read(0, 0, 100).expect("reads"));
+    let batches: Vec<BatchContext> = stored.iter().map(|record| record.batch).collect();
+    assert_eq!(
+        batches,
+        vec![
+            BatchContext::transactional(9, 0),
+            BatchContext::transactional(9, 0),
+            BatchContext::transactional(9, 1),
+        ]
+    );
+    // The log fences the older epoch.
+    assert!(matches!(
+        coordinator
+            .commit_transactional_offsets(&request(0, 4))
+            .await,
+        Err(GroupError::LogAppendFailed { .. })
+    ));
+    let topics = [("events".to_owned(), vec![0])];
+    let answers = coordinator
+        .fetch_offsets("readers", Some(&topics), true)
+        .expect("served");
+    assert_eq!(answers[0].error, Some(GroupError::UnstableOffsetCommit));
+    assert_eq!(node.committed(0), Ok(-1));
 }

@@ -258,7 +258,7 @@ impl BrokerView for BrokerContext {
     }
 
     fn committed_offsets(&self, group: &str) -> Vec<CommittedOffset> {
-        let Ok(offsets) = self.groups.coordinator.fetch_offsets(group, None) else {
+        let Ok(offsets) = self.groups.coordinator.fetch_offsets(group, None, false) else {
             return Vec::new();
         };
         offsets

@@ -11,11 +11,12 @@ use crate::group::{
     Completion, Group, GroupConfig, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
     LeaveMember, Reply, SyncRequest, SyncResponse,
 };
-use crate::log::LogRecord;
+use crate::log::{LogRecord, TransactionMarker};
 use crate::offsets::{
-    subscribed_topics, CommittedOffset, GroupOffsets, OffsetCommitRequest, OffsetConfig,
-    PartitionOffset, TopicPartition,
+    subscribed_topics, CommittedOffset, GroupOffsets, OffsetCommitPartition, OffsetCommitRequest,
+    OffsetConfig, PartitionOffset, TopicPartition,
 };
+use crate::pending_txn::{commit_of, PendingTransactions, PositionedRecord, StagedTransaction};
 use crate::records::{partition_for_group, OffsetsRecord};
 use crate::state::GroupState;
 
@@ -81,6 +82,11 @@ pub struct CoordinatorCore {
     /// The commit records of the last [`stage_offsets`](Self::stage_offsets)
     /// until the runtime places them at their offset or drops them.
     staged: Vec<OffsetsRecord>,
+    /// The transactional commit of the last TxnOffsetCommit until the
+    /// runtime places it at its offset or drops it.
+    pub(crate) staged_transaction: Option<StagedTransaction>,
+    /// Offsets of open transactions and markers the log has not committed.
+    pub(crate) transactions: PendingTransactions,
     /// Per loaded partition whose log was not committed to its end when it
     /// was replayed: that end. OffsetFetch answers
     /// COORDINATOR_LOAD_IN_PROGRESS until the high watermark reaches it,
@@ -106,6 +112,8 @@ impl CoordinatorCore {
             records: Vec::new(),
             pending: BTreeMap::new(),
             staged: Vec::new(),
+            staged_transaction: None,
+            transactions: PendingTransactions::default(),
             horizons: HashMap::new(),
             completions: Vec::new(),
             next_retention_check_ms: i64::MIN,
@@ -145,6 +153,7 @@ impl CoordinatorCore {
     pub fn unload(&mut self, partition: i32) {
         self.partitions.remove(&partition);
         self.pending.retain(|(pending, _), _| *pending != partition);
+        self.transactions.clear_partition(partition, i64::MAX);
         self.horizons.remove(&partition);
         let owned: Vec<String> = self
             .groups
@@ -351,7 +360,8 @@ impl CoordinatorCore {
     ) -> Result<PartitionResults, GroupError> {
         let results = self.stage_offsets(request, now_ms)?;
         for record in std::mem::take(&mut self.staged) {
-            self.apply_record(record, now_ms);
+            // Applied at once, so the last record of the log.
+            self.apply_record(record, i64::MAX, now_ms);
         }
         Ok(results)
     }
@@ -401,10 +411,32 @@ impl CoordinatorCore {
             .get_mut(group_id)
             .ok_or(GroupError::GroupIdNotFound)?;
         validate_commit(&mut entry.group, request, now_ms)?;
+        let expiry = request
+            .retention_time_ms
+            .filter(|retention_ms| *retention_ms >= 0);
+        let (results, records) = self.offset_records(group_id, &request.partitions, expiry, now_ms);
+        for record in records {
+            self.staged.push(record.clone());
+            self.push_record(record);
+        }
+        Ok(results)
+    }
+
+    /// The records committing `partitions` for `group_id`, and the result of
+    /// each partition: OFFSET_METADATA_TOO_LARGE for metadata over
+    /// `offset.metadata.max.bytes` (no record), `Ok` otherwise. Offsets
+    /// expire `retention_ms` after their commit when it is given.
+    pub(crate) fn offset_records(
+        &self,
+        group_id: &str,
+        partitions: &[OffsetCommitPartition],
+        retention_ms: Option<i64>,
+        now_ms: i64,
+    ) -> (PartitionResults, Vec<OffsetsRecord>) {
         let max_bytes = self.config.offsets.metadata_max_bytes;
-        let mut results = Vec::with_capacity(request.partitions.len());
+        let mut results = Vec::with_capacity(partitions.len());
         let mut records = Vec::new();
-        for partition in &request.partitions {
+        for partition in partitions {
             let key = TopicPartition::new(partition.topic.clone(), partition.partition);
             let metadata = partition.metadata.clone().unwrap_or_default();
             if metadata.len() > max_bytes {
@@ -421,9 +453,7 @@ impl CoordinatorCore {
                 leader_epoch: partition.leader_epoch.filter(|epoch| *epoch >= 0),
                 metadata,
                 commit_timestamp_ms,
-                expire_timestamp_ms: request
-                    .retention_time_ms
-                    .filter(|retention_ms| *retention_ms >= 0)
+                expire_timestamp_ms: retention_ms
                     .map(|retention_ms| commit_timestamp_ms.saturating_add(retention_ms)),
             };
             records.push(OffsetsRecord::OffsetCommit {
@@ -434,11 +464,7 @@ impl CoordinatorCore {
             });
             results.push((key, Ok(())));
         }
-        for record in records {
-            self.staged.push(record.clone());
-            self.push_record(record);
-        }
-        Ok(results)
+        (results, records)
     }
 
     /// The commit of the last [`stage_offsets`](Self::stage_offsets) was
@@ -461,18 +487,27 @@ impl CoordinatorCore {
             .entry((partition, offset))
             .or_default()
             .push(record);
+        self.extend_horizon(partition, offset);
+    }
+
+    /// OffsetFetch on `partition` waits until the high watermark passes
+    /// `offset`, a replayed record past it.
+    pub(crate) fn extend_horizon(&mut self, partition: i32, offset: i64) {
         let horizon = self.horizons.entry(partition).or_insert(0);
         *horizon = (*horizon).max(offset.saturating_add(1));
     }
 
-    /// The commit of the last [`stage_offsets`](Self::stage_offsets) was
-    /// not appended: it is forgotten.
+    /// The commit of the last [`stage_offsets`](Self::stage_offsets) (or
+    /// [`commit_transactional_offsets`](Self::commit_transactional_offsets))
+    /// was not appended: it is forgotten.
     pub fn discard_staged(&mut self) {
         self.staged.clear();
+        self.staged_transaction = None;
     }
 
     /// The log has committed `partition` below `high_watermark`: the
-    /// pending commits there are applied, in log order.
+    /// pending commits and transaction markers there are applied, in log
+    /// order (see [`complete_transaction`](Self::complete_transaction)).
     pub fn advance_committed(&mut self, partition: i32, high_watermark: i64, now_ms: i64) {
         if self
             .horizons
@@ -486,9 +521,53 @@ impl CoordinatorCore {
             .range((partition, i64::MIN)..(partition, high_watermark))
             .map(|(key, _)| *key)
             .collect();
+        let mut markers = self
+            .transactions
+            .take_markers(partition, high_watermark)
+            .into_iter()
+            .peekable();
         for key in ready {
+            while let Some((marker_offset, producer_id, marker)) =
+                markers.next_if(|(marker_offset, _, _)| *marker_offset < key.1)
+            {
+                self.apply_marker(partition, producer_id, marker, marker_offset, now_ms);
+            }
             for record in self.pending.remove(&key).unwrap_or_default() {
-                self.apply_record(record, now_ms);
+                self.apply_record(record, key.1, now_ms);
+            }
+        }
+        for (marker_offset, producer_id, marker) in markers {
+            self.apply_marker(partition, producer_id, marker, marker_offset, now_ms);
+        }
+    }
+
+    /// A transaction marker of `producer_id` at `marker_offset` of
+    /// `partition` that the log has committed: on a commit, the offsets
+    /// the producer wrote there before it become their groups' committed
+    /// offsets, in log order; on an abort they are dropped. A producer with
+    /// nothing open there is left alone, so a repeated marker changes
+    /// nothing.
+    pub(crate) fn apply_marker(
+        &mut self,
+        partition: i32,
+        producer_id: i64,
+        marker: TransactionMarker,
+        marker_offset: i64,
+        now_ms: i64,
+    ) {
+        let ended: Vec<PositionedRecord> =
+            self.transactions
+                .take(partition, producer_id, marker_offset);
+        tracing::debug!(
+            partition,
+            producer_id,
+            commit = marker.is_commit(),
+            offsets = ended.len(),
+            "transaction ended in __consumer_offsets"
+        );
+        if marker.is_commit() {
+            for (position, record) in ended {
+                self.apply_record(record, position, now_ms);
             }
         }
     }
@@ -499,12 +578,21 @@ impl CoordinatorCore {
         self.pending.len()
     }
 
-    /// The partitions with commits waiting for the log.
+    /// How many transactions (per `__consumer_offsets` partition and
+    /// producer) hold offsets that wait for their marker (for tests and
+    /// metrics).
+    pub fn open_transactions(&self) -> usize {
+        self.transactions.open_transactions()
+    }
+
+    /// The partitions with commits or transaction markers waiting for the
+    /// log.
     pub fn pending_partitions(&self) -> Vec<i32> {
         let partitions: BTreeSet<i32> = self
             .pending
             .keys()
             .map(|(partition, _)| *partition)
+            .chain(self.transactions.marker_partitions())
             .collect();
         partitions.into_iter().collect()
     }
@@ -525,19 +613,36 @@ impl CoordinatorCore {
     /// a partition loaded with an uncommitted tail of commits answers
     /// [`GroupError::CoordinatorLoadInProgress`] until the high watermark
     /// passes that tail.
+    ///
+    /// Offsets of open transactions are never answered. With
+    /// `require_stable` (OffsetFetch v7+, KIP-447) a partition that an open
+    /// transaction holds an offset of answers
+    /// [`GroupError::UnstableOffsetCommit`] instead of its last committed
+    /// offset (for all partitions, each committed one that is held), so
+    /// that a consumer does not start from an offset about to change.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
+        require_stable: bool,
     ) -> Result<Vec<PartitionOffset>, GroupError> {
         let partition = self.check_owner(group_id)?;
         if self.horizons.contains_key(&partition) {
             return Err(GroupError::CoordinatorLoadInProgress { partition });
         }
-        match self.groups.get(group_id) {
-            Some(entry) => Ok(entry.offsets.fetch(topics)),
-            None => Ok(GroupOffsets::new().fetch(topics)),
+        let mut offsets = match self.groups.get(group_id) {
+            Some(entry) => entry.offsets.fetch(topics),
+            None => GroupOffsets::new().fetch(topics),
+        };
+        if require_stable {
+            for offset in &mut offsets {
+                let key = TopicPartition::new(offset.topic.clone(), offset.partition);
+                if self.transactions.has_offsets(group_id, Some(&key)) {
+                    *offset = PartitionOffset::unstable(&key);
+                }
+            }
         }
+        Ok(offsets)
     }
 
     /// OffsetDelete: refused per partition with GROUP_SUBSCRIBED_TO_TOPIC for
@@ -570,7 +675,8 @@ impl CoordinatorCore {
                     results.push((key, Err(GroupError::GroupSubscribedToTopic)));
                     continue;
                 }
-                let pending = pending_commit_of(&self.pending, group_id, Some(&key));
+                let pending = pending_commit_of(&self.pending, group_id, Some(&key))
+                    || self.transactions.has_offsets(group_id, Some(&key));
                 if entry.offsets.remove(&key) || pending {
                     deleted.push(key.clone());
                     records.push(OffsetsRecord::OffsetCommit {
@@ -589,8 +695,11 @@ impl CoordinatorCore {
             && entry.offsets.is_empty();
         for key in &deleted {
             self.drop_pending(group_id, Some(key));
+            self.transactions.drop_offsets(group_id, Some(key));
         }
-        let unused = unused && !pending_commit_of(&self.pending, group_id, None);
+        let unused = unused
+            && !pending_commit_of(&self.pending, group_id, None)
+            && !self.transactions.has_offsets(group_id, None);
         for record in records {
             self.push_record(record);
         }
@@ -600,8 +709,9 @@ impl CoordinatorCore {
         Ok(results)
     }
 
-    /// DeleteGroups: each group must exist and be Empty; its offsets and
-    /// metadata are tombstoned.
+    /// DeleteGroups: each group must exist and be Empty, and no open
+    /// transaction may hold offsets of it (NON_EMPTY_GROUP otherwise, as
+    /// Kafka answers); its offsets and metadata are tombstoned.
     pub fn delete_groups(&mut self, group_ids: &[String], now_ms: i64) -> GroupResults {
         group_ids
             .iter()
@@ -616,7 +726,10 @@ impl CoordinatorCore {
             .get(group_id)
             .filter(|entry| entry.group.state() != GroupState::Dead)
             .ok_or(GroupError::GroupIdNotFound)?;
-        if entry.group.state() != GroupState::Empty || !entry.group.is_empty() {
+        if entry.group.state() != GroupState::Empty
+            || !entry.group.is_empty()
+            || self.transactions.has_offsets(group_id, None)
+        {
             return Err(GroupError::NonEmptyGroup);
         }
         self.remove_group(group_id, now_ms);
@@ -689,8 +802,9 @@ impl CoordinatorCore {
     }
 
     /// Removes every committed offset of the deleted `topics` and writes
-    /// their tombstones.
+    /// their tombstones; offsets of open transactions for them are dropped.
     pub fn remove_topic_offsets(&mut self, topics: &[String]) {
+        self.transactions.drop_topics(topics);
         let mut records = Vec::new();
         for pending in self.pending.values_mut() {
             pending.retain(|record| match record {
@@ -732,18 +846,24 @@ impl CoordinatorCore {
     /// `offsets.retention.minutes`: expires offsets of empty groups (counted
     /// from when the group became empty, or from the commit for groups that
     /// never had members) and offsets with an explicit expiry; removes empty
-    /// groups left without offsets.
+    /// groups left without offsets. As in Kafka, an offset an open
+    /// transaction holds a newer value of does not expire, and a group
+    /// with such offsets is not removed.
     pub fn expire_offsets(&mut self, now_ms: i64) {
         let retention_ms = self.config.offsets.retention_ms;
         let mut records = Vec::new();
         let mut dead = Vec::new();
+        let transactions = &self.transactions;
         for (group_id, entry) in &mut self.groups {
             let group = &entry.group;
+            let held = |key: &TopicPartition| transactions.has_offsets(group_id, Some(key));
             let expired = if group.state() == GroupState::Empty {
                 let base_ms = group.protocol_type().map(|_| group.state_timestamp_ms());
-                entry.offsets.remove_expired(now_ms, retention_ms, base_ms)
+                entry
+                    .offsets
+                    .remove_expired(now_ms, retention_ms, base_ms, held)
             } else {
-                entry.offsets.remove_past_explicit_expiry(now_ms)
+                entry.offsets.remove_past_explicit_expiry(now_ms, held)
             };
             for partition in expired {
                 records.push(OffsetsRecord::OffsetCommit {
@@ -759,6 +879,7 @@ impl CoordinatorCore {
             if group_unused
                 && entry.offsets.is_empty()
                 && !pending_commit_of(&self.pending, group_id, None)
+                && !transactions.has_offsets(group_id, None)
             {
                 dead.push(group_id.clone());
             }
@@ -772,8 +893,11 @@ impl CoordinatorCore {
         }
     }
 
-    /// Applies one replayed record (later records win, tombstones delete).
-    pub(crate) fn apply_record(&mut self, record: OffsetsRecord, now_ms: i64) {
+    /// Applies one record the log has committed, written at `position`
+    /// (later records win, tombstones delete): an offset commit or
+    /// tombstone also supersedes the transactional offsets of the same
+    /// group and partition written before it.
+    pub(crate) fn apply_record(&mut self, record: OffsetsRecord, position: i64, now_ms: i64) {
         match record {
             OffsetsRecord::OffsetCommit {
                 group,
@@ -782,6 +906,7 @@ impl CoordinatorCore {
                 value,
             } => {
                 let key = TopicPartition::new(topic, partition);
+                self.transactions.supersede(&group, &key, position);
                 match value {
                     Some(value) => {
                         let entry =
@@ -831,30 +956,16 @@ impl CoordinatorCore {
         self.partitions.insert(partition, PartitionStatus::Loaded);
     }
 
-    /// Drops groups of `partition` (before a replay).
-    pub(crate) fn clear_partition(&mut self, partition: i32) {
+    /// Drops groups of `partition` (before a replay), and its transaction
+    /// state but the markers queued past `markers_after` (reported while
+    /// it loaded, after the records being replayed).
+    pub(crate) fn clear_partition(&mut self, partition: i32, markers_after: i64) {
         self.pending.retain(|(pending, _), _| *pending != partition);
+        self.transactions.clear_partition(partition, markers_after);
         self.horizons.remove(&partition);
         let config_partitions = self.config.offsets_topic_partitions;
         self.groups
             .retain(|group_id, _| partition_for_group(group_id, config_partitions) != partition);
-    }
-}
-
-/// Whether `record` commits an offset of `group_id` (of `only`, when
-/// given).
-fn commit_of(record: &OffsetsRecord, group_id: &str, only: Option<&TopicPartition>) -> bool {
-    match record {
-        OffsetsRecord::OffsetCommit {
-            group,
-            topic,
-            partition,
-            ..
-        } => {
-            group == group_id
-                && only.is_none_or(|key| key.topic == *topic && key.partition == *partition)
-        }
-        _ => false,
     }
 }
 

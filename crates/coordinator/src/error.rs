@@ -93,6 +93,23 @@ pub enum GroupError {
         /// The configured maximum.
         max_bytes: usize,
     },
+    /// The partition has offsets committed inside a transaction that is
+    /// still open, and the OffsetFetch asked for stable offsets only
+    /// (`require_stable`, v7+): the client retries once the transaction
+    /// ends (Kafka's UNSTABLE_OFFSET_COMMIT, code 88). Only ever a
+    /// per-partition answer.
+    #[error("the partition has offsets pending in an open transaction")]
+    UnstableOffsetCommit,
+    /// A TxnOffsetCommit named no producer (a negative producer id or
+    /// epoch), so its offsets cannot belong to a transaction (Kafka's
+    /// INVALID_PRODUCER_ID_MAPPING, code 49).
+    #[error("producer id {producer_id} with epoch {producer_epoch} cannot commit offsets in a transaction")]
+    InvalidProducer {
+        /// The request's producer id.
+        producer_id: i64,
+        /// The request's producer epoch.
+        producer_epoch: i16,
+    },
     /// The `__consumer_offsets` log refused an append, or did not commit
     /// it. The code depends on the source, as Kafka's coordinator maps the
     /// errors of its `acks=-1` appends: [`LogError::NotLeader`] is

@@ -6,14 +6,17 @@
 //! CompletingRebalance → Stable, and Dead), member ids and the
 //! MEMBER_ID_REQUIRED round trip, leader election and protocol selection,
 //! session and rebalance timeouts, static membership, committed offsets,
-//! and the records that persist both in the compacted internal topic
-//! `__consumer_offsets` in Kafka's own key/value schemas.
+//! the group coordinator's half of transactions (offsets committed inside
+//! a transaction, KIP-98/KIP-447), and the records that persist them in the
+//! compacted internal topic `__consumer_offsets` in Kafka's own key/value
+//! schemas.
 //!
 //! It deliberately does not decode requests or choose wire error codes (the
 //! broker maps its typed requests and [`GroupError`]s), does not store
 //! records itself (the broker implements [`OffsetsLog`] on `strom-storage`),
-//! and does not handle transactional offset commits or the KIP-848 consumer
-//! protocol.
+//! does not run transactions (the transaction coordinator decides their
+//! outcome and the broker writes the markers), and does not implement the
+//! KIP-848 consumer protocol.
 //!
 //! Design decisions a newcomer must know:
 //!
@@ -33,6 +36,16 @@
 //!   moves with tokio's timers). A panic while that mutex is held takes
 //!   the coordinator offline ([`GroupError::CoordinatorNotAvailable`])
 //!   rather than serving half-changed groups.
+//! * **Transactional offsets wait for their marker.** A TxnOffsetCommit is
+//!   appended as a transactional batch of its producer and held per
+//!   partition and producer; OffsetFetch never answers it, and with
+//!   `require_stable` answers UNSTABLE_OFFSET_COMMIT for the partitions it
+//!   holds. The marker the broker writes into the same partition ends it
+//!   ([`CoordinatorCore::complete_transaction`]): a commit makes the
+//!   offsets written before it committed, an abort drops them; whichever
+//!   record of a group and partition comes last in the log wins. Markers,
+//!   like plain commits, count once the log has committed them, and a
+//!   replay of the log rebuilds both.
 //! * **Kafka's placement and formats.** A group lives on partition
 //!   `(String.hashCode(group) & 0x7fffffff) % offsets.topic.num.partitions`
 //!   ([`partition_for_group`]) and its records use Kafka's schema versions
@@ -48,7 +61,9 @@
 //! | Heartbeat | [`GroupCoordinator::heartbeat`] | |
 //! | LeaveGroup | [`GroupCoordinator::leave_group`] | v0-v2: one member, top-level error; v3+: per member |
 //! | OffsetCommit | [`GroupCoordinator::commit_offsets`] | per-partition results |
-//! | OffsetFetch | [`GroupCoordinator::fetch_offsets`] | once per group for v8+; `None` topics = all |
+//! | OffsetFetch | [`GroupCoordinator::fetch_offsets`] | once per group for v8+; `None` topics = all; `require_stable` from v7 |
+//! | TxnOffsetCommit | [`GroupCoordinator::commit_transactional_offsets`] | per-partition results; v0-v2 have no generation (-1) or member id (empty) |
+//! | WriteTxnMarkers (`__consumer_offsets` partitions) | [`GroupCoordinator::complete_transaction`] | after the marker is appended to that partition, with its offset |
 //! | OffsetDelete | [`GroupCoordinator::delete_offsets`] | |
 //! | DeleteGroups | [`GroupCoordinator::delete_groups`] | |
 //! | ListGroups | [`GroupCoordinator::list_groups`] | states filter (v4+) |
@@ -70,10 +85,12 @@ mod load;
 mod log;
 mod member;
 mod offsets;
+mod pending_txn;
 mod rebalance;
 pub mod records;
 mod runtime;
 mod state;
+mod txn_commit;
 mod wire;
 
 pub use coordinator::{
@@ -86,12 +103,16 @@ pub use group::{
     JoinedMember, LeaveMember, MemberDescription, Reply, SyncRequest, SyncResponse,
 };
 pub use load::read_partition;
-pub use log::{CommitWait, InMemoryOffsetsLog, LogRecord, OffsetsLog};
+pub use log::{
+    BatchContext, CommitWait, InMemoryOffsetsLog, LogRecord, OffsetsLog, StoredRecord,
+    TransactionMarker,
+};
 pub use member::{Member, Protocol, RequestId};
 pub use offsets::{
     CommittedOffset, GroupOffsets, OffsetCommitPartition, OffsetCommitRequest, OffsetConfig,
-    PartitionOffset, TopicPartition,
+    PartitionOffset, TopicPartition, TxnOffsetCommitRequest,
 };
 pub use records::{java_string_hash_code, partition_for_group};
 pub use runtime::GroupCoordinator;
 pub use state::GroupState;
+pub use txn_commit::TransactionalAppend;

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
-use crate::error::RecordError;
+use crate::error::{GroupError, RecordError};
 use crate::records::OffsetCommitValue;
 use crate::wire::Reader;
 
@@ -122,6 +122,28 @@ pub struct OffsetCommitRequest {
     pub partitions: Vec<OffsetCommitPartition>,
 }
 
+/// A TxnOffsetCommit request (KIP-98): offsets committed inside the
+/// transaction of a producer, which count only once that transaction
+/// commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffsetCommitRequest {
+    /// The group.
+    pub group_id: String,
+    /// The transactional producer's id.
+    pub producer_id: i64,
+    /// The transactional producer's epoch.
+    pub producer_epoch: i16,
+    /// The consumer's generation (v3+, KIP-447); -1 when not given.
+    pub generation_id: i32,
+    /// The consumer's member id (v3+); empty when not given.
+    pub member_id: String,
+    /// The consumer's `group.instance.id` (v3+).
+    pub group_instance_id: Option<String>,
+    /// The partitions (their commit timestamps are ignored: the broker's
+    /// time is used).
+    pub partitions: Vec<OffsetCommitPartition>,
+}
+
 /// One partition's answer to OffsetFetch: offset -1 when none is committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionOffset {
@@ -135,6 +157,25 @@ pub struct PartitionOffset {
     pub leader_epoch: Option<i32>,
     /// Metadata string (empty if none).
     pub metadata: String,
+    /// Why this partition has no answer (offset -1): only
+    /// [`GroupError::UnstableOffsetCommit`], for an OffsetFetch with
+    /// `require_stable` while a transaction holds offsets of the partition.
+    pub error: Option<GroupError>,
+}
+
+impl PartitionOffset {
+    /// The answer for a partition whose offset a transaction still holds,
+    /// to an OffsetFetch that requires stable offsets.
+    pub fn unstable(partition: &TopicPartition) -> PartitionOffset {
+        PartitionOffset {
+            topic: partition.topic.clone(),
+            partition: partition.partition,
+            offset: -1,
+            leader_epoch: None,
+            metadata: String::new(),
+            error: Some(GroupError::UnstableOffsetCommit),
+        }
+    }
 }
 
 /// The committed offsets of one group.
@@ -191,6 +232,7 @@ impl GroupOffsets {
                 metadata: offset
                     .map(|offset| offset.metadata.clone())
                     .unwrap_or_default(),
+                error: None,
             };
         match topics {
             None => self
@@ -227,16 +269,20 @@ impl GroupOffsets {
     /// Removes the offsets that expired at `now_ms`: those past an explicit
     /// expire timestamp, and those whose `base_ms` (the time the group became
     /// empty, or the commit time when `base_ms` is `None`) is more than
-    /// `retention_ms` ago. Returns the removed partitions.
+    /// `retention_ms` ago. Partitions for which `held` answers `true` (an
+    /// open transaction holds a newer offset) are kept. Returns the removed
+    /// partitions.
     pub fn remove_expired(
         &mut self,
         now_ms: i64,
         retention_ms: i64,
         base_ms: Option<i64>,
+        held: impl Fn(&TopicPartition) -> bool,
     ) -> Vec<TopicPartition> {
         let expired: Vec<TopicPartition> = self
             .offsets
             .iter()
+            .filter(|(partition, _)| !held(partition))
             .filter(|(_, offset)| match offset.expire_timestamp_ms {
                 Some(expire_ms) => now_ms >= expire_ms,
                 None => now_ms >= base_ms.unwrap_or(offset.commit_timestamp_ms) + retention_ms,
@@ -252,11 +298,17 @@ impl GroupOffsets {
 
 impl GroupOffsets {
     /// Removes only the offsets past an explicit expire timestamp (the rule
-    /// for groups that still have members). Returns the removed partitions.
-    pub fn remove_past_explicit_expiry(&mut self, now_ms: i64) -> Vec<TopicPartition> {
+    /// for groups that still have members), except those for which `held`
+    /// answers `true`. Returns the removed partitions.
+    pub fn remove_past_explicit_expiry(
+        &mut self,
+        now_ms: i64,
+        held: impl Fn(&TopicPartition) -> bool,
+    ) -> Vec<TopicPartition> {
         let expired: Vec<TopicPartition> = self
             .offsets
             .iter()
+            .filter(|(partition, _)| !held(partition))
             .filter(|(_, offset)| {
                 offset
                     .expire_timestamp_ms
@@ -338,11 +390,45 @@ mod tests {
         let mut explicit = committed(1, 0);
         explicit.expire_timestamp_ms = Some(50);
         offsets.commit(TopicPartition::new("a", 2), explicit);
-        assert_eq!(offsets.remove_expired(49, 1_000, None).len(), 0);
-        assert_eq!(offsets.remove_expired(50, 1_000, None).len(), 1);
-        assert_eq!(offsets.remove_expired(1_100, 1_000, None).len(), 1);
-        assert_eq!(offsets.remove_expired(1_100, 1_000, Some(2_000)).len(), 0);
-        assert_eq!(offsets.remove_expired(3_000, 1_000, Some(2_000)).len(), 1);
+        let none = |_: &TopicPartition| false;
+        assert_eq!(offsets.remove_expired(49, 1_000, None, none).len(), 0);
+        assert_eq!(offsets.remove_expired(50, 1_000, None, none).len(), 1);
+        assert_eq!(offsets.remove_expired(1_100, 1_000, None, none).len(), 1);
+        assert_eq!(
+            offsets
+                .remove_expired(1_100, 1_000, Some(2_000), none)
+                .len(),
+            0
+        );
+        let held = |partition: &TopicPartition| partition.partition == 1;
+        assert_eq!(
+            offsets
+                .remove_expired(3_000, 1_000, Some(2_000), held)
+                .len(),
+            0
+        );
+        assert_eq!(
+            offsets
+                .remove_expired(3_000, 1_000, Some(2_000), none)
+                .len(),
+            1
+        );
+        assert!(offsets.is_empty());
+    }
+
+    #[test]
+    fn explicit_expiry_spares_held_partitions() {
+        let mut offsets = GroupOffsets::new();
+        let mut explicit = committed(1, 0);
+        explicit.expire_timestamp_ms = Some(50);
+        offsets.commit(TopicPartition::new("a", 0), explicit.clone());
+        offsets.commit(TopicPartition::new("a", 1), explicit);
+        let held = |partition: &TopicPartition| partition.partition == 1;
+        assert_eq!(
+            offsets.remove_past_explicit_expiry(60, held),
+            vec![TopicPartition::new("a", 0)]
+        );
+        assert_eq!(offsets.remove_past_explicit_expiry(60, |_| false).len(), 1);
         assert!(offsets.is_empty());
     }
 

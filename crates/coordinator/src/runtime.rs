@@ -31,7 +31,7 @@ use crate::group::{
 use crate::load::read_partition;
 use crate::log::{CommitWait, LogRecord, OffsetsLog};
 use crate::member::RequestId;
-use crate::offsets::{OffsetCommitRequest, PartitionOffset};
+use crate::offsets::{OffsetCommitRequest, PartitionOffset, TxnOffsetCommitRequest};
 use crate::state::GroupState;
 
 type JoinSender = oneshot::Sender<Result<JoinResponse, GroupError>>;
@@ -510,17 +510,129 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     }
 
     /// OffsetFetch for one group: the offsets the log has committed
-    /// (pending commits below its high watermark are applied first).
+    /// (pending commits and transaction markers below its high watermark
+    /// are applied first). With `require_stable` (v7+), partitions an open
+    /// transaction holds offsets of answer
+    /// [`GroupError::UnstableOffsetCommit`] (see
+    /// [`CoordinatorCore::fetch_offsets`]).
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         topics: Option<&[(String, Vec<i32>)]>,
+        require_stable: bool,
     ) -> Result<Vec<PartitionOffset>, GroupError> {
         let now_ms = self.now_ms();
         let mut inner = self.lock()?;
         let partition = inner.core.partition_for(group_id);
         catch_up(&mut inner.core, &self.log, partition, now_ms);
-        inner.core.fetch_offsets(group_id, topics)
+        inner.core.fetch_offsets(group_id, topics, require_stable)
+    }
+
+    /// TxnOffsetCommit: validated as
+    /// [`CoordinatorCore::commit_transactional_offsets`] says, appended as
+    /// one transactional batch of the producer
+    /// ([`OffsetsLog::append_transactional`]), and answered once the log
+    /// has committed it, as [`commit_offsets`](Self::commit_offsets) is.
+    /// The offsets are then held for the producer's marker
+    /// ([`complete_transaction`](Self::complete_transaction)); OffsetFetch
+    /// does not answer them before. A refused append forgets them and
+    /// fails with [`GroupError::LogAppendFailed`]; an append written but
+    /// not committed in time fails the same way and stays held, as it is in
+    /// the leader's log.
+    pub async fn commit_transactional_offsets(
+        &self,
+        request: &TxnOffsetCommitRequest,
+    ) -> Result<PartitionResults, GroupError> {
+        self.begin_commit_transactional_offsets(request).await
+    }
+
+    /// [`commit_transactional_offsets`](Self::commit_transactional_offsets)
+    /// in two steps, as [`begin_commit_offsets`](Self::begin_commit_offsets):
+    /// appended when this is called, committed when the future resolves.
+    pub fn begin_commit_transactional_offsets(
+        &self,
+        request: &TxnOffsetCommitRequest,
+    ) -> impl std::future::Future<Output = Result<PartitionResults, GroupError>> + Send + 'static
+    {
+        let appended = self.commit_transactional_and_append(request);
+        async move {
+            let (results, waits) = appended?;
+            committed(waits).await?;
+            Ok(results)
+        }
+    }
+
+    /// The locked part of
+    /// [`commit_transactional_offsets`](Self::commit_transactional_offsets).
+    fn commit_transactional_and_append(
+        &self,
+        request: &TxnOffsetCommitRequest,
+    ) -> Result<(PartitionResults, Vec<CommitWait>), GroupError> {
+        let now_ms = self.now_ms();
+        let mut inner = self.lock()?;
+        let partition = inner.core.partition_for(&request.group_id);
+        catch_up(&mut inner.core, &self.log, partition, now_ms);
+        let result = inner.core.commit_transactional_offsets(request, now_ms);
+        // Validation writes no plain record; this answers nothing parked.
+        let _nothing_to_append = inner.flush(&self.log);
+        let results = match result {
+            Ok(results) => results,
+            Err(error) => {
+                inner.core.discard_staged();
+                return Err(error);
+            }
+        };
+        let Some(append) = inner.core.transactional_append() else {
+            return Ok((results, Vec::new()));
+        };
+        let mut log = lock(&self.log);
+        let appended = log.append_transactional(
+            append.partition,
+            append.producer_id,
+            append.producer_epoch,
+            &append.records,
+        );
+        match appended {
+            Ok(last_offset) => {
+                inner.core.place_transactional(last_offset);
+                let wait = log.wait_committed(append.partition, last_offset);
+                Ok((results, vec![wait]))
+            }
+            Err(source) => {
+                tracing::warn!(partition, %source, "appending a transactional offset commit to __consumer_offsets failed");
+                inner.core.discard_staged();
+                Err(GroupError::LogAppendFailed { source })
+            }
+        }
+    }
+
+    /// The broker wrote the marker ending the transaction of `producer_id`
+    /// at `marker_offset` of `__consumer_offsets` partition `partition`
+    /// (WriteTxnMarkers): see [`CoordinatorCore::complete_transaction`].
+    /// It takes effect at once if the log has committed the marker (as it
+    /// has when the broker calls this after its `acks=-1` append), else
+    /// when the high watermark passes it (the next OffsetFetch, commit or
+    /// timer tick). Idempotent.
+    pub fn complete_transaction(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        commit: bool,
+        marker_offset: i64,
+    ) -> Result<(), GroupError> {
+        self.with_core(|inner, now_ms| {
+            inner
+                .core
+                .complete_transaction(partition, producer_id, commit, marker_offset)?;
+            catch_up(&mut inner.core, &self.log, partition, now_ms);
+            Ok(())
+        })
+    }
+
+    /// How many transactions hold offsets that wait for their marker.
+    pub fn open_transactions(&self) -> usize {
+        self.lock()
+            .map_or(0, |inner| inner.core.open_transactions())
     }
 
     /// OffsetDelete.

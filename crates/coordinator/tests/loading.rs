@@ -9,7 +9,7 @@ use strom_coordinator::records::{OffsetCommitValue, OffsetsRecord};
 use strom_coordinator::{
     CoordinatorConfig, CoordinatorCore, GroupError, GroupState, InMemoryOffsetsLog, LoadError,
     LogError, LogRecord, OffsetCommitPartition, OffsetCommitRequest, OffsetsLog, PartitionStatus,
-    RecordError,
+    RecordError, StoredRecord,
 };
 
 fn commit(group_id: &str, generation_id: i32, member_id: &str, offset: i64) -> OffsetCommitRequest {
@@ -74,7 +74,7 @@ fn replay_rebuilds_groups_and_offsets() {
     assert_eq!(group.protocol_name(), Some("range"));
     let restored_member = group.member(&member).expect("member restored");
     assert_eq!(restored_member.assignment, Bytes::from_static(b"a"));
-    let offsets = restarted.fetch_offsets(GROUP, None).unwrap();
+    let offsets = restarted.fetch_offsets(GROUP, None, false).unwrap();
     assert_eq!(offsets.len(), 1);
     assert_eq!(
         (offsets[0].offset, offsets[0].leader_epoch),
@@ -83,7 +83,7 @@ fn replay_rebuilds_groups_and_offsets() {
     );
     assert_eq!(offsets[0].metadata, "md");
     assert_eq!(
-        restarted.fetch_offsets("standalone", None).unwrap()[0].offset,
+        restarted.fetch_offsets("standalone", None, false).unwrap()[0].offset,
         5
     );
     assert!(restarted.group("deleted").is_none(), "tombstones delete");
@@ -123,7 +123,10 @@ fn empty_group_metadata_restores_an_empty_group() {
     let group = restarted.group(GROUP).expect("group");
     assert_eq!(group.state(), GroupState::Empty);
     assert_eq!(group.generation_id(), generation + 1);
-    assert_eq!(restarted.fetch_offsets(GROUP, None).unwrap()[0].offset, 10);
+    assert_eq!(
+        restarted.fetch_offsets(GROUP, None, false).unwrap()[0].offset,
+        10
+    );
 }
 
 #[test]
@@ -160,7 +163,7 @@ fn offset_tombstones_remove_offsets_on_replay() {
     let mut core = fresh_core();
     core.begin_loading(0);
     assert_eq!(core.load_partition(&log, 0, 0), Ok(5));
-    let offsets = core.fetch_offsets("g", None).unwrap();
+    let offsets = core.fetch_offsets("g", None, false).unwrap();
     assert_eq!(
         offsets
             .iter()
@@ -181,7 +184,7 @@ fn load_in_progress_until_loaded_and_not_coordinator_elsewhere() {
         Some(PartitionStatus::Loading)
     );
     assert_eq!(
-        core.fetch_offsets(GROUP, None),
+        core.fetch_offsets(GROUP, None, false),
         Err(GroupError::CoordinatorLoadInProgress { partition })
     );
     assert_eq!(
@@ -194,7 +197,7 @@ fn load_in_progress_until_loaded_and_not_coordinator_elsewhere() {
         core.partition_status(partition),
         Some(PartitionStatus::Loaded)
     );
-    assert!(core.fetch_offsets(GROUP, None).is_ok());
+    assert!(core.fetch_offsets(GROUP, None, false).is_ok());
     assert!(!core.any_partition_loading());
 }
 
@@ -228,12 +231,21 @@ impl OffsetsLog for FailingLog {
     fn append(&mut self, partition: i32, _records: &[LogRecord]) -> Result<i64, LogError> {
         Err(LogError::UnknownPartition { partition })
     }
+    fn append_transactional(
+        &mut self,
+        partition: i32,
+        _producer_id: i64,
+        _producer_epoch: i16,
+        _records: &[LogRecord],
+    ) -> Result<i64, LogError> {
+        Err(LogError::UnknownPartition { partition })
+    }
     fn read(
         &self,
         _partition: i32,
         _from: i64,
         _max: usize,
-    ) -> Result<Vec<(i64, LogRecord)>, LogError> {
+    ) -> Result<Vec<StoredRecord>, LogError> {
         Err(LogError::Backend {
             operation: strom_coordinator::LogOperation::Read,
             source: strom_coordinator::BackendError::new(std::io::Error::other("disk gone")),
@@ -305,12 +317,17 @@ impl OffsetsLog for StuckLog {
     fn append(&mut self, partition: i32, records: &[LogRecord]) -> Result<i64, LogError> {
         self.0.append(partition, records)
     }
-    fn read(
-        &self,
+    fn append_transactional(
+        &mut self,
         partition: i32,
-        _from: i64,
-        _max: usize,
-    ) -> Result<Vec<(i64, LogRecord)>, LogError> {
+        producer_id: i64,
+        producer_epoch: i16,
+        records: &[LogRecord],
+    ) -> Result<i64, LogError> {
+        self.0
+            .append_transactional(partition, producer_id, producer_epoch, records)
+    }
+    fn read(&self, partition: i32, _from: i64, _max: usize) -> Result<Vec<StoredRecord>, LogError> {
         self.0.read(partition, 0, 1)
     }
 }

@@ -67,7 +67,7 @@ fn standalone_commit_creates_an_empty_group_and_writes_records() {
         core.group("simple").map(|g| g.state()),
         Some(GroupState::Empty)
     );
-    let fetched = core.fetch_offsets("simple", None).expect("served");
+    let fetched = core.fetch_offsets("simple", None, false).expect("served");
     assert_eq!(
         fetched.iter().map(|p| p.offset).collect::<Vec<_>>(),
         vec![42, 7]
@@ -131,7 +131,7 @@ fn member_commits_are_checked_against_member_and_generation() {
         "a standalone commit to a group with members is refused"
     );
     let fetched = core
-        .fetch_offsets(GROUP, Some(&[("topic-x".to_owned(), vec![0, 1])]))
+        .fetch_offsets(GROUP, Some(&[("topic-x".to_owned(), vec![0, 1])]), false)
         .expect("served");
     assert_eq!(
         fetched.iter().map(|p| p.offset).collect::<Vec<_>>(),
@@ -198,12 +198,12 @@ fn oversized_metadata_is_refused_per_partition() {
 fn fetch_of_an_unknown_group_answers_minus_one() {
     let core = core_with(no_delay());
     let fetched = core
-        .fetch_offsets("unknown", Some(&[("t".to_owned(), vec![0])]))
+        .fetch_offsets("unknown", Some(&[("t".to_owned(), vec![0])]), false)
         .expect("served");
     assert_eq!(fetched.len(), 1);
     assert_eq!(fetched[0].offset, -1);
     assert!(core
-        .fetch_offsets("unknown", None)
+        .fetch_offsets("unknown", None, false)
         .expect("served")
         .is_empty());
 }
@@ -399,7 +399,7 @@ fn offsets_of_empty_groups_expire_after_retention_from_when_they_emptied() {
         .unwrap();
     core.tick(5_000);
     assert!(
-        core.fetch_offsets(GROUP, None).unwrap().len() == 1,
+        core.fetch_offsets(GROUP, None, false).unwrap().len() == 1,
         "members keep offsets"
     );
     let leaving = [LeaveMember {
@@ -409,15 +409,15 @@ fn offsets_of_empty_groups_expire_after_retention_from_when_they_emptied() {
     core.leave_group(GROUP, &leaving, 6_000).unwrap();
     core.take_records();
     core.tick(6_999);
-    assert_eq!(core.fetch_offsets(GROUP, None).unwrap().len(), 1);
+    assert_eq!(core.fetch_offsets(GROUP, None, false).unwrap().len(), 1);
     core.tick(7_050);
     assert_eq!(
-        core.fetch_offsets(GROUP, None).unwrap().len(),
+        core.fetch_offsets(GROUP, None, false).unwrap().len(),
         1,
         "expired, but the next retention check is at 7,099"
     );
     core.tick(7_099);
-    assert!(core.fetch_offsets(GROUP, None).unwrap().is_empty());
+    assert!(core.fetch_offsets(GROUP, None, false).unwrap().is_empty());
     assert!(
         core.group(GROUP).is_none(),
         "an empty group without offsets is removed"
@@ -441,7 +441,7 @@ fn standalone_offsets_expire_from_their_commit_time() {
     core.commit_offsets(&standalone("simple", vec![partition("t", 1, 1)]), 900)
         .unwrap();
     core.tick(1_500);
-    assert_eq!(core.fetch_offsets("simple", None).unwrap().len(), 1);
+    assert_eq!(core.fetch_offsets("simple", None, false).unwrap().len(), 1);
     core.tick(1_900);
     assert!(core.group("simple").is_none());
 }
@@ -461,9 +461,15 @@ fn explicit_retention_time_sets_an_expiry() {
     };
     assert_eq!(value.expire_timestamp_ms, 150);
     core.tick(149);
-    assert_eq!(core.fetch_offsets("old-client", None).unwrap().len(), 1);
+    assert_eq!(
+        core.fetch_offsets("old-client", None, false).unwrap().len(),
+        1
+    );
     core.tick(250);
-    assert!(core.fetch_offsets("old-client", None).unwrap().is_empty());
+    assert!(core
+        .fetch_offsets("old-client", None, false)
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -478,8 +484,8 @@ fn deleted_topics_lose_their_offsets() {
         .unwrap();
     core.take_records();
     core.remove_topic_offsets(&["gone".to_owned()]);
-    assert_eq!(core.fetch_offsets("g1", None).unwrap().len(), 1);
-    assert!(core.fetch_offsets("g2", None).unwrap().is_empty());
+    assert_eq!(core.fetch_offsets("g1", None, false).unwrap().len(), 1);
+    assert!(core.fetch_offsets("g2", None, false).unwrap().is_empty());
     let tombstones = decoded_records(&mut core);
     assert_eq!(tombstones.len(), 2);
     assert!(tombstones
@@ -496,7 +502,7 @@ fn offsets_requests_check_ownership() {
         Err(GroupError::NotCoordinator { partition })
     );
     assert_eq!(
-        core.fetch_offsets("g", None),
+        core.fetch_offsets("g", None, false),
         Err(GroupError::NotCoordinator { partition })
     );
     core.begin_loading(partition);
@@ -521,7 +527,7 @@ fn negative_generation_commits_to_an_empty_group_are_accepted_whatever_the_membe
     let mut request = standalone("g", vec![partition("t", 0, 2)]);
     request.member_id = "leftover-member".into();
     assert!(core.commit_offsets(&request, 1).is_ok());
-    assert_eq!(core.fetch_offsets("g", None).unwrap()[0].offset, 2);
+    assert_eq!(core.fetch_offsets("g", None, false).unwrap()[0].offset, 2);
 }
 
 #[test]
@@ -551,7 +557,7 @@ fn offset_delete_protects_every_topic_when_subscriptions_cannot_be_parsed() {
 }
 
 fn fetched_offset(core: &CoordinatorCore, group_id: &str) -> Result<i64, GroupError> {
-    core.fetch_offsets(group_id, Some(&[("t".to_owned(), vec![0])]))
+    core.fetch_offsets(group_id, Some(&[("t".to_owned(), vec![0])]), false)
         .map(|offsets| offsets[0].offset)
 }
 
@@ -613,7 +619,7 @@ fn offset_delete_drops_a_pending_commit_of_that_partition() {
     assert_eq!(decoded_records(&mut core).len(), 1);
     core.advance_committed(0, 100, 1_002);
     let fetched = core
-        .fetch_offsets("g", Some(&[("t".to_owned(), vec![0, 1])]))
+        .fetch_offsets("g", Some(&[("t".to_owned(), vec![0, 1])]), false)
         .expect("served");
     assert_eq!(
         fetched.iter().map(|p| p.offset).collect::<Vec<_>>(),

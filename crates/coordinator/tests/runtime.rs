@@ -131,7 +131,7 @@ async fn two_members_join_sync_and_commit() {
     let log = coordinator.with_log(Clone::clone);
     let restarted = self::coordinator(log);
     let offsets = restarted
-        .fetch_offsets(GROUP, Some(&[("topic-x".to_owned(), vec![1])]))
+        .fetch_offsets(GROUP, Some(&[("topic-x".to_owned(), vec![1])]), false)
         .expect("served");
     assert_eq!(offsets[0].offset, 99);
     let restored = restarted.describe_groups(&[GROUP.to_owned()]);
@@ -291,7 +291,9 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
     assert_eq!(*operation, strom_coordinator::LogOperation::Append);
     // The backend's own error is kept, not replaced by a fixed string.
     assert_eq!(source.to_string(), "disk full");
-    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    let offsets = coordinator
+        .fetch_offsets("simple", None, false)
+        .expect("served");
     assert_eq!(offsets[0].offset, 5, "the failed commit is not visible");
     // A commit the log holds but has not committed is not answered until
     // its high watermark passes it.
@@ -303,10 +305,14 @@ async fn a_commit_that_cannot_be_appended_is_undone() {
         .commit_offsets(&commit(11))
         .await
         .expect("appended");
-    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    let offsets = coordinator
+        .fetch_offsets("simple", None, false)
+        .expect("served");
     assert_eq!(offsets[0].offset, 5, "not committed by the log yet");
     coordinator.with_log_mut(|log| log.committed = None);
-    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    let offsets = coordinator
+        .fetch_offsets("simple", None, false)
+        .expect("served");
     assert_eq!(offsets[0].offset, 11);
     // A group that commits and never fetches keeps no more pending commits
     // than it has in flight: each commit applies what the log committed,
@@ -337,16 +343,19 @@ async fn a_claimed_partition_answers_load_in_progress_until_loaded() {
     );
     // Not owned yet: NOT_COORDINATOR.
     assert!(matches!(
-        coordinator.fetch_offsets(GROUP, None),
+        coordinator.fetch_offsets(GROUP, None, false),
         Err(GroupError::NotCoordinator { partition: 0 })
     ));
     coordinator.begin_loading(0);
     assert_eq!(
-        coordinator.fetch_offsets(GROUP, None),
+        coordinator.fetch_offsets(GROUP, None, false),
         Err(GroupError::CoordinatorLoadInProgress { partition: 0 })
     );
     coordinator.load_partition(0).expect("loads");
-    assert_eq!(coordinator.fetch_offsets(GROUP, None), Ok(Vec::new()));
+    assert_eq!(
+        coordinator.fetch_offsets(GROUP, None, false),
+        Ok(Vec::new())
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -395,7 +404,7 @@ async fn a_panic_holding_the_group_state_takes_the_coordinator_offline() {
         Some(GroupError::CoordinatorNotAvailable)
     );
     assert_eq!(
-        coordinator.fetch_offsets("simple", None).err(),
+        coordinator.fetch_offsets("simple", None, false).err(),
         Some(GroupError::CoordinatorNotAvailable)
     );
     assert_eq!(
@@ -447,7 +456,7 @@ async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coor
     assert!(!commit.is_finished(), "answered before the log committed");
     // The coordinator serves other requests while the commit waits.
     assert_eq!(
-        coordinator.fetch_offsets("other", None),
+        coordinator.fetch_offsets("other", None, false),
         Ok(Vec::new()),
         "the coordinator is not held by the waiting commit"
     );
@@ -455,7 +464,9 @@ async fn a_commit_is_answered_once_the_log_committed_it_without_holding_the_coor
     coordinator.with_log(|log| log.release_commits());
     let results = commit.await.expect("task").expect("committed");
     assert!(results.iter().all(|(_, result)| result.is_ok()));
-    let offsets = coordinator.fetch_offsets("simple", None).expect("served");
+    let offsets = coordinator
+        .fetch_offsets("simple", None, false)
+        .expect("served");
     assert_eq!(offsets[0].offset, 7);
 }
 

@@ -222,6 +222,8 @@ pub fn group_error_code(error: &GroupError) -> ErrorCode {
         GroupError::NonEmptyGroup => ErrorCode::NonEmptyGroup,
         GroupError::GroupSubscribedToTopic => ErrorCode::GroupSubscribedToTopic,
         GroupError::OffsetMetadataTooLarge { .. } => ErrorCode::OffsetMetadataTooLarge,
+        GroupError::UnstableOffsetCommit => ErrorCode::UnstableOffsetCommit,
+        GroupError::InvalidProducer { .. } => ErrorCode::InvalidProducerIdMapping,
         GroupError::LogAppendFailed { source } => log_error_code(source),
     }
 }

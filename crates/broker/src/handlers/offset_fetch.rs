@@ -53,12 +53,15 @@ pub fn handle(
     Reply::Response(Response::OffsetFetch(response))
 }
 
-/// The offsets of `group_id` the principal may see (see the module doc).
+/// The offsets of `group_id` the principal may see (see the module doc);
+/// with `require_stable` (v7+), partitions an open transaction holds
+/// offsets of answer UNSTABLE_OFFSET_COMMIT.
 fn group_offsets(
     broker: &BrokerContext,
     context: &RequestContext,
     group_id: &str,
     wanted: &Wanted,
+    require_stable: bool,
 ) -> Result<TopicAnswers, GroupError> {
     let may_describe = |topic: &str| may_describe_topic(broker, context, topic);
     let (allowed, refused): (Wanted, Vec<(String, Vec<i32>)>) = match wanted {
@@ -71,10 +74,11 @@ fn group_offsets(
             (Some(allowed), refused)
         }
     };
-    let offsets = broker
-        .groups
-        .coordinator
-        .fetch_offsets(group_id, allowed.as_deref())?;
+    let offsets =
+        broker
+            .groups
+            .coordinator
+            .fetch_offsets(group_id, allowed.as_deref(), require_stable)?;
     let mut answers: TopicAnswers = by_topic(offsets)
         .into_iter()
         .filter(|(topic, _)| wanted.is_some() || may_describe(topic))
@@ -95,7 +99,12 @@ fn answer(offset: PartitionOffset) -> Answer {
         offset: offset.offset,
         leader_epoch: offset.leader_epoch.unwrap_or(-1),
         metadata: offset.metadata,
-        error_code: ErrorCode::None.code(),
+        error_code: offset
+            .error
+            .as_ref()
+            .map_or(ErrorCode::None.code(), |error| {
+                group_error_code(error).code()
+            }),
     }
 }
 
@@ -135,7 +144,13 @@ fn single_group(
             .map(|topic| (topic.name.0.to_string(), topic.partition_indexes.clone()))
             .collect()
     });
-    let (top_level, answers) = match group_offsets(broker, context, &request.group_id.0, &wanted) {
+    let (top_level, answers) = match group_offsets(
+        broker,
+        context,
+        &request.group_id.0,
+        &wanted,
+        request.require_stable,
+    ) {
         Ok(answers) => (ErrorCode::None.code(), answers),
         Err(error) => {
             // The error goes on every partition, and from v2 also on top
@@ -194,7 +209,13 @@ fn multi_group(
                     .map(|topic| (topic.name.0.to_string(), topic.partition_indexes.clone()))
                     .collect()
             });
-            match group_offsets(broker, context, &group.group_id.0, &wanted) {
+            match group_offsets(
+                broker,
+                context,
+                &group.group_id.0,
+                &wanted,
+                request.require_stable,
+            ) {
                 Ok(answers) => answer.with_topics(group_topics(answers)),
                 Err(error) => answer.with_error_code(group_error_code(&error).code()),
             }

@@ -243,6 +243,20 @@ impl strom_coordinator::OffsetsLog for ControlledLog {
         self.inner.append(partition, records)
     }
 
+    fn append_transactional(
+        &mut self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: &[strom_coordinator::LogRecord],
+    ) -> Result<i64, strom_coordinator::LogError> {
+        if self.refuse_appends {
+            return Err(strom_coordinator::LogError::NotLeader { partition });
+        }
+        self.inner
+            .append_transactional(partition, producer_id, producer_epoch, records)
+    }
+
     fn committed_offset(&self, _partition: i32) -> Result<i64, strom_coordinator::LogError> {
         Ok(self.committed.unwrap_or(i64::MAX))
     }
@@ -266,7 +280,7 @@ impl strom_coordinator::OffsetsLog for ControlledLog {
         partition: i32,
         from_offset: i64,
         max_records: usize,
-    ) -> Result<Vec<(i64, strom_coordinator::LogRecord)>, strom_coordinator::LogError> {
+    ) -> Result<Vec<strom_coordinator::StoredRecord>, strom_coordinator::LogError> {
         self.inner.read(partition, from_offset, max_records)
     }
 }
