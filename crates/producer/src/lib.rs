@@ -41,14 +41,20 @@
 
 pub mod accumulator;
 pub mod config;
+pub mod coordinator;
 pub mod error;
 pub mod partitioner;
 pub mod producer;
 pub mod record;
 pub mod sender;
+pub mod transaction;
+pub mod transaction_state;
+mod transactional;
 
 pub use config::{Acks, ProducerConfig};
-pub use error::{ProduceError, ProducerCreateError, SharedError};
+pub use coordinator::{ConsumerGroupMetadata, OffsetAndMetadata, Offsets};
+pub use error::{ProduceError, ProducerCreateError, SharedError, TransactionError};
 pub use partitioner::{DefaultPartitioner, Partitioner};
 pub use producer::{DeliveryFuture, Producer};
 pub use record::{ProducerRecord, RecordMetadata};
+pub use transaction_state::{TransactionOperation, TransactionState};
