@@ -724,7 +724,7 @@ mod tests {
             };
             let bytes = batch.seal(Some(stamp)).unwrap();
             let parsed = strom_protocol::records::RecordBatch::parse(bytes).unwrap();
-            assert_eq!(parsed.is_transactional(), transactional);
+            assert_eq!(parsed.attributes().is_transactional(), transactional);
             let SplitOutcome::Halves(halves) = batch.split(Compression::None) else {
                 panic!("three records split");
             };
@@ -733,7 +733,7 @@ mod tests {
                 let stamp = half.stamp;
                 let parsed =
                     strom_protocol::records::RecordBatch::parse(half.seal(stamp).unwrap()).unwrap();
-                assert_eq!(parsed.is_transactional(), transactional);
+                assert_eq!(parsed.attributes().is_transactional(), transactional);
             }
         }
     }

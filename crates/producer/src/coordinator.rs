@@ -555,3 +555,7 @@ fn lookup_failure<T>(step: Step<()>) -> Step<T> {
         Step::Fail(error) => Step::Fail(error),
     }
 }
+
+#[cfg(test)]
+#[path = "coordinator_tests.rs"]
+mod tests;

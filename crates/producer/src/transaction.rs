@@ -321,3 +321,7 @@ impl TransactionManager {
         ) && self.partitions_in_transaction.contains(topic_partition)
     }
 }
+
+#[cfg(test)]
+#[path = "transaction_tests.rs"]
+mod tests;
