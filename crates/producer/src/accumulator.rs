@@ -71,6 +71,35 @@ pub struct ProducerBatch {
 }
 
 impl ProducerBatch {
+    /// A batch without records, created at `now` as the `order`th.
+    fn empty(
+        topic: &str,
+        partition: i32,
+        config: &AccumulatorConfig,
+        order: u64,
+        now: Instant,
+    ) -> Self {
+        let builder =
+            RecordBatchBuilder::new(config.compression).with_transactional(config.transactional);
+        ProducerBatch {
+            topic_partition: TopicPartition {
+                topic: topic.to_owned(),
+                partition,
+            },
+            builder: Some(builder),
+            bytes: None,
+            completions: Vec::new(),
+            created_at: now,
+            attempts: 0,
+            retry_at: None,
+            stamp: None,
+            transactional: config.transactional,
+            order: (order, 0),
+            size_bytes: 0,
+            _permits: None,
+        }
+    }
+
     /// Records in the batch.
     pub fn record_count(&self) -> usize {
         self.completions.len()
@@ -382,26 +411,9 @@ impl Accumulator {
         });
         let new_batch = !fits;
         if new_batch {
-            queue.batches.push_back(ProducerBatch {
-                topic_partition: TopicPartition {
-                    topic: topic.to_owned(),
-                    partition,
-                },
-                builder: Some(
-                    RecordBatchBuilder::new(config.compression)
-                        .with_transactional(config.transactional),
-                ),
-                bytes: None,
-                completions: Vec::new(),
-                created_at: now,
-                attempts: 0,
-                retry_at: None,
-                stamp: None,
-                transactional: config.transactional,
-                order: (order, 0),
-                size_bytes: 0,
-                _permits: None,
-            });
+            queue
+                .batches
+                .push_back(ProducerBatch::empty(topic, partition, &config, order, now));
         }
         let Some(batch) = queue.batches.back_mut() else {
             return Err((ProduceError::Closed, completion));

@@ -686,20 +686,7 @@ fn handle_partition(
             batch.complete(-1, log_append_time_ms);
         }
         ErrorCode::OutOfOrderSequenceNumber if shared.idempotent => {
-            let mut idempotence = shared.idempotence();
-            let behind = idempotence.is_behind_unacknowledged(&batch);
-            if !behind && shared.transactions.is_none() {
-                idempotence.needs_reset = true;
-            }
-            drop(idempotence);
-            if behind || shared.transactions.is_none() {
-                retry_or_fail(shared, config, batch, ProduceError::Broker { code });
-            } else {
-                // In a transaction the batch fails, and so the transaction;
-                // the abort bumps the epoch (KIP-360).
-                shared.accumulator().unmute(&batch.topic_partition);
-                fail_for_good(shared, batch, ProduceError::Broker { code });
-            }
+            out_of_order_sequence(shared, config, batch);
         }
         ErrorCode::UnknownProducerId if shared.transactions.is_some() => {
             shared.accumulator().unmute(&batch.topic_partition);
@@ -731,6 +718,26 @@ fn handle_partition(
             };
             fail_for_good(shared, batch, error);
         }
+    }
+}
+
+/// OUT_OF_ORDER_SEQUENCE_NUMBER: behind an earlier batch not acknowledged
+/// yet, the batch is retried after it. Otherwise an idempotent producer
+/// gets a new id; in a transaction the batch fails, and so the
+/// transaction, whose abort bumps the epoch (KIP-360).
+fn out_of_order_sequence(shared: &Shared, config: &ProducerConfig, batch: ProducerBatch) {
+    let code = ErrorCode::OutOfOrderSequenceNumber;
+    let mut idempotence = shared.idempotence();
+    let behind = idempotence.is_behind_unacknowledged(&batch);
+    if !behind && shared.transactions.is_none() {
+        idempotence.needs_reset = true;
+    }
+    drop(idempotence);
+    if behind || shared.transactions.is_none() {
+        retry_or_fail(shared, config, batch, ProduceError::Broker { code });
+    } else {
+        shared.accumulator().unmute(&batch.topic_partition);
+        fail_for_good(shared, batch, ProduceError::Broker { code });
     }
 }
 

@@ -2,9 +2,10 @@
 //! `init_transactions`, `begin_transaction`, `send_offsets_to_transaction`,
 //! `commit_transaction` and `abort_transaction`.
 //!
-//! Each call is first checked by the [`TransactionManager`]
-//! (crate::transaction::TransactionManager) state machine, then performs
-//! its round trips through [`Coordinators`](crate::coordinator::Coordinators).
+//! Each call is first checked by the
+//! [`TransactionManager`](crate::transaction::TransactionManager) state
+//! machine, then performs its round trips through
+//! [`Coordinators`](crate::coordinator::Coordinators).
 //! Records are sent by the sender task as usual; it adds each partition to
 //! the transaction (AddPartitionsToTxn) before the partition's first batch.
 
@@ -65,11 +66,12 @@ impl Producer {
     /// [`TransactionError::Timeout`] it may be called again.
     pub async fn init_transactions(&self, timeout: Duration) -> Result<(), TransactionError> {
         let transactions = self.transactions()?;
-        let mut manager = transactions.manager();
-        manager.start_init()?;
-        // Resumed after an abort whose epoch bump timed out: bump it.
-        let bump = manager.epoch_bump_required();
-        drop(manager);
+        let bump = {
+            let mut manager = transactions.manager();
+            manager.start_init()?;
+            // Resumed after an abort whose epoch bump timed out: bump it.
+            manager.epoch_bump_required()
+        };
         self.init_producer_id(transactions, Instant::now() + timeout, bump)
             .await
     }
