@@ -57,6 +57,8 @@ pub struct ProducerBatch {
     pub retry_at: Option<Instant>,
     /// The producer stamp it was sealed with.
     pub stamp: Option<ProducerStamp>,
+    /// Whether it belongs to a transaction (its attributes say so).
+    transactional: bool,
     /// Where its records stand in the partition's order: the batch's
     /// creation number in the accumulator, then the index of its first
     /// record in the batch it was split from (0 if never split). A batch to
@@ -69,6 +71,35 @@ pub struct ProducerBatch {
 }
 
 impl ProducerBatch {
+    /// A batch without records, created at `now` as the `order`th.
+    fn empty(
+        topic: &str,
+        partition: i32,
+        config: &AccumulatorConfig,
+        order: u64,
+        now: Instant,
+    ) -> Self {
+        let builder =
+            RecordBatchBuilder::new(config.compression).with_transactional(config.transactional);
+        ProducerBatch {
+            topic_partition: TopicPartition {
+                topic: topic.to_owned(),
+                partition,
+            },
+            builder: Some(builder),
+            bytes: None,
+            completions: Vec::new(),
+            created_at: now,
+            attempts: 0,
+            retry_at: None,
+            stamp: None,
+            transactional: config.transactional,
+            order: (order, 0),
+            size_bytes: 0,
+            _permits: None,
+        }
+    }
+
     /// Records in the batch.
     pub fn record_count(&self) -> usize {
         self.completions.len()
@@ -159,8 +190,8 @@ impl ProducerBatch {
         };
         let parsed = RecordBatch::parse(bytes)?;
         let mut halves = [
-            RecordBatchBuilder::new(compression),
-            RecordBatchBuilder::new(compression),
+            RecordBatchBuilder::new(compression).with_transactional(self.transactional),
+            RecordBatchBuilder::new(compression).with_transactional(self.transactional),
         ];
         let mut timestamps = self
             .completions
@@ -212,6 +243,7 @@ impl ProducerBatch {
             attempts: self.attempts,
             retry_at: None,
             stamp,
+            transactional: self.transactional,
             order: self.order,
             _permits: permits,
         }
@@ -274,6 +306,9 @@ pub struct AccumulatorConfig {
     /// Batches of one partition in flight at once (at least 1): the
     /// producer's `max.in.flight.requests.per.connection`.
     pub max_in_flight_per_partition: usize,
+    /// Whether batches are written in transactions (the transactional
+    /// attribute is set on each).
+    pub transactional: bool,
 }
 
 #[derive(Debug, Default)]
@@ -376,22 +411,9 @@ impl Accumulator {
         });
         let new_batch = !fits;
         if new_batch {
-            queue.batches.push_back(ProducerBatch {
-                topic_partition: TopicPartition {
-                    topic: topic.to_owned(),
-                    partition,
-                },
-                builder: Some(RecordBatchBuilder::new(config.compression)),
-                bytes: None,
-                completions: Vec::new(),
-                created_at: now,
-                attempts: 0,
-                retry_at: None,
-                stamp: None,
-                order: (order, 0),
-                size_bytes: 0,
-                _permits: None,
-            });
+            queue
+                .batches
+                .push_back(ProducerBatch::empty(topic, partition, &config, order, now));
         }
         let Some(batch) = queue.batches.back_mut() else {
             return Err((ProduceError::Closed, completion));
@@ -573,6 +595,7 @@ mod tests {
             batch_size,
             linger: Duration::from_millis(linger_ms),
             compression: Compression::None,
+            transactional: false,
         }
     }
 
@@ -692,6 +715,39 @@ mod tests {
         parsed.validate_crc().unwrap();
         assert_eq!((parsed.producer_id(), parsed.base_sequence()), (2, 0));
         assert_eq!(parsed.record_count(), 2);
+    }
+
+    #[test]
+    fn transactional_batches_and_their_split_halves_carry_the_attribute() {
+        let now = Instant::now();
+        for transactional in [false, true] {
+            let mut accumulator = Accumulator::new(AccumulatorConfig {
+                transactional,
+                ..config(16_384, 0)
+            });
+            for value in [b"a", b"b", b"c"] {
+                append(&mut accumulator, 0, value, now);
+            }
+            let mut batch = accumulator.drain(&tp(0)).unwrap();
+            let stamp = ProducerStamp {
+                producer_id: 7,
+                producer_epoch: 1,
+                base_sequence: 0,
+            };
+            let bytes = batch.seal(Some(stamp)).unwrap();
+            let parsed = strom_protocol::records::RecordBatch::parse(bytes).unwrap();
+            assert_eq!(parsed.attributes().is_transactional(), transactional);
+            let SplitOutcome::Halves(halves) = batch.split(Compression::None) else {
+                panic!("three records split");
+            };
+            let (mut first, mut second) = *halves;
+            for half in [&mut first, &mut second] {
+                let stamp = half.stamp;
+                let parsed =
+                    strom_protocol::records::RecordBatch::parse(half.seal(stamp).unwrap()).unwrap();
+                assert_eq!(parsed.attributes().is_transactional(), transactional);
+            }
+        }
     }
 
     fn values_of(bytes: Bytes) -> Vec<(Vec<u8>, i64, usize)> {

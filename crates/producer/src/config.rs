@@ -8,6 +8,8 @@ use strom_config::value::boolean;
 use strom_config::{invalid, ValueProblem};
 use strom_protocol::records::Compression;
 
+use crate::error::ProducerCreateError;
+
 /// `acks`: how many replicas must have the record before it is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Acks {
@@ -56,6 +58,13 @@ pub struct ProducerConfig {
     /// `enable.idempotence`; `None` means the default (on when the broker
     /// supports InitProducerId and `acks=all`).
     pub enable_idempotence: Option<bool>,
+    /// `transactional.id`: makes the producer transactional (KIP-98). It
+    /// implies idempotence and needs `acks=all`; `enable.idempotence=false`
+    /// or another `acks` is refused when the producer is created.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms`: how long the transaction coordinator lets
+    /// a transaction stay open before it aborts it.
+    pub transaction_timeout: Duration,
 }
 
 impl ProducerConfig {
@@ -76,6 +85,8 @@ impl ProducerConfig {
             delivery_timeout: Duration::from_millis(120_000),
             max_request_size: 1024 * 1024,
             enable_idempotence: None,
+            transactional_id: None,
+            transaction_timeout: Duration::from_millis(60_000),
         }
     }
 
@@ -113,10 +124,55 @@ impl ProducerConfig {
                 self.max_request_size = parse_number(key, value, "a number of bytes")?
             }
             "enable.idempotence" => self.enable_idempotence = Some(boolean(key, value)?),
+            "transactional.id" => self.transactional_id = Some(parse_transactional_id(key, value)?),
+            "transaction.timeout.ms" => self.transaction_timeout = parse_duration_ms(key, value)?,
             _ => return self.client.set(key, value),
         }
         Ok(true)
     }
+}
+
+impl ProducerConfig {
+    /// Whether the producer will use idempotence, when the broker's support
+    /// is `broker_supports_idempotence`: always with a `transactional.id`,
+    /// else as `enable.idempotence` says (by default when `acks=all`).
+    pub fn idempotence_enabled(&self, broker_supports_idempotence: bool) -> bool {
+        match (self.transactional_id.is_some(), self.enable_idempotence) {
+            (true, _) | (false, Some(true)) => true,
+            (false, Some(false)) => false,
+            (false, None) => self.acks == Acks::All && broker_supports_idempotence,
+        }
+    }
+
+    /// Checks the settings that only make sense together, as the Java
+    /// producer does when it is created: idempotence needs `acks=all`, and
+    /// a `transactional.id` needs idempotence (and so `acks=all`).
+    pub fn validate(&self) -> Result<(), ProducerCreateError> {
+        if let Some(transactional_id) = &self.transactional_id {
+            if self.enable_idempotence == Some(false) {
+                return Err(ProducerCreateError::TransactionsNeedIdempotence {
+                    transactional_id: transactional_id.clone(),
+                });
+            }
+            if self.acks != Acks::All {
+                return Err(ProducerCreateError::TransactionsNeedAcksAll {
+                    transactional_id: transactional_id.clone(),
+                });
+            }
+        }
+        if self.enable_idempotence == Some(true) && self.acks != Acks::All {
+            return Err(ProducerCreateError::IdempotenceNeedsAcksAll);
+        }
+        Ok(())
+    }
+}
+
+/// A `transactional.id` must not be empty (the coordinator refuses it).
+fn parse_transactional_id(key: &str, value: &str) -> Result<String, ConfigError> {
+    if value.is_empty() {
+        return Err(invalid(key, value, ValueProblem::expected("a non-empty id")).into());
+    }
+    Ok(value.to_owned())
 }
 
 fn parse_acks(key: &str, value: &str) -> Result<Acks, ConfigError> {
@@ -165,5 +221,55 @@ mod tests {
             ("acks", "2")
         ])
         .is_err());
+    }
+
+    #[test]
+    fn transactional_properties_parse_with_java_defaults() {
+        let config = ProducerConfig::new(["127.0.0.1:9092"]);
+        assert_eq!(config.transactional_id, None);
+        assert_eq!(config.transaction_timeout, Duration::from_millis(60_000));
+        let (config, unknown) = ProducerConfig::from_properties([
+            ("bootstrap.servers", "127.0.0.1:9092"),
+            ("transactional.id", "orders-writer"),
+            ("transaction.timeout.ms", "15000"),
+        ])
+        .unwrap();
+        assert!(unknown.is_empty());
+        assert_eq!(config.transactional_id.as_deref(), Some("orders-writer"));
+        assert_eq!(config.transaction_timeout, Duration::from_millis(15_000));
+        assert!(config.validate().is_ok());
+        // A transactional id implies idempotence even where the broker's
+        // support was not checked.
+        assert!(config.idempotence_enabled(false));
+        let mut config = config;
+        assert!(config.set("transactional.id", "").is_err());
+        assert!(config.set("transaction.timeout.ms", "soon").is_err());
+    }
+
+    #[test]
+    fn a_transactional_id_refuses_idempotence_off_and_acks_other_than_all() {
+        let mut config = ProducerConfig::new(["127.0.0.1:9092"]);
+        config.transactional_id = Some("t".to_owned());
+        config.enable_idempotence = Some(false);
+        assert!(matches!(
+            config.validate(),
+            Err(ProducerCreateError::TransactionsNeedIdempotence { transactional_id })
+                if transactional_id == "t"
+        ));
+        config.enable_idempotence = None;
+        config.acks = Acks::Leader;
+        assert!(matches!(
+            config.validate(),
+            Err(ProducerCreateError::TransactionsNeedAcksAll { .. })
+        ));
+        config.transactional_id = None;
+        config.enable_idempotence = Some(true);
+        assert!(matches!(
+            config.validate(),
+            Err(ProducerCreateError::IdempotenceNeedsAcksAll)
+        ));
+        config.enable_idempotence = None;
+        assert!(config.validate().is_ok());
+        assert!(!config.idempotence_enabled(true), "acks=1 turns it off");
     }
 }

@@ -13,12 +13,14 @@ use strom_protocol::ErrorCode;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 
-use crate::accumulator::{Accumulator, AccumulatorConfig};
+use crate::accumulator::{Accumulator, AccumulatorConfig, TopicPartition};
 use crate::config::{Acks, ProducerConfig};
+use crate::coordinator::{Coordinators, Transactions};
 use crate::error::{ProduceError, ProducerCreateError};
 use crate::partitioner::{DefaultPartitioner, Partitioner};
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::sender::{self, Idempotence, Shared};
+use crate::transaction::TransactionManager;
 
 /// The outcome of one record: resolves once the broker acknowledged it (or
 /// it failed).
@@ -79,9 +81,9 @@ impl Drop for SenderTask {
 /// An async Kafka producer. Cheap to clone; all clones share one sender.
 #[derive(Clone)]
 pub struct Producer {
-    cluster: Cluster,
-    config: Arc<ProducerConfig>,
-    shared: Arc<Shared>,
+    pub(crate) cluster: Cluster,
+    pub(crate) config: Arc<ProducerConfig>,
+    pub(crate) shared: Arc<Shared>,
     partitioner: Arc<dyn Partitioner>,
     buffer: Arc<Semaphore>,
     sender: Arc<SenderTask>,
@@ -107,31 +109,45 @@ impl Producer {
         config: ProducerConfig,
         partitioner: Arc<dyn Partitioner>,
     ) -> Result<Producer, ProducerCreateError> {
-        if config.enable_idempotence == Some(true) && config.acks != Acks::All {
-            return Err(ProducerCreateError::IdempotenceNeedsAcksAll);
-        }
+        config.validate()?;
         let cluster = Cluster::connect(config.client.clone()).await?;
-        let idempotent = match config.enable_idempotence {
-            Some(false) => false,
-            Some(true) => true,
-            None => config.acks == Acks::All && broker_supports_idempotence(&cluster).await,
-        };
+        let transactional = config.transactional_id.is_some();
+        let supported = transactional
+            || (config.enable_idempotence.is_none()
+                && config.acks == Acks::All
+                && broker_supports_idempotence(&cluster).await);
+        let idempotent = config.idempotence_enabled(supported);
         let mut idempotence = Idempotence::default();
-        if idempotent {
+        // A transactional producer gets its id in `init_transactions`.
+        if idempotent && !transactional {
             idempotence.producer = Some(sender::init_producer_id(&cluster).await?);
         }
+        let transactions = config
+            .transactional_id
+            .clone()
+            .map(|transactional_id| Transactions {
+                manager: Mutex::new(TransactionManager::new(transactional_id.clone())),
+                coordinators: Coordinators::new(
+                    cluster.clone(),
+                    transactional_id,
+                    config.client.retry_backoff,
+                ),
+                transaction_timeout: config.transaction_timeout,
+            });
         let shared = Arc::new(Shared {
             accumulator: Mutex::new(Accumulator::new(AccumulatorConfig {
                 batch_size: config.batch_size,
                 linger: config.linger,
                 compression: config.compression,
                 max_in_flight_per_partition: config.max_in_flight_requests_per_connection,
+                transactional,
             })),
             idempotence: Mutex::new(idempotence),
             idempotent,
             wake: tokio::sync::Notify::new(),
             drained: tokio::sync::Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
+            transactions,
         });
         let buffer = Arc::new(Semaphore::new(
             config.buffer_memory.min(Semaphore::MAX_PERMITS),
@@ -198,9 +214,27 @@ impl Producer {
                 .partitioner
                 .partition(&record.topic, record.key.as_deref(), partitions),
         };
+        let topic_partition = TopicPartition {
+            topic: record.topic.to_string(),
+            partition,
+        };
+        self.check_transactional_send(&topic_partition)?;
         let (permit, now) = self.buffer_memory(size_bytes, started).await?;
         let timestamp_ms = record.timestamp_ms.unwrap_or_else(now_ms);
         let (completion, receiver) = oneshot::channel();
+        // The transaction's state is checked again under its lock, held
+        // while appending: an abort that started meanwhile drops every
+        // queued batch after it changed the state, so none is left behind.
+        let mut manager = self
+            .shared
+            .transactions
+            .as_ref()
+            .map(|transactions| transactions.manager());
+        if let Some(manager) = manager.as_mut() {
+            manager
+                .check_send(&topic_partition)
+                .map_err(ProduceError::Transaction)?;
+        }
         let appended = self.shared.accumulator().append(
             (&record.topic, partition),
             &record,
@@ -209,6 +243,7 @@ impl Producer {
             Some(permit),
             now,
         );
+        drop(manager);
         let new_batch = appended.map_err(|(error, _)| error)?;
         if new_batch {
             if record.partition.is_none() && record.key.is_none() {
@@ -220,6 +255,22 @@ impl Producer {
             self.shared.wake.notify_one();
         }
         Ok(receiver)
+    }
+
+    /// With a `transactional.id`, whether a record may be sent to
+    /// `topic_partition` now (in a transaction); a partition new to the
+    /// transaction is queued to be added to it.
+    fn check_transactional_send(
+        &self,
+        topic_partition: &TopicPartition,
+    ) -> Result<(), ProduceError> {
+        match &self.shared.transactions {
+            Some(transactions) => transactions
+                .manager()
+                .check_send(topic_partition)
+                .map_err(ProduceError::Transaction),
+            None => Ok(()),
+        }
     }
 
     /// `size_bytes` of buffer memory: at once when free, else waiting up to

@@ -10,6 +10,7 @@ use strom_client::{ClientError, Cluster};
 use strom_protocol::kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use strom_protocol::kafka::messages::{
     ApiKey, InitProducerIdRequest, ProduceRequest, ProduceResponse, ProducerId, TopicName,
+    TransactionalId,
 };
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
@@ -18,7 +19,8 @@ use uuid::Uuid;
 
 use crate::accumulator::{Accumulator, ProducerBatch, ProducerStamp, SplitOutcome, TopicPartition};
 use crate::config::{Acks, ProducerConfig};
-use crate::error::{ProduceError, SharedError};
+use crate::coordinator::Transactions;
+use crate::error::{ProduceError, SharedError, TransactionError};
 
 /// The highest Produce version used.
 const MAX_PRODUCE_VERSION: i16 = 13;
@@ -108,6 +110,8 @@ pub struct Shared {
     pub drained: Notify,
     /// Set by `close`.
     pub closing: std::sync::atomic::AtomicBool,
+    /// The transaction state and coordinators, with a `transactional.id`.
+    pub transactions: Option<Transactions>,
 }
 
 impl Shared {
@@ -136,7 +140,16 @@ impl Shared {
         })
     }
 
-    fn idempotence(&self) -> std::sync::MutexGuard<'_, Idempotence> {
+    /// Whether batches of `topic_partition` may be sent now: always without
+    /// transactions, else once the partition was added to the transaction.
+    fn may_send(&self, topic_partition: &TopicPartition) -> bool {
+        self.transactions
+            .as_ref()
+            .is_none_or(|transactions| transactions.manager().may_send(topic_partition))
+    }
+
+    /// Locks the producer id and sequences.
+    pub fn idempotence(&self) -> std::sync::MutexGuard<'_, Idempotence> {
         // Producer id, epoch and next sequence per partition, each set by
         // one assignment: reused after a panic. A sequence that ran ahead
         // of what was sent is refused by the broker
@@ -196,6 +209,7 @@ pub async fn run(shared: Arc<Shared>, cluster: Cluster, config: ProducerConfig) 
         }
         let now = Instant::now();
         expire(&shared, now, config.delivery_timeout);
+        let next_add = transaction_step(&shared, now).await;
         let mut next_check = None;
         if !(shared.idempotent && shared.idempotence().needs_reset) {
             loop {
@@ -213,6 +227,10 @@ pub async fn run(shared: Arc<Shared>, cluster: Cluster, config: ProducerConfig) 
                 return;
             }
         }
+        let next_check = match (next_check, next_add) {
+            (Some(check), Some(add)) => Some(check.min(add)),
+            (check, add) => check.or(add),
+        };
         let sleep_until = next_check.unwrap_or(now + Duration::from_millis(100));
         tokio::select! {
             () = shared.wake.notified() => {}
@@ -249,6 +267,23 @@ async fn reset_producer_id(shared: &Shared, cluster: &Cluster, config: &Producer
     }
 }
 
+/// A transactional producer's work before sending: in an error state the
+/// queued batches fail with its error (they cannot commit); else the
+/// partitions new to the transaction are added. Returns when to add again.
+async fn transaction_step(shared: &Shared, now: Instant) -> Option<Instant> {
+    let transactions = shared.transactions.as_ref()?;
+    let failing = transactions.manager().error_for_queued_batches();
+    if let Some(error) = failing {
+        let queued = shared.accumulator().take_all();
+        for batch in queued {
+            batch.fail(ProduceError::Transaction(error.clone()));
+        }
+        return None;
+    }
+    let producer = shared.idempotence().producer;
+    transactions.add_pending_partitions(producer, now).await
+}
+
 fn expire(shared: &Shared, now: Instant, delivery_timeout: Duration) {
     let expired = shared.accumulator().expire(now, delivery_timeout);
     for batch in expired {
@@ -276,6 +311,9 @@ async fn send_ready(
     let mut by_leader: HashMap<i32, Vec<TopicPartition>> = HashMap::new();
     let mut next_check = readiness.next_check;
     for topic_partition in readiness.ready {
+        if !shared.may_send(&topic_partition) {
+            continue;
+        }
         match metadata
             .topics
             .get(&topic_partition.topic)
@@ -456,7 +494,12 @@ fn produce_request(
             }
         })
         .collect();
+    let transactional_id = config
+        .transactional_id
+        .as_ref()
+        .map(|id| TransactionalId(StrBytes::from_string(id.clone())));
     let request = ProduceRequest::default()
+        .with_transactional_id(transactional_id)
         .with_acks(config.acks.wire())
         .with_timeout_ms(
             i32::try_from(config.client.request_timeout.as_millis()).unwrap_or(i32::MAX),
@@ -643,12 +686,11 @@ fn handle_partition(
             batch.complete(-1, log_append_time_ms);
         }
         ErrorCode::OutOfOrderSequenceNumber if shared.idempotent => {
-            let mut idempotence = shared.idempotence();
-            if !idempotence.is_behind_unacknowledged(&batch) {
-                idempotence.needs_reset = true;
-            }
-            drop(idempotence);
-            retry_or_fail(shared, config, batch, ProduceError::Broker { code });
+            out_of_order_sequence(shared, config, batch);
+        }
+        ErrorCode::UnknownProducerId if shared.transactions.is_some() => {
+            shared.accumulator().unmute(&batch.topic_partition);
+            fail_for_good(shared, batch, ProduceError::Broker { code });
         }
         ErrorCode::UnknownProducerId if shared.idempotent => {
             shared.idempotence().needs_reset = true;
@@ -676,6 +718,26 @@ fn handle_partition(
             };
             fail_for_good(shared, batch, error);
         }
+    }
+}
+
+/// OUT_OF_ORDER_SEQUENCE_NUMBER: behind an earlier batch not acknowledged
+/// yet, the batch is retried after it. Otherwise an idempotent producer
+/// gets a new id; in a transaction the batch fails, and so the
+/// transaction, whose abort bumps the epoch (KIP-360).
+fn out_of_order_sequence(shared: &Shared, config: &ProducerConfig, batch: ProducerBatch) {
+    let code = ErrorCode::OutOfOrderSequenceNumber;
+    let mut idempotence = shared.idempotence();
+    let behind = idempotence.is_behind_unacknowledged(&batch);
+    if !behind && shared.transactions.is_none() {
+        idempotence.needs_reset = true;
+    }
+    drop(idempotence);
+    if behind || shared.transactions.is_none() {
+        retry_or_fail(shared, config, batch, ProduceError::Broker { code });
+    } else {
+        shared.accumulator().unmute(&batch.topic_partition);
+        fail_for_good(shared, batch, ProduceError::Broker { code });
     }
 }
 
@@ -716,7 +778,17 @@ fn split_or_fail(shared: &Shared, config: &ProducerConfig, batch: ProducerBatch,
 /// so the batches behind it are restamped from sequence 0, as the Java
 /// client bumps its epoch.
 fn fail_for_good(shared: &Shared, batch: ProducerBatch, error: ProduceError) {
-    if shared.idempotent && batch.stamp.is_some() {
+    if let Some(transactions) = &shared.transactions {
+        // The transaction cannot commit: abortable, or fatal when fenced.
+        let topic_partition = &batch.topic_partition;
+        let failure = TransactionError::record_failed(
+            transactions.transactional_id(),
+            &topic_partition.topic,
+            topic_partition.partition,
+            error.clone(),
+        );
+        transactions.manager().fail(failure);
+    } else if shared.idempotent && batch.stamp.is_some() {
         shared.idempotence().needs_reset = true;
     }
     batch.fail(error);
@@ -766,6 +838,7 @@ mod tests {
             batch_size: 1 << 20,
             linger: Duration::ZERO,
             compression: Compression::None,
+            transactional: false,
         });
         let tp = TopicPartition {
             topic: "t".to_owned(),
@@ -823,12 +896,14 @@ mod tests {
                 batch_size: 1 << 20,
                 linger: Duration::ZERO,
                 compression: Compression::None,
+                transactional: false,
             })),
             idempotence: Mutex::new(Idempotence::default()),
             idempotent: false,
             wake: Notify::new(),
             drained: Notify::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
+            transactions: None,
         };
         let (sender, mut delivery) = oneshot::channel();
         shared
