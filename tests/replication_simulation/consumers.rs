@@ -28,11 +28,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use strom_broker::groups::{collect_batch, offsets_batch};
+use strom_broker::groups::{collect_batch, offsets_batch, transactional_offsets_batch};
 use strom_clock::SeededRandom;
 use strom_coordinator::{
     CoordinatorConfig, CoordinatorCore, LogError, LogOperation, LogRecord, OffsetCommitPartition,
-    OffsetCommitRequest, OffsetsLog,
+    OffsetCommitRequest, OffsetsLog, StoredRecord,
 };
 use strom_protocol::records::RecordBatches;
 use strom_replication::{AckStatus, Partition, RoleView};
@@ -203,6 +203,25 @@ impl OffsetsLog for OffsetsPartitionLog<'_> {
         Ok(appended.info.last_offset)
     }
 
+    fn append_transactional(
+        &mut self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: &[LogRecord],
+    ) -> Result<i64, LogError> {
+        // The simulation's workload commits no transactional offsets: each
+        // producer's first batch starts at sequence 0.
+        let batch =
+            transactional_offsets_batch(self.now_ms, producer_id, producer_epoch, 0, records)?;
+        let appended = self
+            .partition
+            .append(batch, true, self.now_ms)
+            .map_err(|_| LogError::NotLeader { partition })?;
+        self.appended_at = Some(appended.leader_epoch);
+        Ok(appended.info.last_offset)
+    }
+
     fn committed_offset(&self, _partition: i32) -> Result<i64, LogError> {
         Ok(self.partition.high_watermark.current())
     }
@@ -212,7 +231,7 @@ impl OffsetsLog for OffsetsPartitionLog<'_> {
         _partition: i32,
         from_offset: i64,
         max_records: usize,
-    ) -> Result<Vec<(i64, LogRecord)>, LogError> {
+    ) -> Result<Vec<StoredRecord>, LogError> {
         let bytes = self
             .partition
             .with_log(|log| {
@@ -341,6 +360,7 @@ impl Simulation {
                     .fetch_offsets(
                         GROUP,
                         Some(&[(TOPIC.to_owned(), (0..DATA_PARTITIONS).collect())]),
+                        false,
                     )
                     .ok()
                     .map(|offsets| {
@@ -829,6 +849,7 @@ impl Simulation {
             .fetch_offsets(
                 GROUP,
                 Some(&[(TOPIC.to_owned(), (0..DATA_PARTITIONS).collect())]),
+                false,
             )
             .unwrap_or_else(|error| {
                 self.fail(&format!("the final coordinator {coordinator}: {error}"))

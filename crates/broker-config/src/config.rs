@@ -98,6 +98,8 @@ pub struct BrokerConfig {
     /// `offsets.commit.timeout.ms`: how long an offset commit waits for the
     /// in-sync replicas of its `__consumer_offsets` partition.
     pub offsets_commit_timeout: Duration,
+    /// The transaction coordinator's `transaction.*` settings.
+    pub transactions: TransactionConfig,
     /// `group.initial.rebalance.delay.ms`.
     pub group_initial_rebalance_delay: Duration,
     /// `group.min.session.timeout.ms`.
@@ -173,6 +175,15 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("offsets.topic.replication.factor", "3"),
     ("offsets.retention.minutes", "10080"),
     ("offsets.commit.timeout.ms", "5000"),
+    ("transaction.state.log.num.partitions", "50"),
+    ("transaction.state.log.replication.factor", "3"),
+    ("transaction.state.log.min.isr", "2"),
+    ("transaction.max.timeout.ms", "900000"),
+    ("transactional.id.expiration.ms", "604800000"),
+    (
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "10000",
+    ),
     ("group.initial.rebalance.delay.ms", "3000"),
     ("max.incremental.fetch.session.cache.slots", "1000"),
     ("group.min.session.timeout.ms", "6000"),
@@ -210,8 +221,6 @@ pub const IGNORED_KEYS: &[&str] = &[
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "controller.quorum.bootstrap.servers",
-    "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr",
     "log.cleaner.threads",
     "group.coordinator.rebalance.protocols",
     "zookeeper.connect",
@@ -259,6 +268,7 @@ impl BrokerConfig {
                 .int16("offsets.topic.replication.factor", 1)?,
             offsets_retention: offsets_retention(&lookup)?,
             offsets_commit_timeout: offsets_commit_timeout(&lookup)?,
+            transactions: TransactionConfig::read(&lookup)?,
             group_initial_rebalance_delay: lookup.millis("group.initial.rebalance.delay.ms")?,
             group_min_session_timeout: lookup.millis("group.min.session.timeout.ms")?,
             group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,
@@ -490,6 +500,44 @@ fn scale(synonym: &BrokerSynonym, value: &str) -> Result<String, ConfigError> {
 /// The defaults of every broker key with one: [`KNOWN_KEYS`] and the
 /// cluster keys.
 pub(crate) const DEFAULTS: &[&Defaults] = &[KNOWN_KEYS, crate::cluster_config::CLUSTER_KEYS];
+
+/// The transaction coordinator's settings (`transaction.*` and
+/// `transactional.id.expiration.ms`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionConfig {
+    /// `transaction.state.log.num.partitions`.
+    pub state_log_num_partitions: i32,
+    /// `transaction.state.log.replication.factor`.
+    pub state_log_replication_factor: i16,
+    /// `transaction.state.log.min.isr`: the `min.insync.replicas` of
+    /// `__transaction_state`.
+    pub state_log_min_isr: i32,
+    /// `transaction.max.timeout.ms`: the largest `transaction.timeout.ms`
+    /// a producer may ask for.
+    pub max_timeout: Duration,
+    /// `transactional.id.expiration.ms`: how long an idle transactional id
+    /// is kept.
+    pub transactional_id_expiration: Duration,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how
+    /// often transactions past their timeout are looked for.
+    pub abort_timed_out_transaction_cleanup_interval: Duration,
+}
+
+impl TransactionConfig {
+    /// Reads the settings.
+    fn read(lookup: &Lookup<'_>) -> Result<TransactionConfig, ConfigError> {
+        Ok(TransactionConfig {
+            state_log_num_partitions: lookup.int32("transaction.state.log.num.partitions", 1)?,
+            state_log_replication_factor: lookup
+                .int16("transaction.state.log.replication.factor", 1)?,
+            state_log_min_isr: lookup.int32("transaction.state.log.min.isr", 1)?,
+            max_timeout: lookup.millis("transaction.max.timeout.ms")?,
+            transactional_id_expiration: lookup.millis("transactional.id.expiration.ms")?,
+            abort_timed_out_transaction_cleanup_interval: lookup
+                .millis("transaction.abort.timed.out.transaction.cleanup.interval.ms")?,
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -50,6 +50,6 @@ pub mod config_builder;
 pub mod error;
 
 pub use cluster_config::{ClusterConfig, ProcessRoles};
-pub use config::{BrokerConfig, ConfigWarning};
+pub use config::{BrokerConfig, ConfigWarning, TransactionConfig};
 pub use config_builder::{BrokerConfigBuilder, ByteSize};
 pub use error::{BuildError, ConfigError, ValueProblem};

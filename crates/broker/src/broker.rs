@@ -30,6 +30,7 @@ use crate::settings::{
     log_manager_config, METADATA_DIR,
 };
 pub use crate::start_error::{RegistrationStep, StartError};
+use crate::transactions::TransactionService;
 
 /// A running broker.
 pub struct RunningBroker {
@@ -104,7 +105,7 @@ pub async fn start_with(
     let context = Arc::new(
         broker_context(
             &config,
-            prepared.cluster_id,
+            &prepared,
             &controller,
             broker_epoch,
             &logs,
@@ -265,18 +266,18 @@ async fn open_logs(
 /// fetch session cache.
 async fn broker_context(
     config: &BrokerConfig,
-    cluster_id: String,
+    prepared: &Prepared,
     controller: &Arc<dyn ControllerClient>,
     broker_epoch: i64,
     logs: &Arc<LogManager>,
     environment: &Environment,
     observability: &Observability,
 ) -> Result<BrokerContext, StartError> {
-    let producer_ids = if config.cluster.is_some() {
+    let producer_ids = Arc::new(if config.cluster.is_some() {
         ProducerIdManager::from_quorum(Arc::clone(controller), config.node_id, broker_epoch)
     } else {
         ProducerIdManager::open(&config.log_dirs[0])?
-    };
+    });
     let replicas = Arc::new(ReplicaManager::new(
         config.node_id,
         Arc::clone(logs),
@@ -300,18 +301,26 @@ async fn broker_context(
     if config.cluster.is_none() {
         ensure_offsets_topic(controller_client.as_ref(), config).await;
     }
+    let transactions = transaction_service(
+        config,
+        prepared,
+        (&replicas, &groups, &producer_ids),
+        &controller_client,
+    );
     let image = controller_client.image();
     if image.topic_by_name(crate::groups::OFFSETS_TOPIC).is_some() {
         replicas.apply_image(&image);
         groups.claim(&image);
     }
+    transactions.claim(&image);
     Ok(BrokerContext {
         config: config.clone(),
-        cluster_id,
+        cluster_id: prepared.cluster_id.clone(),
         controller: controller_client,
         replicas,
         producer_ids,
         groups,
+        transactions,
         fetch_sessions: Arc::new(FetchSessionCache::new(
             config.max_incremental_fetch_session_cache_slots,
             environment.uuid().as_u64_pair().0,
@@ -320,12 +329,46 @@ async fn broker_context(
     })
 }
 
+/// The transaction coordinator over `__transaction_state`, writing its
+/// markers through the replicas here and WriteTxnMarkers elsewhere.
+fn transaction_service(
+    config: &BrokerConfig,
+    prepared: &Prepared,
+    (replicas, groups, producer_ids): (
+        &Arc<ReplicaManager>,
+        &Arc<GroupService>,
+        &Arc<ProducerIdManager>,
+    ),
+    controller: &Arc<dyn ControllerClient>,
+) -> Arc<TransactionService> {
+    let markers = Arc::new(crate::markers::BrokerMarkers::new(
+        Arc::clone(replicas),
+        Arc::clone(groups),
+        Arc::clone(controller),
+        prepared.inter_broker.clone(),
+        strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
+    ));
+    Arc::new(TransactionService::new(
+        config,
+        Arc::clone(replicas),
+        Arc::clone(producer_ids),
+        markers,
+    ))
+}
+
 /// The metadata follower and the group coordinator's timer (the heartbeat
 /// loop starts right after registration).
 fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
     vec![
         tokio::spawn(follow_metadata(Arc::clone(context))),
         context.groups.coordinator.spawn_timer(COORDINATOR_TICK),
+        context.transactions.coordinator.spawn_timer(
+            context
+                .config
+                .transactions
+                .abort_timed_out_transaction_cleanup_interval
+                .max(Duration::from_millis(10)),
+        ),
         tokio::spawn(crate::isr::shrink_loop(
             Arc::clone(&context.controller),
             Arc::clone(&context.replicas),
@@ -541,6 +584,7 @@ async fn follow_metadata(context: Arc<BrokerContext>) {
         let _ = tokio::task::spawn_blocking(move || {
             shared.replicas.apply_image(&image);
             shared.groups.apply_image(&image);
+            shared.transactions.apply_image(&image);
         })
         .await;
         if images.changed().await.is_err() {

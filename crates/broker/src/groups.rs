@@ -265,7 +265,7 @@ impl OffsetsLog for OffsetsTopicLog {
 
 /// Whole batches of `replica` from `from_offset` up to its log end (not
 /// only its high watermark), and the log end offset.
-fn read_to_log_end(
+pub fn read_to_log_end(
     replica: &PartitionReplica,
     from_offset: i64,
 ) -> Result<(Option<Bytes>, i64), ReadFailure> {

@@ -51,6 +51,7 @@ pub mod groups;
 pub mod handlers;
 pub mod isr;
 pub mod launch;
+pub mod markers;
 pub mod metrics;
 pub mod observe;
 mod registration;
@@ -59,6 +60,7 @@ pub mod replica_manager;
 pub mod security;
 pub mod settings;
 pub mod start_error;
+pub mod transactions;
 
 pub use strom_broker_config::{cluster_config, config, config_builder};
 

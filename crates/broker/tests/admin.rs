@@ -16,7 +16,7 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
 use strom_protocol::records::{Compression, RecordBatchBuilder};
 
-mod common;
+use crate::common;
 
 use common::{config, create_topic_answer, Client};
 

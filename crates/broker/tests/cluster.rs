@@ -2,8 +2,7 @@
 //! and a broker-only observer, talking over 127.0.0.1 as separate
 //! processes would.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -8,8 +8,7 @@
 //! those ACLs; an ACL deleted through another broker stops applying
 //! everywhere.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;

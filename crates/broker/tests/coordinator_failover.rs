@@ -4,8 +4,7 @@
 //! broker shut down, and the new leader of the partition answers
 //! OffsetFetch with every committed offset.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use strom_protocol::kafka::messages::*;
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
 
-mod common;
+use crate::common;
 
 use common::{config, Client};
 

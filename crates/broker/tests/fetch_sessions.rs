@@ -13,7 +13,7 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{encode_request_frame, request_header, Request, Response};
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 
-mod common;
+use crate::common;
 
 use common::{config, create_topic_answer, Client};
 

@@ -14,7 +14,7 @@ use strom_protocol::messages::{Request, Response};
 use strom_protocol::records::{Compression, RecordBatchBuilder};
 use strom_storage::TopicPartition;
 
-mod common;
+use crate::common;
 
 use common::{config, create_topic_answer, wait_until, Client};
 

@@ -17,7 +17,7 @@ use strom_protocol::records::{Compression, RecordBatchBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-mod common;
+use crate::common;
 
 use common::{config, sample, Client, TIMEOUT};
 

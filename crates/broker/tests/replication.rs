@@ -4,8 +4,7 @@
 //! `replica.lag.time.max.ms` and rejoins once it catches up, and a new
 //! leader elected from the ISR has every acknowledged record.
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

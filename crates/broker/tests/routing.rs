@@ -10,7 +10,7 @@ use strom_protocol::kafka::messages::*;
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Request;
 
-mod common;
+use crate::common;
 
 use common::{config, Client};
 

@@ -5,7 +5,7 @@ use std::error::Error as _;
 
 use strom_broker::StartError;
 
-mod common;
+use crate::common;
 
 use common::config;
 

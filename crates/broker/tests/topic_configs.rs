@@ -17,7 +17,7 @@ use strom_protocol::messages::{Request, Response};
 use strom_protocol::topic_config::{ConfigDefinition, ConfigKind, TOPIC_CONFIGS};
 use strom_storage::LogConfig;
 
-mod common;
+use crate::common;
 
 use common::{config, Client};
 

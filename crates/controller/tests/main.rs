@@ -2,7 +2,6 @@
 //! file is a module): one executable instead of one per file keeps the
 //! workspace's test build small on disk and quick to link.
 
-#[allow(dead_code)]
 mod support;
 
 mod cluster_controller;

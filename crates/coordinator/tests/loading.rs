@@ -1,7 +1,7 @@
 //! Loading `__consumer_offsets` partitions: replay rebuilds groups and
 //! offsets (later records win, tombstones delete), and ownership answers.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -1,7 +1,7 @@
 //! Deterministic tests of the group state machine through the sans-IO core:
 //! joins, syncs, heartbeats, leaves and timers, with time advanced by hand.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

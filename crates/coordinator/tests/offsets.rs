@@ -2,7 +2,7 @@
 //! core: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups, ListGroups,
 //! DescribeGroups, retention and deleted topics.
 
-mod common;
+use crate::common;
 
 use bytes::Bytes;
 use common::*;

@@ -2,7 +2,7 @@
 //! channels, records appended to the log, the timer task, and a restart that
 //! reloads committed offsets. Time is tokio's paused clock.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! transactional batch in the log, the answer after the log commits it,
 //! markers applied once the log commits them, and a restart.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! prints (and shrinks) any failing one; regressions are kept in
 //! `proptest-regressions/`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 //! committed or dropped by the marker, rebuilt on replay, and protecting
 //! their group from deletion and expiry.
 
-mod common;
+use crate::common;
 
 use common::*;
 use strom_coordinator::records::OffsetsRecord;

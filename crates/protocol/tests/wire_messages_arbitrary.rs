@@ -2,7 +2,6 @@
 //! version: decoding never panics, and whenever it succeeds the value
 //! re-encodes to a body that decodes to the same value with the same size.
 
-
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use strom_protocol::api::SUPPORTED_APIS;

@@ -320,5 +320,6 @@ fn error_kind(error: &ProduceError) -> &'static str {
         ProduceError::Closed => "Closed",
         ProduceError::Poisoned => "Poisoned",
         ProduceError::Client { .. } => "Client",
+        ProduceError::Transaction(_) => "Transaction",
     }
 }

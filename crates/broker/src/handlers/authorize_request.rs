@@ -50,6 +50,9 @@ pub fn refusal(
             Response::OffsetFetch(OffsetFetchResponse::default().with_error_code(denied))
         }
         Request::InitProducerId(r) => return init_producer_id(broker, context, r),
+        Request::AddOffsetsToTxn(_) | Request::EndTxn(_) | Request::TxnOffsetCommit(_) => {
+            return transactional(broker, context, request)
+        }
         Request::OffsetDelete(r)
             if !may_on_group(broker, context, operation::DELETE, &r.group_id) =>
         {
@@ -130,6 +133,81 @@ fn init_producer_id(
                 .with_producer_epoch(-1),
         ))
     })
+}
+
+/// The transactional id a transaction request names.
+fn transactional_id(request: &Request) -> Option<&str> {
+    Some(match request {
+        Request::AddOffsetsToTxn(r) => r.transactional_id.0.as_str(),
+        Request::EndTxn(r) => r.transactional_id.0.as_str(),
+        Request::TxnOffsetCommit(r) => r.transactional_id.0.as_str(),
+        _ => return None,
+    })
+}
+
+/// WRITE on the transactional id (and READ on the group for
+/// TxnOffsetCommit), or the whole request is refused. (AddPartitionsToTxn
+/// checks it in its handler, which answers every partition.)
+fn transactional(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: &Request,
+) -> Option<Reply> {
+    let id = transactional_id(request)?;
+    let mut code = (!authorize(
+        broker,
+        context,
+        operation::WRITE,
+        resource::TRANSACTIONAL_ID,
+        id,
+    ))
+    .then_some(ErrorCode::TransactionalIdAuthorizationFailed);
+    if let (None, Request::TxnOffsetCommit(r)) = (code, request) {
+        code = (!may_on_group(broker, context, operation::READ, &r.group_id))
+            .then_some(ErrorCode::GroupAuthorizationFailed);
+    }
+    let code = code?.code();
+    let response = match request {
+        Request::AddOffsetsToTxn(_) => {
+            Response::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(code))
+        }
+        Request::EndTxn(_) => Response::EndTxn(EndTxnResponse::default().with_error_code(code)),
+        Request::TxnOffsetCommit(r) => {
+            Response::TxnOffsetCommit(txn_offset_commit_refusal(r, code))
+        }
+        _ => return None,
+    };
+    Some(Reply::Response(response))
+}
+
+/// Every partition of a TxnOffsetCommit answered `code`.
+fn txn_offset_commit_refusal(
+    request: &TxnOffsetCommitRequest,
+    code: i16,
+) -> TxnOffsetCommitResponse {
+    use strom_protocol::kafka::messages::txn_offset_commit_response::{
+        TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+    };
+    let topics = request
+        .topics
+        .iter()
+        .map(|topic| {
+            TxnOffsetCommitResponseTopic::default()
+                .with_name(topic.name.clone())
+                .with_partitions(
+                    topic
+                        .partitions
+                        .iter()
+                        .map(|partition| {
+                            TxnOffsetCommitResponsePartition::default()
+                                .with_partition_index(partition.partition_index)
+                                .with_error_code(code)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
 }
 
 /// The refusal of a config operation on a resource (topic: the topic;

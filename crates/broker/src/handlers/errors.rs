@@ -31,6 +31,11 @@ pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
             AppendError::AppendTooLarge { .. } => ErrorCode::RecordListTooLarge,
             AppendError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             AppendError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            AppendError::TransactionCoordinatorFenced { .. } => {
+                ErrorCode::TransactionCoordinatorFenced
+            }
+            AppendError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            AppendError::InvalidControlBatch { .. } => ErrorCode::CorruptMessage,
             AppendError::OffsetsNotIncreasing { .. } => ErrorCode::InvalidRecord,
             AppendError::Io(_)
             | AppendError::Index(_)
@@ -343,5 +348,69 @@ mod tests {
             sasl_failure_code(&failed),
             ErrorCode::SaslAuthenticationFailed
         );
+    }
+}
+
+/// Which code a fenced producer gets: `PRODUCER_FENCED` from the request
+/// versions of KIP-588 on, `INVALID_PRODUCER_EPOCH` before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FencedCode {
+    /// `PRODUCER_FENCED`.
+    ProducerFenced,
+    /// `INVALID_PRODUCER_EPOCH`.
+    InvalidProducerEpoch,
+}
+
+impl FencedCode {
+    /// `PRODUCER_FENCED` when `api_version` is at least `first_version`.
+    pub fn for_version(api_version: i16, first_version: i16) -> FencedCode {
+        if api_version >= first_version {
+            FencedCode::ProducerFenced
+        } else {
+            FencedCode::InvalidProducerEpoch
+        }
+    }
+
+    fn code(self) -> ErrorCode {
+        match self {
+            FencedCode::ProducerFenced => ErrorCode::ProducerFenced,
+            FencedCode::InvalidProducerEpoch => ErrorCode::InvalidProducerEpoch,
+        }
+    }
+}
+
+/// The code for a transaction coordinator refusal (each variant documents
+/// the Kafka code it stands for).
+pub fn transaction_error_code(
+    error: &strom_transactions::error::CoordinatorError,
+    fenced: FencedCode,
+) -> ErrorCode {
+    use strom_transactions::error::{CoordinatorError, TransactionError};
+    match error {
+        CoordinatorError::NotCoordinator { .. } => ErrorCode::NotCoordinator,
+        CoordinatorError::LoadInProgress { .. } => ErrorCode::CoordinatorLoadInProgress,
+        CoordinatorError::Concurrent { .. } => ErrorCode::ConcurrentTransactions,
+        CoordinatorError::InvalidTransactionalId | CoordinatorError::Encode(_) => {
+            ErrorCode::InvalidRequest
+        }
+        CoordinatorError::UnknownTransactionalId => ErrorCode::InvalidProducerIdMapping,
+        CoordinatorError::Transaction(error) => match error {
+            TransactionError::ConcurrentTransactions { .. } => ErrorCode::ConcurrentTransactions,
+            TransactionError::ProducerFenced { .. } => fenced.code(),
+            TransactionError::InvalidProducerIdMapping { .. } => {
+                ErrorCode::InvalidProducerIdMapping
+            }
+            TransactionError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            TransactionError::InvalidTransactionTimeout { .. } => {
+                ErrorCode::InvalidTransactionTimeout
+            }
+            TransactionError::EpochExhausted { .. } | TransactionError::IllegalTransition(_) => {
+                ErrorCode::UnknownServerError
+            }
+        },
+        CoordinatorError::Load { .. }
+        | CoordinatorError::WriteFailed { .. }
+        | CoordinatorError::Offline
+        | CoordinatorError::ProducerIdUnavailable { .. } => ErrorCode::CoordinatorNotAvailable,
     }
 }

@@ -406,7 +406,12 @@ fn read_partition(
 ) -> Result<PartitionOutcome, crate::replica_manager::ReadFailure> {
     use crate::replica_manager::{FollowerFetch, FollowerRead};
     if plan.replica_id < 0 {
-        let read = replica.read_slice(planned.request.fetch_offset, limit, min_one_batch)?;
+        let read = replica.read_slice_isolated(
+            planned.request.fetch_offset,
+            limit,
+            min_one_batch,
+            plan.read_committed,
+        )?;
         return Ok(PartitionOutcome::Read(read));
     }
     let fetch = FollowerFetch {
@@ -448,6 +453,29 @@ fn read_partition(
     }
 }
 
+/// The offsets a read reports.
+struct ReadOffsets {
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log_start_offset: i64,
+}
+
+/// The wire form of a read's aborted transactions.
+fn aborted_transactions(
+    aborted: &[strom_storage::txn_index::AbortedTransaction],
+) -> Vec<strom_protocol::kafka::messages::fetch_response::AbortedTransaction> {
+    aborted
+        .iter()
+        .map(|transaction| {
+            strom_protocol::kafka::messages::fetch_response::AbortedTransaction::default()
+                .with_producer_id(strom_protocol::kafka::messages::ProducerId(
+                    transaction.producer_id,
+                ))
+                .with_first_offset(transaction.first_offset)
+        })
+        .collect()
+}
+
 /// A partition to read, found here, and its byte limit.
 struct Located<'a> {
     replica: &'a Arc<PartitionReplica>,
@@ -484,16 +512,24 @@ fn read_located(
             .records
             .map(|slice| records_for_response(slice, regions))
             .transpose()?;
-        Ok((read.high_watermark, read.log_start_offset, records))
+        let offsets = ReadOffsets {
+            high_watermark: read.high_watermark,
+            last_stable_offset: read.last_stable_offset,
+            log_start_offset: read.log_start_offset,
+        };
+        Ok((offsets, read.aborted_transactions, records))
     });
     match read {
-        Ok((high_watermark, log_start_offset, records)) => {
+        Ok((offsets, aborted, records)) => {
             let size = records.as_ref().map_or(0, |records| records.len() as u64);
-            let data = data
-                .with_high_watermark(high_watermark)
-                .with_last_stable_offset(high_watermark)
-                .with_log_start_offset(log_start_offset)
+            let mut data = data
+                .with_high_watermark(offsets.high_watermark)
+                .with_last_stable_offset(offsets.last_stable_offset)
+                .with_log_start_offset(offsets.log_start_offset)
                 .with_records(Some(records.unwrap_or_default()));
+            if let Some(aborted) = aborted {
+                data = data.with_aborted_transactions(Some(aborted_transactions(&aborted)));
+            }
             (data, size, false)
         }
         Err(error) => {

@@ -1,4 +1,6 @@
 //! ListOffsets: earliest, latest, max-timestamp, and by-time offsets.
+//! With `isolation_level=1` (READ_COMMITTED, v2+) "latest" is the last
+//! stable offset and lookups stop there, as Kafka answers.
 
 use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
@@ -27,13 +29,13 @@ pub fn handle(
 ) -> Reply {
     let topics = request
         .topics
-        .into_iter()
+        .iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
             let allowed = super::authorization::may_describe_topic(broker, context, &name);
             let partitions = topic
                 .partitions
-                .into_iter()
+                .iter()
                 .map(|partition| {
                     let found = match allowed {
                         false => Err(ErrorCode::TopicAuthorizationFailed),
@@ -42,14 +44,17 @@ pub fn handle(
                             &name,
                             partition.partition_index,
                             partition.current_leader_epoch,
-                            partition.timestamp,
+                            Target {
+                                timestamp: partition.timestamp,
+                                read_committed: request.isolation_level == READ_COMMITTED,
+                            },
                         ),
                     };
                     partition_response(context.api_version, partition.partition_index, found)
                 })
                 .collect();
             ListOffsetsTopicResponse::default()
-                .with_name(topic.name)
+                .with_name(topic.name.clone())
                 .with_partitions(partitions)
         })
         .collect();
@@ -83,14 +88,25 @@ fn partition_response(
     }
 }
 
+/// Kafka's isolation level for READ_COMMITTED.
+const READ_COMMITTED: i8 = 1;
+
+/// What one partition's lookup asks for.
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    timestamp: i64,
+    read_committed: bool,
+}
+
 /// `(timestamp, offset, leader epoch)` for one partition.
 fn lookup(
     broker: &BrokerContext,
     topic: &str,
     partition: i32,
     current_leader_epoch: i32,
-    timestamp: i64,
+    target: Target,
 ) -> Result<(i64, i64, i32), ErrorCode> {
+    let timestamp = target.timestamp;
     let topic_partition = TopicPartition::new(topic.to_owned(), partition);
     let replica = broker
         .replicas
@@ -104,10 +120,15 @@ fn lookup(
         .map_err(|error| offline_error_code(&error))?
         .map_err(|_| ErrorCode::NotLeaderOrFollower)?;
     let found = replica.with_log(|log| {
-        let high_watermark = log.high_watermark();
+        // Consumers never see past the high watermark (read_committed ones
+        // past the last stable offset).
+        let high_watermark = if target.read_committed {
+            log.last_stable_offset()
+        } else {
+            log.high_watermark()
+        };
         match timestamp {
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok((-1, log.log_start_offset())),
-            // Consumers never see past the high watermark, so "latest" is it.
             LATEST_TIMESTAMP => Ok((-1, high_watermark)),
             LATEST_TIERED_TIMESTAMP => Ok((-1, -1)),
             MAX_TIMESTAMP => Ok(log

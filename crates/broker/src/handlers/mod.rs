@@ -17,7 +17,10 @@ use strom_replication::fetch_session::FetchSessionCache;
 use crate::config::BrokerConfig;
 use crate::groups::GroupService;
 use crate::replica_manager::ReplicaManager;
+use crate::transactions::TransactionService;
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_user_scram_credentials;
@@ -37,10 +40,13 @@ mod describe_acls;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_producers;
 mod describe_quorum;
+mod describe_transactions;
 mod describe_user_scram_credentials;
 mod elect_leaders;
-mod errors;
+mod end_txn;
+pub(crate) mod errors;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -51,6 +57,7 @@ mod leave_group;
 mod list_groups;
 mod list_offsets;
 mod list_partition_reassignments;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
@@ -61,6 +68,8 @@ mod produce;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+mod txn_offset_commit;
+mod write_txn_markers;
 
 /// The APIs this broker serves, in the order of Kafka's API keys.
 pub const HANDLED_APIS: &[ApiKey] = &[
@@ -75,6 +84,11 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::DeleteRecords,
     ApiKey::InitProducerId,
     ApiKey::OffsetForLeaderEpoch,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::WriteTxnMarkers,
+    ApiKey::TxnOffsetCommit,
     ApiKey::DescribeAcls,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
@@ -101,6 +115,9 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
     ApiKey::DescribeQuorum,
+    ApiKey::DescribeProducers,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
 ];
 
 /// What every handler may use.
@@ -114,9 +131,11 @@ pub struct BrokerContext {
     /// The partitions hosted here.
     pub replicas: Arc<ReplicaManager>,
     /// The durable producer id counter (InitProducerId).
-    pub producer_ids: ProducerIdManager,
+    pub producer_ids: Arc<ProducerIdManager>,
     /// The group coordinator and its `__consumer_offsets` partitions.
     pub groups: Arc<GroupService>,
+    /// The transaction coordinator and its `__transaction_state` partitions.
+    pub transactions: Arc<TransactionService>,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: Arc<FetchSessionCache>,
     /// Request metrics and the other broker-wide counters.
@@ -219,6 +238,41 @@ impl Dispatcher {
             }
             Request::OffsetFetch(request) => {
                 offset_fetch::handle(broker, &request_context, request)
+            }
+            request => self.dispatch_transactions(request_context, request).await,
+        }
+    }
+
+    /// Hands a transaction request to its handler, others to
+    /// [`Dispatcher::dispatch_admin`].
+    async fn dispatch_transactions(
+        &self,
+        request_context: RequestContext,
+        request: Request,
+    ) -> Reply {
+        let broker = &self.context;
+        match request {
+            Request::AddPartitionsToTxn(request) => {
+                add_partitions_to_txn::handle(broker, &request_context, request).await
+            }
+            Request::AddOffsetsToTxn(request) => {
+                add_offsets_to_txn::handle(broker, &request_context, request).await
+            }
+            Request::EndTxn(request) => end_txn::handle(broker, &request_context, request).await,
+            Request::WriteTxnMarkers(request) => {
+                write_txn_markers::handle(broker, &request_context, request).await
+            }
+            Request::TxnOffsetCommit(request) => {
+                txn_offset_commit::handle(broker, &request_context, request).await
+            }
+            Request::DescribeTransactions(request) => {
+                describe_transactions::handle(broker, &request_context, request)
+            }
+            Request::ListTransactions(request) => {
+                list_transactions::handle(broker, &request_context, request)
+            }
+            Request::DescribeProducers(request) => {
+                describe_producers::handle(broker, &request_context, request)
             }
             request => self.dispatch_admin(request_context, request).await,
         }

@@ -1,0 +1,22 @@
+//! The integration tests of this crate, linked as one test binary (each
+//! file is a module): one executable instead of one per file keeps the
+//! workspace's test build small on disk and quick to link.
+
+#[allow(dead_code)]
+mod common;
+
+mod admin;
+mod cluster;
+mod cluster_security;
+mod coordinator_failover;
+mod elections;
+mod fetch_sessions;
+mod groups;
+mod injected_environment;
+mod metrics_http;
+mod quorum;
+mod replication;
+mod routing;
+mod start;
+mod topic_configs;
+mod unknown_resources;
