@@ -496,7 +496,39 @@ async function clusterView(bootstrap, topic, partitions, group, replicationFacto
   }
 }
 
+/** Two transactions of one transactional producer on TOPIC: the first
+ * sends COUNT records "js-committed-<i>" and the offset OFFSET of partition
+ * 0 of TOPIC for GROUP (sendOffsets), then commits; the second sends COUNT
+ * records "js-aborted-<i>" and aborts. Prints {committed, aborted}. */
+async function transactions(bootstrap, topic, transactionalId, count, group, offset) {
+  const kafka = client(bootstrap);
+  const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+  await withTimeout(producer.connect(), 'connect');
+  try {
+    const messages = (prefix) =>
+      Array.from({ length: count }, (_, i) => ({ key: String(i), value: `${prefix}-${i}` }));
+    const first = await withTimeout(producer.transaction(), 'transaction');
+    await withTimeout(first.send({ topic, messages: messages('js-committed') }), 'send');
+    await withTimeout(
+      first.sendOffsets({
+        consumerGroupId: group,
+        topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }],
+      }),
+      'sendOffsets'
+    );
+    await withTimeout(first.commit(), 'commit');
+    const second = await withTimeout(producer.transaction(), 'transaction');
+    await withTimeout(second.send({ topic, messages: messages('js-aborted') }), 'send');
+    await withTimeout(second.abort(), 'abort');
+    emit({ committed: count, aborted: count });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
 const commands = {
+  transactions: (args) =>
+    transactions(args[0], args[1], args[2], Number(args[3]), args[4], Number(args[5])),
   produce: (args) => produce(args[0], args[1], args[2], args[3], args[4]),
   consume: (args) => consume(args[0], args[1], Number(args[2]), args[3]),
   admin: (args) => admin(args[0]),
