@@ -24,7 +24,7 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
 
 use crate::admin::AdminClient;
-use crate::error::ClientError;
+use crate::error::{ClientError, Retriable};
 
 /// The highest OffsetFetch version used (v8 batches several groups).
 const MAX_OFFSET_FETCH_VERSION: i16 = 7;
@@ -436,16 +436,17 @@ impl AdminClient {
     /// fails with a retriable error (COORDINATOR_LOAD_IN_PROGRESS,
     /// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a lost connection), as
     /// the Java admin client does, until the admin timeout has passed.
-    async fn with_coordinator_retries<T, F, Fut>(&self, mut call: F) -> Result<T, ClientError>
+    pub(crate) async fn with_coordinator_retries<T, E, F, Fut>(&self, mut call: F) -> Result<T, E>
     where
+        E: Retriable,
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T, ClientError>>,
+        Fut: std::future::Future<Output = Result<T, E>>,
     {
         let timeout_ms = u64::try_from(self.timeout_ms()).unwrap_or(0);
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
         loop {
             match call().await {
-                Err(error) if error.is_retriable() && tokio::time::Instant::now() < deadline => {
+                Err(error) if error.retriable() && tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(self.cluster().config().retry_backoff).await;
                 }
                 outcome => return outcome,

@@ -148,6 +148,142 @@ impl ClientError {
     }
 }
 
+/// An error that may go away when the call is repeated (after a metadata
+/// refresh, a coordinator lookup or a reconnect).
+pub(crate) trait Retriable {
+    /// Whether repeating the call may succeed.
+    fn retriable(&self) -> bool;
+}
+
+impl Retriable for ClientError {
+    fn retriable(&self) -> bool {
+        self.is_retriable()
+    }
+}
+
+/// A transaction admin operation failed: Kafka's error codes for
+/// ListTransactions, DescribeTransactions, DescribeProducers and
+/// WriteTxnMarkers as typed variants, or the request itself failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionAdminError {
+    /// The coordinator knows no such transactional id
+    /// (TRANSACTIONAL_ID_NOT_FOUND).
+    #[error("transactional id `{transactional_id}` is not known to its coordinator")]
+    TransactionalIdNotFound {
+        /// The transactional id.
+        transactional_id: String,
+    },
+    /// The principal may not DESCRIBE the transactional id
+    /// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+    #[error("not authorized to describe transactional id `{transactional_id}`")]
+    TransactionalIdAuthorizationFailed {
+        /// The transactional id.
+        transactional_id: String,
+    },
+    /// The topic or the partition does not exist
+    /// (UNKNOWN_TOPIC_OR_PARTITION).
+    #[error("partition {partition} of topic `{topic}` does not exist")]
+    UnknownTopicOrPartition {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
+    /// The principal may not READ the topic (TOPIC_AUTHORIZATION_FAILED).
+    #[error("not authorized to read topic `{topic}`")]
+    TopicAuthorizationFailed {
+        /// The topic.
+        topic: String,
+    },
+    /// Writing transaction markers needs CLUSTER_ACTION on the cluster
+    /// (CLUSTER_AUTHORIZATION_FAILED).
+    #[error("not authorized to write transaction markers (needs CLUSTER_ACTION on the cluster)")]
+    ClusterAuthorizationFailed,
+    /// The producer epoch of an abort is older than the partition's
+    /// (INVALID_PRODUCER_EPOCH or PRODUCER_FENCED).
+    #[error("producer {producer_id} with epoch {producer_epoch} is fenced by a newer epoch")]
+    ProducerFenced {
+        /// The producer id.
+        producer_id: i64,
+        /// The epoch given.
+        producer_epoch: i16,
+    },
+    /// The coordinator epoch of an abort is older than the one the
+    /// partition last saw (TRANSACTION_COORDINATOR_FENCED).
+    #[error("coordinator epoch {coordinator_epoch} is older than the partition's")]
+    CoordinatorFenced {
+        /// The coordinator epoch given.
+        coordinator_epoch: i32,
+    },
+    /// The broker does not support what was asked (the duration filter of
+    /// ListTransactions needs version 1).
+    #[error("broker {broker_id} does not support {feature}")]
+    Unsupported {
+        /// The broker.
+        broker_id: i32,
+        /// What it lacks.
+        feature: &'static str,
+    },
+    /// Another error code.
+    #[error("broker returned {code}")]
+    Broker {
+        /// The Kafka error code.
+        code: ErrorCode,
+    },
+    /// The request could not be completed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+impl TransactionAdminError {
+    /// Whether retrying (after a metadata refresh or a coordinator lookup)
+    /// may succeed: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+    /// NOT_LEADER_OR_FOLLOWER, a lost connection, ...
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            TransactionAdminError::Broker { code } => code.is_retriable(),
+            TransactionAdminError::Client(error) => error.is_retriable(),
+            _ => false,
+        }
+    }
+
+    /// The Kafka error code behind this error, if a broker sent one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        Some(match self {
+            TransactionAdminError::TransactionalIdNotFound { .. } => {
+                ErrorCode::TransactionalIdNotFound
+            }
+            TransactionAdminError::TransactionalIdAuthorizationFailed { .. } => {
+                ErrorCode::TransactionalIdAuthorizationFailed
+            }
+            TransactionAdminError::UnknownTopicOrPartition { .. } => {
+                ErrorCode::UnknownTopicOrPartition
+            }
+            TransactionAdminError::TopicAuthorizationFailed { .. } => {
+                ErrorCode::TopicAuthorizationFailed
+            }
+            TransactionAdminError::ClusterAuthorizationFailed => {
+                ErrorCode::ClusterAuthorizationFailed
+            }
+            TransactionAdminError::ProducerFenced { .. } => ErrorCode::InvalidProducerEpoch,
+            TransactionAdminError::CoordinatorFenced { .. } => {
+                ErrorCode::TransactionCoordinatorFenced
+            }
+            TransactionAdminError::Broker { code } => *code,
+            TransactionAdminError::Client(ClientError::Broker { code }) => *code,
+            TransactionAdminError::Unsupported { .. } | TransactionAdminError::Client(_) => {
+                return None
+            }
+        })
+    }
+}
+
+impl Retriable for TransactionAdminError {
+    fn retriable(&self) -> bool {
+        self.is_retriable()
+    }
+}
+
 /// A configuration property has a bad value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {

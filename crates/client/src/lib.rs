@@ -7,7 +7,7 @@
 //! [`metadata`] cache and request routing), the typed
 //! [configuration](config) with Kafka's property names, TLS and SASL
 //! ([`security`]), and the [admin client](admin) (with the metadata
-//! quorum in [`admin_quorum`]).
+//! quorum in [`admin_quorum`] and transactions in [`admin_transactions`]).
 //!
 //! It does not batch records, track offsets or manage groups: those belong to
 //! `strom-producer` and `strom-consumer`, which build on this crate. It speaks
@@ -29,6 +29,7 @@
 pub mod admin;
 pub mod admin_groups;
 pub mod admin_quorum;
+pub mod admin_transactions;
 pub mod cluster;
 pub mod config;
 pub mod connection;
@@ -41,5 +42,5 @@ pub use admin_quorum::{QuorumEndpoint, QuorumInfo, QuorumReplica};
 pub use cluster::Cluster;
 pub use config::ClientConfig;
 pub use connection::Connection;
-pub use error::{ClientError, ConfigError};
+pub use error::{ClientError, ConfigError, TransactionAdminError};
 pub use metadata::{BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo};
