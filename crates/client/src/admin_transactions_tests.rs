@@ -44,10 +44,7 @@ fn a_description_lists_every_partition_and_the_coordinator() {
     assert_eq!(ongoing.state, TransactionState::Ongoing);
     assert_eq!(ongoing.producer_id, 7);
     assert_eq!(ongoing.producer_epoch, 3);
-    assert_eq!(
-        ongoing.transaction_start_time_ms,
-        Some(1_700_000_000_000)
-    );
+    assert_eq!(ongoing.transaction_start_time_ms, Some(1_700_000_000_000));
     assert_eq!(
         ongoing.partitions,
         [

@@ -168,21 +168,23 @@ impl Retriable for ClientError {
 pub enum TransactionAdminError {
     /// The coordinator knows no such transactional id
     /// (TRANSACTIONAL_ID_NOT_FOUND).
-    #[error("transactional id `{transactional_id}` is not known to its coordinator")]
+    #[error("transactional id `{transactional_id}` is not known to its coordinator (TRANSACTIONAL_ID_NOT_FOUND)")]
     TransactionalIdNotFound {
         /// The transactional id.
         transactional_id: String,
     },
     /// The principal may not DESCRIBE the transactional id
     /// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
-    #[error("not authorized to describe transactional id `{transactional_id}`")]
+    #[error("not authorized to describe transactional id `{transactional_id}` (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)")]
     TransactionalIdAuthorizationFailed {
         /// The transactional id.
         transactional_id: String,
     },
     /// The topic or the partition does not exist
     /// (UNKNOWN_TOPIC_OR_PARTITION).
-    #[error("partition {partition} of topic `{topic}` does not exist")]
+    #[error(
+        "partition {partition} of topic `{topic}` does not exist (UNKNOWN_TOPIC_OR_PARTITION)"
+    )]
     UnknownTopicOrPartition {
         /// The topic.
         topic: String,
@@ -190,18 +192,18 @@ pub enum TransactionAdminError {
         partition: i32,
     },
     /// The principal may not READ the topic (TOPIC_AUTHORIZATION_FAILED).
-    #[error("not authorized to read topic `{topic}`")]
+    #[error("not authorized to read topic `{topic}` (TOPIC_AUTHORIZATION_FAILED)")]
     TopicAuthorizationFailed {
         /// The topic.
         topic: String,
     },
     /// Writing transaction markers needs CLUSTER_ACTION on the cluster
     /// (CLUSTER_AUTHORIZATION_FAILED).
-    #[error("not authorized to write transaction markers (needs CLUSTER_ACTION on the cluster)")]
+    #[error("not authorized to write transaction markers: CLUSTER_ACTION on the cluster is needed (CLUSTER_AUTHORIZATION_FAILED)")]
     ClusterAuthorizationFailed,
     /// The producer epoch of an abort is older than the partition's
     /// (INVALID_PRODUCER_EPOCH or PRODUCER_FENCED).
-    #[error("producer {producer_id} with epoch {producer_epoch} is fenced by a newer epoch")]
+    #[error("producer {producer_id} with epoch {producer_epoch} is fenced by a newer epoch (INVALID_PRODUCER_EPOCH)")]
     ProducerFenced {
         /// The producer id.
         producer_id: i64,
@@ -210,7 +212,7 @@ pub enum TransactionAdminError {
     },
     /// The coordinator epoch of an abort is older than the one the
     /// partition last saw (TRANSACTION_COORDINATOR_FENCED).
-    #[error("coordinator epoch {coordinator_epoch} is older than the partition's")]
+    #[error("coordinator epoch {coordinator_epoch} is older than the partition's (TRANSACTION_COORDINATOR_FENCED)")]
     CoordinatorFenced {
         /// The coordinator epoch given.
         coordinator_epoch: i32,

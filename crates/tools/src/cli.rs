@@ -82,6 +82,9 @@ pub enum Command {
     /// List, describe, delete consumer groups and reset their offsets.
     #[command(subcommand)]
     Groups(GroupsCommand),
+    /// List, describe and abort transactions, like kafka-transactions.sh.
+    #[command(subcommand)]
+    Transactions(TransactionsCommand),
     /// Manage SCRAM users (set, delete, describe).
     #[command(subcommand)]
     Users(UsersCommand),
@@ -453,6 +456,121 @@ pub struct ConsumeArguments {
     /// A consumer property, e.g. fetch.max.wait.ms=100 (repeatable).
     #[arg(long = "property", value_name = "KEY=VALUE")]
     pub properties: Vec<String>,
+}
+
+/// `strom transactions ...`.
+#[derive(Debug, Subcommand)]
+pub enum TransactionsCommand {
+    /// List the transactional ids of every broker's coordinator.
+    #[command(after_help = "Examples:\n  \
+        strom transactions list\n  \
+        strom transactions list --duration-filter 60000 --json\n\n\
+        Columns: TransactionalId, Coordinator, ProducerId, TransactionState.\n\
+        Exits with 1 when a broker could not be asked (the others are still listed).")]
+    List {
+        /// Only transactions open for at least this many milliseconds.
+        #[arg(long, value_name = "MS")]
+        duration_filter: Option<i64>,
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Describe a transactional id at its coordinator: state, producer id
+    /// and epoch, timeout, start time, duration and partitions.
+    #[command(after_help = "Examples:\n  \
+        strom transactions describe --transactional-id orders-writer\n  \
+        strom transactions describe --transactional-id orders-writer --json")]
+    Describe {
+        /// The transactional id.
+        #[arg(long)]
+        transactional_id: String,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the active producers of a partition, as its leader knows them.
+    #[command(
+        name = "describe-producers",
+        after_help = "Examples:\n  strom transactions describe-producers --topic events --partition 0\n\n\
+        CurrentTransactionStartOffset is the first offset of the producer's open\n\
+        transaction (None when it has none): pass it to `abort --start-offset`."
+    )]
+    DescribeProducers {
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// The partition.
+        #[arg(long)]
+        partition: i32,
+        /// One JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Abort a hanging transaction in one partition by writing an abort
+    /// marker (needs CLUSTER_ACTION on the cluster).
+    #[command(after_help = "Examples:\n  \
+        strom transactions abort --topic events --partition 0 --start-offset 42\n  \
+        strom transactions abort --topic events --partition 0 --producer-id 7 --producer-epoch 0 --coordinator-epoch 0\n\n\
+        With --start-offset, the producer whose open transaction starts at that\n\
+        offset is looked up with describe-producers and its transaction aborted.")]
+    Abort(AbortTransactionArguments),
+    /// Find open transactions the coordinator has forgotten: producers
+    /// silent for longer than the maximum transaction timeout whose
+    /// transactional id no longer includes the partition.
+    #[command(
+        name = "find-hanging",
+        after_help = "Examples:\n  \
+        strom transactions find-hanging --broker-id 1\n  \
+        strom transactions find-hanging --topic events --partition 0 --max-transaction-timeout 5"
+    )]
+    FindHanging(FindHangingArguments),
+}
+
+/// `strom transactions abort`: the transaction by its start offset, or by
+/// producer id, producer epoch and coordinator epoch.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("transaction").required(true).args(["start_offset", "producer_id"])))]
+pub struct AbortTransactionArguments {
+    /// The topic.
+    #[arg(long)]
+    pub topic: String,
+    /// The partition.
+    #[arg(long)]
+    pub partition: i32,
+    /// The first offset of the transaction to abort.
+    #[arg(long, value_name = "OFFSET")]
+    pub start_offset: Option<i64>,
+    /// The producer id (with --producer-epoch and --coordinator-epoch).
+    #[arg(long, requires_all = ["producer_epoch", "coordinator_epoch"])]
+    pub producer_id: Option<i64>,
+    /// The producer epoch.
+    #[arg(long, requires = "producer_id")]
+    pub producer_epoch: Option<i16>,
+    /// The coordinator epoch (a negative one is sent as 0).
+    #[arg(long, requires = "producer_id", allow_negative_numbers = true)]
+    pub coordinator_epoch: Option<i32>,
+}
+
+/// `strom transactions find-hanging`: where to look.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("scope").required(true).multiple(true).args(["broker_id", "topic"])))]
+pub struct FindHangingArguments {
+    /// Only partitions with a replica on this broker.
+    #[arg(long)]
+    pub broker_id: Option<i32>,
+    /// Only this topic.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Only this partition of --topic.
+    #[arg(long, requires = "topic")]
+    pub partition: Option<i32>,
+    /// The cluster's transaction.max.timeout.ms, in minutes: producers
+    /// silent for less long are not suspected.
+    #[arg(long, default_value_t = 15, value_name = "MINUTES")]
+    pub max_transaction_timeout: u64,
+    /// One JSON array.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `strom users ...`.

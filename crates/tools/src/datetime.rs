@@ -1,9 +1,18 @@
 //! Parsing `--to-datetime` values into epoch milliseconds, without a
 //! calendar library: RFC 3339 (`2024-05-01T12:00:00Z`, `...+02:00`,
 //! fractional seconds; a missing zone means UTC, as Kafka's tool documents
-//! its format) or a plain number of epoch milliseconds.
+//! its format) or a plain number of epoch milliseconds; and the time now.
 
 use crate::error::ToolError;
+
+/// The time now, in milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
+}
 
 /// Parses a datetime into milliseconds since the Unix epoch.
 pub fn parse_epoch_ms(text: &str) -> Result<i64, ToolError> {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use strom_client::{ClientError, ConfigError};
+use strom_client::{ClientError, ConfigError, TransactionAdminError};
 use strom_consumer::ConsumerError;
 use strom_producer::{ProduceError, ProducerCreateError};
 use strom_protocol::ErrorCode;
@@ -124,6 +124,35 @@ pub enum ToolError {
         /// The client error.
         #[source]
         source: ClientError,
+    },
+    /// A transaction admin operation failed.
+    #[error("{operation} failed")]
+    Transaction {
+        /// What was attempted (`describe transactional id `x``, ...).
+        operation: String,
+        /// The typed error.
+        #[source]
+        source: TransactionAdminError,
+    },
+    /// `transactions abort --start-offset` found no producer whose open
+    /// transaction starts there.
+    #[error(
+        "no open transaction starts at offset {start_offset} in {topic_partition}; \
+         see the open ones with `strom transactions describe-producers`"
+    )]
+    NoOpenTransaction {
+        /// The partition, as `topic-partition`.
+        topic_partition: String,
+        /// The offset given.
+        start_offset: i64,
+    },
+    /// Some brokers did not answer (each was reported on stderr).
+    #[error("{operation} failed on {failed} broker(s)")]
+    BrokersFailed {
+        /// What was attempted.
+        operation: &'static str,
+        /// How many brokers failed.
+        failed: usize,
     },
     /// The producer could not be created or a record was not delivered.
     #[error("producing to `{topic}` failed")]
@@ -334,6 +363,10 @@ impl ToolError {
             | ToolError::ClusterDirectory { .. }
             | ToolError::ClusterFile { .. } => ExitStatus::Usage,
             ToolError::Client { source, .. } if is_unreachable(source) => ExitStatus::Unreachable,
+            ToolError::Transaction {
+                source: TransactionAdminError::Client(source),
+                ..
+            } if is_unreachable(source) => ExitStatus::Unreachable,
             _ => ExitStatus::Failed,
         }
     }

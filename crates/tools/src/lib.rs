@@ -5,7 +5,7 @@
 //! ([`cli`], clap), turning `--bootstrap-server` and `--command-config`
 //! into client configurations ([`context`]), one module per command
 //! ([`topics`], [`configs`], [`produce`], [`consume`], [`groups`] with
-//! [`reset`], [`metadata_quorum`], [`leader_election`], [`reassign`],
+//! [`reset`], [`transactions`] with [`hanging`], [`metadata_quorum`], [`leader_election`], [`reassign`],
 //! [`cluster`], [`perf`], [`dump`]), output
 //! formatting ([`format`](mod@format), [`output`]), progress bars
 //! ([`progress`]) and exit codes ([`error`]).
@@ -48,6 +48,7 @@ pub mod error;
 pub mod format;
 pub mod group_description;
 pub mod groups;
+pub mod hanging;
 pub mod leader_election;
 pub mod metadata_quorum;
 pub mod output;
@@ -58,6 +59,7 @@ pub mod reassign;
 pub mod reset;
 pub mod topic_metadata;
 pub mod topics;
+pub mod transactions;
 pub mod users;
 
 use std::process::ExitCode;
@@ -120,6 +122,7 @@ fn run_networked(
             Command::Produce(arguments) => produce::run(&context, arguments).await,
             Command::Consume(arguments) => consume::run(&context, arguments, out).await,
             Command::Groups(command) => groups::run(&context, command, out).await,
+            Command::Transactions(command) => transactions::run(&context, command, out).await,
             Command::Users(command) => users::run(&context, command, out).await,
             Command::Acls(command) => acls::run(&context, command, out).await,
             Command::MetadataQuorum(command) => metadata_quorum::run(&context, command, out).await,
