@@ -12,3 +12,4 @@ mod dump_log;
 mod metadata_quorum;
 mod perf_mock;
 mod security;
+mod transactions;

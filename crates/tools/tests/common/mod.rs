@@ -44,6 +44,7 @@ fn start_broker() -> TestBroker {
         ("num.partitions", "1"),
         ("offsets.topic.num.partitions", "1"),
         ("group.initial.rebalance.delay.ms", "0"),
+        ("transaction.state.log.num.partitions", "1"),
     ] {
         settings.insert(key.to_owned(), value.to_owned());
     }
