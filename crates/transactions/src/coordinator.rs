@@ -53,11 +53,14 @@ impl Default for CoordinatorConfig {
     }
 }
 
-/// Kafka's placement of a transactional id: `(hash & 0x7fffffff) % n`,
-/// with `hash` Java's `String.hashCode` (the caller supplies it).
+/// Kafka's placement of a transactional id (`TransactionStateManager`'s
+/// `partitionFor`): `Utils.abs(hash) % n`, with `hash` Java's
+/// `String.hashCode` of the id (the caller supplies it) and `Utils.abs`
+/// mapping `i32::MIN` to 0, so that a `__transaction_state` written by
+/// Kafka places every id on the same partition.
 pub fn partition_for(hash: i32, num_partitions: i32) -> i32 {
     assert!(num_partitions > 0, "the partition count must be positive");
-    (hash & 0x7fff_ffff) % num_partitions
+    hash.checked_abs().unwrap_or(0) % num_partitions
 }
 
 /// Whether a `__transaction_state` partition is being loaded or served.
