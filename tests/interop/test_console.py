@@ -102,9 +102,11 @@ def test_the_console_shows_the_cluster_topics_records_and_groups(console):
 
     topic = browse(base + f"/console#/topic/{TOPIC}")
     partitions = cells(topic, "topic-partitions")
-    # partition, leader, replicas, ISR, log start, high watermark, log end
-    assert partitions[0][:7] == ["0", "1", "1", "1", "0", str(RECORDS), str(RECORDS)], partitions
-    assert partitions[1][:7] == ["1", "1", "1", "1", "0", "0", "0"], partitions
+    # partition, leader, replicas, ISR, log start, high watermark, last
+    # stable, open transactions, log end
+    assert partitions[0][:9] == ["0", "1", "1", "1", "0", str(RECORDS), str(RECORDS), "0",
+                                 str(RECORDS)], partitions
+    assert partitions[1][:9] == ["1", "1", "1", "1", "0", "0", "0", "0", "0"], partitions
     records = cells(topic, "records-table")
     assert len(records) == 20
     assert records[-1][0] == str(RECORDS - 1)

@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import clusterwire as cw
 from cluster import Cluster
 from datapath import create_topic, wait_for_leader
 from test_kafkajs import kafkajs
@@ -294,3 +295,163 @@ def test_exactly_once_on_a_three_node_cluster(strom_binary, tmp_path):
         check_exactly_once(bootstrap, "c-in", "c-out", "c-group", total, partitions)
     finally:
         cluster.kill_all()
+
+
+def transaction_partition(transactional_id: str, partitions: int) -> int:
+    """Kafka's (and Strom's) partition of `__transaction_state` for an id."""
+    hashed = cw.java_string_hash(transactional_id)
+    return (0 if hashed == -(1 << 31) else abs(hashed)) % partitions
+
+
+class ResilientPipeline:
+    """The pipeline of `run_pipeline`, which survives broker failures as
+    librdkafka's documentation says an application must: a retriable
+    commit is retried, an abortable error aborts and rewinds the input to
+    the committed offsets, and a fatal one (the producer was fenced)
+    recreates the producer and the consumer, which resume from the
+    committed offsets."""
+
+    def __init__(self, bootstrap, source, sink, group, transactional_id):
+        self.bootstrap, self.source, self.sink = bootstrap, source, sink
+        self.group, self.transactional_id = group, transactional_id
+        self.counts = {"committed": 0, "aborted": 0, "recreated": 0, "retried": 0}
+        self.errors = []
+        self.consumer = self.producer = None
+        self.open()
+
+    def open(self):
+        self.consumer = Consumer({
+            "bootstrap.servers": self.bootstrap,
+            "group.id": self.group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        })
+        self.consumer.subscribe([self.source])
+        self.producer = transactional_producer(self.bootstrap, self.transactional_id,
+                                               **{"transaction.timeout.ms": 10000})
+
+    def close(self):
+        for closing in (lambda: self.consumer.close(),):
+            try:
+                closing()
+            except KafkaException:
+                pass
+
+    def rewind(self):
+        assignment = self.consumer.assignment()
+        if assignment:
+            for committed in self.consumer.committed(assignment, 10):
+                self.consumer.seek(TopicPartition(committed.topic, committed.partition,
+                                                  max(committed.offset, 0)))
+
+    def step(self) -> None:
+        messages = [m for m in self.consumer.consume(25, 0.5) if not m.error()]
+        if not messages:
+            return
+        try:
+            self.producer.begin_transaction()
+            for message in messages:
+                self.producer.produce(self.sink, key=message.key(),
+                                      value=b"out-" + message.value(),
+                                      partition=message.partition())
+            positions = self.consumer.position(self.consumer.assignment())
+            self.producer.send_offsets_to_transaction(
+                positions, self.consumer.consumer_group_metadata(), 30)
+            self.commit()
+        except KafkaException as raised:
+            self.recover(raised.args[0])
+
+    def commit(self):
+        for _ in range(10):
+            try:
+                self.producer.commit_transaction(30)
+                self.counts["committed"] += 1
+                return
+            except KafkaException as raised:
+                if not raised.args[0].retriable():
+                    raise
+                self.counts["retried"] += 1
+                self.errors.append(str(raised.args[0]))
+        raise AssertionError(f"commit still failing after 10 tries: {self.errors[-3:]}")
+
+    def recover(self, error):
+        self.errors.append(str(error))
+        if error.txn_requires_abort():
+            self.producer.abort_transaction(30)
+            self.counts["aborted"] += 1
+            self.rewind()
+        else:
+            self.counts["recreated"] += 1
+            self.close()
+            self.open()
+
+
+def test_exactly_once_when_the_coordinator_and_a_leader_are_killed(strom_binary, tmp_path):
+    cluster = Cluster(strom_binary, tmp_path / "cluster", nodes=3, extra={
+        "offsets.topic.replication.factor": "3",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.num.partitions": "4",
+        "min.insync.replicas": "2",
+        "replica.lag.time.max.ms": "3000",
+    })
+    try:
+        cluster.start()
+        nodes = cluster.nodes
+        bootstrap = ",".join(node.bootstrap for node in nodes)
+        total, partitions = 3000, 3
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                                replication_factor=3) for topic in ("f-in", "f-out")])
+        for topic, future in futures.items():
+            future.result(timeout=30)
+            wait_for_leader(bootstrap, topic, partitions, timeout_s=30)
+        fill_source(bootstrap, "f-in", total, partitions)
+        pipeline = ResilientPipeline(bootstrap, "f-in", "f-out", "f-group", "f-app")
+        deadline = time.monotonic() + 150
+        kills = []
+
+        def run_until(progress: int):
+            while pipeline.counts["committed"] < progress and time.monotonic() < deadline:
+                pipeline.step()
+
+        def leader_of(topic: str, partition: int) -> int:
+            view = cluster.running_brokers()[0].metadata([topic])
+            return view.topics[topic].partitions[partition].leader
+
+        run_until(5)
+        coordinator = leader_of("__transaction_state", transaction_partition("f-app", 4))
+        cluster.node(coordinator).kill()
+        kills.append(("coordinator", coordinator))
+        run_until(pipeline.counts["committed"] + 10)
+        cluster.restore()
+        data_leader = leader_of("f-out", 0)
+        cluster.node(data_leader).kill()
+        kills.append(("f-out/0 leader", data_leader))
+        run_until(pipeline.counts["committed"] + 10)
+        cluster.restore()
+        while time.monotonic() < deadline:
+            pipeline.step()
+            if pipeline.counts["committed"] > 0 and caught_up(bootstrap, "f-in", "f-group", partitions):
+                break
+        pipeline.close()
+        check_exactly_once(bootstrap, "f-in", "f-out", "f-group", total, partitions)
+        assert len(kills) == 2, (kills, pipeline.counts)
+        print("failover pipeline:", kills, pipeline.counts)
+    finally:
+        cluster.kill_all()
+
+
+def caught_up(bootstrap: str, source: str, group: str, partitions: int) -> bool:
+    """Whether the group's committed offsets reached the source's ends."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        committed = reader.committed([TopicPartition(source, p) for p in range(partitions)], 10)
+        ends = [reader.get_watermark_offsets(TopicPartition(source, p), 10)[1]
+                for p in range(partitions)]
+    except KafkaException:
+        return False
+    finally:
+        reader.close()
+    return [tp.offset for tp in committed] == ends

@@ -15,7 +15,7 @@ use strom_observability::topics::TopicCounts;
 use strom_observability::view::{
     BrokerState, ClusterState, CommittedOffset, EndpointState, GroupDescription, GroupListing,
     GroupMember, HostedPartition, IsrChanges, LogState, NetworkCounts, PartitionState,
-    QuorumReplica, QuorumState, Registration, TopicState,
+    QuorumReplica, QuorumState, Registration, TopicState, TransactionSummary,
 };
 use strom_observability::BrokerView;
 use strom_replication::Partition;
@@ -91,6 +91,12 @@ fn log_state(partition: &Partition) -> Option<LogState> {
             log_start_offset: log.log_start_offset(),
             log_end_offset: log.log_end_offset(),
             high_watermark: log.high_watermark(),
+            last_stable_offset: log.last_stable_offset(),
+            open_transactions: log
+                .producer_states()
+                .iter()
+                .filter(|producer| producer.current_txn_first_offset.is_some())
+                .count(),
             size_bytes: log.size_bytes(),
             segments: log.segment_count(),
             log_dir: log.dir().parent().map(|p| p.display().to_string()),
@@ -267,6 +273,21 @@ impl BrokerView for BrokerContext {
                 topic: offset.topic,
                 partition: offset.partition,
                 offset: offset.offset,
+            })
+            .collect()
+    }
+
+    fn transactions(&self) -> Vec<TransactionSummary> {
+        self.transactions
+            .coordinator
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|listing| TransactionSummary {
+                transactional_id: listing.transactional_id,
+                producer_id: listing.producer_id,
+                state: listing.state.name(),
+                start_timestamp_ms: listing.start_timestamp_ms,
             })
             .collect()
     }

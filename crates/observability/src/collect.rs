@@ -70,7 +70,8 @@ impl Collector for BrokerCollector {
         encode_partitions(&mut encoder, broker)?;
         encode_controller(&mut encoder, broker)?;
         encode_storage(&mut encoder, broker)?;
-        encode_groups(&mut encoder, broker)
+        encode_groups(&mut encoder, broker)?;
+        encode_transactions(&mut encoder, broker)
     }
 }
 
@@ -510,6 +511,8 @@ struct StorageRows {
     sizes: Vec<(Labels, i64)>,
     ends: Vec<(Labels, i64)>,
     starts: Vec<(Labels, i64)>,
+    stable_lags: Vec<(Labels, i64)>,
+    open_transactions: Vec<(Labels, i64)>,
     follower_lags: Vec<(Labels, i64)>,
     by_dir: BTreeMap<String, i64>,
 }
@@ -531,6 +534,12 @@ fn storage_rows(broker: &dyn BrokerView) -> StorageRows {
         rows.segments.push((labels.clone(), log.segments as i64));
         rows.sizes.push((labels.clone(), size));
         rows.ends.push((labels.clone(), log.log_end_offset));
+        rows.stable_lags.push((
+            labels.clone(),
+            (log.high_watermark - log.last_stable_offset).max(0),
+        ));
+        let open = i64::try_from(log.open_transactions).unwrap_or(i64::MAX);
+        rows.open_transactions.push((labels.clone(), open));
         rows.starts.push((labels, log.log_start_offset));
         *rows
             .by_dir
@@ -546,6 +555,8 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) 
         sizes,
         ends,
         starts,
+        stable_lags,
+        open_transactions,
         follower_lags,
         by_dir,
     } = storage_rows(broker);
@@ -575,6 +586,18 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) 
     )?;
     gauge(
         encoder,
+        "kafka_cluster_partition_laststableoffsetlag",
+        "A partition's high watermark minus its last stable offset: the records read_committed consumers wait for (LastStableOffsetLag)",
+        stable_lags,
+    )?;
+    gauge(
+        encoder,
+        "strom_log_open_transactions",
+        "Transactions open in a partition (records written, no marker yet)",
+        open_transactions,
+    )?;
+    gauge(
+        encoder,
         "strom_replica_follower_lag",
         "On a partition's leader: its log end offset minus each follower's, as of that follower's last fetch (offsets)",
         follower_lags,
@@ -587,6 +610,41 @@ fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) 
             .into_iter()
             .map(|(dir, bytes)| (vec![("log_dir", dir)], bytes))
             .collect(),
+    )
+}
+
+/// Kafka's transaction states, in the order the metrics list them.
+const TRANSACTION_STATES: [&str; 8] = [
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "Dead",
+    "PrepareEpochFence",
+];
+
+fn encode_transactions(
+    encoder: &mut DescriptorEncoder<'_>,
+    broker: &dyn BrokerView,
+) -> fmt::Result {
+    let transactions = broker.transactions();
+    let by_state = TRANSACTION_STATES
+        .iter()
+        .map(|state| {
+            let count = transactions
+                .iter()
+                .filter(|transaction| transaction.state == *state)
+                .count();
+            (vec![("state", (*state).to_owned())], count as i64)
+        })
+        .collect();
+    gauge(
+        encoder,
+        "strom_transaction_coordinator_transactional_ids",
+        "Transactional ids this broker coordinates, by state (Ongoing: an open transaction)",
+        by_state,
     )
 }
 
@@ -704,6 +762,10 @@ mod tests {
             "kafka_server_brokertopicmetrics_messagesin_total{topic=\"orders\"} 10",
             "kafka_log_log_size{topic=\"orders\",partition=\"0\"} 100",
             "kafka_log_log_logstartoffset{topic=\"orders\",partition=\"0\"} 2",
+            "kafka_cluster_partition_laststableoffsetlag{topic=\"orders\",partition=\"0\"} 2",
+            "strom_log_open_transactions{topic=\"orders\",partition=\"0\"} 1",
+            "strom_transaction_coordinator_transactional_ids{state=\"Ongoing\"} 1",
+            "strom_transaction_coordinator_transactional_ids{state=\"Empty\"} 0",
             "strom_replica_follower_lag{topic=\"orders\",partition=\"0\",replica=\"2\"} 5",
             "strom_log_directory_size_bytes{log_dir=\"/data\"} 100",
             "kafka_coordinator_group_groupmetadatamanager_numgroups{state=\"Stable\"} 1",

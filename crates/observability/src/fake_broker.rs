@@ -11,7 +11,7 @@ use crate::topics::TopicCounts;
 use crate::view::{
     BrokerState, BrokerView, ClusterState, CommittedOffset, EndpointState, GroupDescription,
     GroupListing, HostedPartition, IsrChanges, LogState, PartitionState, QuorumState, Registration,
-    TopicState,
+    TopicState, TransactionSummary,
 };
 
 /// The fixed broker.
@@ -26,6 +26,8 @@ fn led_log() -> LogState {
         log_start_offset: 2,
         log_end_offset: 12,
         high_watermark: 10,
+        last_stable_offset: 8,
+        open_transactions: 1,
         size_bytes: 100,
         segments: 1,
         log_dir: Some("/data".to_owned()),
@@ -165,6 +167,15 @@ impl BrokerView for FakeBroker {
             "Stable",
             "Dead",
         ]
+    }
+
+    fn transactions(&self) -> Vec<TransactionSummary> {
+        vec![TransactionSummary {
+            transactional_id: "payments-app".to_owned(),
+            producer_id: 4000,
+            state: "Ongoing",
+            start_timestamp_ms: 1_700_000_000_000,
+        }]
     }
 
     fn groups(&self) -> Vec<GroupListing> {

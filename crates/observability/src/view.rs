@@ -84,6 +84,10 @@ pub trait BrokerView: Send + Sync {
     /// The high watermark of a partition this broker leads.
     fn high_watermark(&self, topic: &str, partition: i32) -> Option<i64>;
 
+    /// The transactional ids this broker coordinates, ascending (none
+    /// while it coordinates none).
+    fn transactions(&self) -> Vec<TransactionSummary>;
+
     /// The broker's wall clock, in milliseconds.
     fn now_ms(&self) -> i64;
 }
@@ -246,12 +250,29 @@ pub struct LogState {
     pub log_end_offset: i64,
     /// The high watermark.
     pub high_watermark: i64,
+    /// The last stable offset: where read_committed reads stop.
+    pub last_stable_offset: i64,
+    /// Transactions open in this partition (started, no marker yet).
+    pub open_transactions: usize,
     /// Bytes of the log.
     pub size_bytes: u64,
     /// Segments of the log.
     pub segments: usize,
     /// The log directory holding it.
     pub log_dir: Option<String>,
+}
+
+/// A transactional id as its coordinator knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionSummary {
+    /// The transactional id.
+    pub transactional_id: String,
+    /// Its producer id.
+    pub producer_id: i64,
+    /// Its state, by Kafka's name (`Ongoing`, `CompleteCommit`, ...).
+    pub state: &'static str,
+    /// When its open transaction started (ms since the epoch), or -1.
+    pub start_timestamp_ms: i64,
 }
 
 /// A group in a coordinator's listing.

@@ -14,6 +14,9 @@
 //! - `GET /api/groups`: groups with state and total lag;
 //! - `GET /api/groups/ID`: members with their assignments, and the lag per
 //!   partition;
+//! - `GET /api/transactions`: the transactional ids this broker
+//!   coordinates, with producer id, state and the start of an open
+//!   transaction;
 //! - `GET /api/history`: samples of the counters and lag of the last
 //!   [`HISTORY_SAMPLES`] × [`SAMPLE_INTERVAL`], for the charts.
 
@@ -69,6 +72,7 @@ pub(crate) fn api(
         ["topics", name, "records"] => records(broker, name, query),
         ["groups"] => Some(groups(broker)),
         ["groups", id] => group(broker, id),
+        ["transactions"] => Some(transactions(broker)),
         ["history"] => Some(history.to_json()),
         _ => None,
     }
@@ -173,6 +177,8 @@ fn topic(broker: &dyn BrokerView, name: &str) -> Option<Value> {
                 "log_start_offset": log.as_ref().map(|l| l.log_start_offset),
                 "log_end_offset": log.as_ref().map(|l| l.log_end_offset),
                 "high_watermark": log.as_ref().map(|l| l.high_watermark),
+                "last_stable_offset": log.as_ref().map(|l| l.last_stable_offset),
+                "open_transactions": log.as_ref().map(|l| l.open_transactions),
                 "size_bytes": log.as_ref().map(|l| l.size_bytes),
                 "segments": log.as_ref().map(|l| l.segments),
             })
@@ -260,6 +266,24 @@ fn shown_bytes(bytes: Option<&[u8]>) -> Value {
         ),
     };
     json!({ "text": text, "truncated": bytes.len() > cut.len() })
+}
+
+/// The transactional ids this broker coordinates.
+fn transactions(broker: &dyn BrokerView) -> Value {
+    let list: Vec<Value> = broker
+        .transactions()
+        .into_iter()
+        .map(|transaction| {
+            json!({
+                "transactional_id": transaction.transactional_id,
+                "producer_id": transaction.producer_id,
+                "state": transaction.state,
+                "start_timestamp_ms": (transaction.start_timestamp_ms >= 0)
+                    .then_some(transaction.start_timestamp_ms),
+            })
+        })
+        .collect();
+    json!({ "transactions": list })
 }
 
 fn groups(broker: &dyn BrokerView) -> Value {
@@ -490,6 +514,12 @@ mod tests {
         let group = get("/api/groups/readers", None).expect("group");
         assert_eq!(group["state"], "Stable");
         assert_eq!(group["offsets"][1]["lag"], Value::Null);
+        let transactions = get("/api/transactions", None).expect("transactions");
+        assert_eq!(transactions["transactions"][0]["state"], "Ongoing");
+        assert_eq!(transactions["transactions"][0]["producer_id"], 4000);
+        let topic = get("/api/topics/orders", None).expect("topic");
+        assert_eq!(topic["partitions"][0]["last_stable_offset"], 8);
+        assert_eq!(topic["partitions"][0]["open_transactions"], 1);
         for missing in [
             "/api/topics/nope",
             "/api/topics/orders/records?partition=1",
