@@ -158,7 +158,7 @@ mod tests {
             transaction_timeout: Duration::from_secs(1),
         };
         assert_eq!(run.value(3, 1).as_ref(), b"3.1:xxxxxxxx");
-        assert_eq!(run.value(12345, 67).as_ref(), b"12345.67:");
+        assert_eq!(run.value(12345, 67).as_ref(), b"12345.67:xxx");
         assert_ne!(run.value(1, 11), run.value(11, 1));
     }
 }
