@@ -112,8 +112,20 @@ pub async fn end_offsets(
     topic: &str,
     partitions: i32,
 ) -> Result<Vec<i64>, LoadError> {
+    end_offsets_at(connection, topic, partitions, 0).await
+}
+
+/// The end offset of each of `partitions` partitions of `topic` as seen at
+/// `isolation_level` (0: the high watermark, 1: the last stable offset).
+pub async fn end_offsets_at(
+    connection: &mut Connection,
+    topic: &str,
+    partitions: i32,
+    isolation_level: i8,
+) -> Result<Vec<i64>, LoadError> {
     let request = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level)
         .with_topics(vec![ListOffsetsTopic::default()
             .with_name(topic_name(topic))
             .with_partitions(

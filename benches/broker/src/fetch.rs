@@ -8,7 +8,7 @@ use strom_protocol::kafka::messages::{BrokerId, FetchRequest, FetchResponse};
 use strom_protocol::records::RecordBatches;
 use strom_protocol::{ErrorCode, Request, Response};
 
-use crate::admin::{broker_error, end_offsets, topic_name};
+use crate::admin::{broker_error, end_offsets_at, topic_name};
 use crate::connection::Connection;
 use crate::error::LoadError;
 use crate::stats::{LatencySummary, Report};
@@ -29,6 +29,11 @@ pub struct FetchSettings {
     pub partition_max_bytes: i32,
     /// `max_wait_ms` of each Fetch.
     pub max_wait_ms: i32,
+    /// `isolation_level` of each Fetch (0: read_uncommitted, 1:
+    /// read_committed, which reads to the last stable offset). Batches are
+    /// counted as returned: the broker's cost, without the client's
+    /// filtering of aborted transactions.
+    pub isolation_level: i8,
 }
 
 /// Reads every partition of the topic from 0 to its current end offset.
@@ -36,7 +41,13 @@ pub async fn run_fetch(
     connection: &mut Connection,
     settings: &FetchSettings,
 ) -> Result<Report, LoadError> {
-    let targets = end_offsets(connection, &settings.topic, settings.partitions).await?;
+    let targets = end_offsets_at(
+        connection,
+        &settings.topic,
+        settings.partitions,
+        settings.isolation_level,
+    )
+    .await?;
     let mut positions = vec![0_i64; targets.len()];
     let mut records = 0_u64;
     let mut batch_bytes = 0_u64;
@@ -138,6 +149,7 @@ fn fetch_request(settings: &FetchSettings, wanted: &[(i32, i64)]) -> FetchReques
     FetchRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_max_wait_ms(settings.max_wait_ms)
+        .with_isolation_level(settings.isolation_level)
         .with_min_bytes(1)
         .with_max_bytes(settings.max_bytes)
         .with_session_id(0)

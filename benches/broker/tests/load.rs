@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use strom_bench::admin::{end_offsets, ensure_topic};
+use strom_bench::admin::{end_offsets, end_offsets_at, ensure_topic};
 use strom_bench::connection::Connection;
 use strom_bench::fetch::{run_fetch, FetchSettings};
 use strom_bench::produce::{run_produce, ProduceSettings};
@@ -58,23 +58,32 @@ async fn produced_records_are_fetched_back() {
                 end_offsets(&mut connection, topic, 3).await.unwrap(),
                 vec![350; 3]
             );
-            let fetched = run_fetch(
-                &mut connection,
-                &FetchSettings {
-                    topic: topic.to_owned(),
-                    partitions: 3,
-                    max_bytes: 1 << 20,
-                    partition_max_bytes: 1_000,
-                    max_wait_ms: 100,
-                },
-            )
-            .await
-            .unwrap();
-            assert_eq!(fetched.records, 1_050);
-            assert!(
-                fetched.latency.count > 1,
-                "small partition_max_bytes needs several fetches"
+            // Without transactions the last stable offset is the high
+            // watermark: read_committed reads everything too.
+            assert_eq!(
+                end_offsets_at(&mut connection, topic, 3, 1).await.unwrap(),
+                vec![350; 3]
             );
+            for isolation_level in [0, 1] {
+                let fetched = run_fetch(
+                    &mut connection,
+                    &FetchSettings {
+                        topic: topic.to_owned(),
+                        partitions: 3,
+                        max_bytes: 1 << 20,
+                        partition_max_bytes: 1_000,
+                        max_wait_ms: 100,
+                        isolation_level,
+                    },
+                )
+                .await
+                .unwrap();
+                assert_eq!(fetched.records, 1_050);
+                assert!(
+                    fetched.latency.count > 1,
+                    "small partition_max_bytes needs several fetches"
+                );
+            }
         }
     };
     tokio::time::timeout(std::time::Duration::from_secs(60), run)

@@ -748,16 +748,22 @@ pub enum PerfCommand {
     /// Produce fixed-size records as fast as possible (or at --throughput).
     #[command(after_help = "Examples:\n  \
         strom perf produce bench --num-records 1000000 --record-size 100\n  \
-        strom perf produce bench --num-records 100000 --throughput 10000 --json")]
+        strom perf produce bench --num-records 100000 --throughput 10000 --json\n  \
+        strom perf produce bench --num-records 1000000 --transactional-id perf --transaction-duration-ms 100\n  \
+        strom perf produce bench --transactional-id perf --transaction-duration-ms 100 --abort-every 10")]
     Produce(PerfProduceArguments),
     /// Consume records and report the rate.
-    #[command(after_help = "Examples:\n  strom perf consume bench --messages 1000000 --json")]
+    #[command(after_help = "Examples:\n  \
+        strom perf consume bench --messages 1000000 --json\n  \
+        strom perf consume bench --messages 900000 --isolation-level read_committed")]
     Consume(PerfConsumeArguments),
     /// Produce with acks=all and consume each record: report p50, p99,
     /// p99.9 and max of the produce-to-consume latency.
     #[command(
         name = "e2e-latency",
-        after_help = "Examples:\n  strom perf e2e-latency bench --num-records 10000 --record-size 100"
+        after_help = "Examples:\n  \
+        strom perf e2e-latency bench --num-records 10000 --record-size 100\n  \
+        strom perf e2e-latency bench --num-records 1000 --transactional-id perf-e2e --records-per-transaction 5"
     )]
     EndToEndLatency(PerfLatencyArguments),
 }
@@ -788,6 +794,28 @@ pub struct PerfProduceArguments {
     /// Compression codec [default: --command-config's compression.type, else none].
     #[arg(long, value_enum)]
     pub compression: Option<CompressionArgument>,
+    /// Send in transactions with this transactional.id (idempotent,
+    /// acks=all): begin, send for --transaction-duration-ms, commit, repeat.
+    #[arg(long)]
+    pub transactional_id: Option<String>,
+    /// How long each transaction stays open.
+    #[arg(
+        long,
+        alias = "transaction-ms",
+        default_value_t = 3_000,
+        value_name = "MS",
+        requires = "transactional_id"
+    )]
+    pub transaction_duration_ms: u64,
+    /// Abort every N-th transaction (its records flushed to the log first)
+    /// instead of committing it.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "transactional_id",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub abort_every: Option<u64>,
     /// One JSON line instead of the human summary.
     #[arg(long)]
     pub json: bool,
@@ -807,9 +835,36 @@ pub struct PerfConsumeArguments {
     /// Give up when no record arrives for this long.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub timeout_ms: u64,
+    /// isolation.level [default: --command-config's isolation.level, else
+    /// read_uncommitted].
+    #[arg(long, value_enum)]
+    pub isolation_level: Option<IsolationLevelArgument>,
     /// One JSON line instead of the human summary.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `isolation.level` on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IsolationLevelArgument {
+    /// Every record up to the high watermark, aborted ones included.
+    #[value(name = "read_uncommitted")]
+    ReadUncommitted,
+    /// Records up to the last stable offset, without aborted transactions.
+    #[value(name = "read_committed")]
+    ReadCommitted,
+}
+
+impl IsolationLevelArgument {
+    /// The consumer setting.
+    pub fn isolation_level(self) -> strom_consumer::IsolationLevel {
+        match self {
+            IsolationLevelArgument::ReadUncommitted => {
+                strom_consumer::IsolationLevel::ReadUncommitted
+            }
+            IsolationLevelArgument::ReadCommitted => strom_consumer::IsolationLevel::ReadCommitted,
+        }
+    }
 }
 
 /// `strom perf e2e-latency`.
@@ -817,7 +872,8 @@ pub struct PerfConsumeArguments {
 pub struct PerfLatencyArguments {
     /// The topic (must exist).
     pub topic: String,
-    /// Records to send, one at a time.
+    /// Records to send, one at a time (with --transactional-id: the
+    /// transactions to commit, one at a time).
     #[arg(long, default_value_t = 1_000)]
     pub num_records: u64,
     /// Value size in bytes.
@@ -826,6 +882,23 @@ pub struct PerfLatencyArguments {
     /// Give up when a record does not come back within this long.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub timeout_ms: u64,
+    /// The consumer's fetch.max.wait.ms.
+    #[arg(long, default_value_t = 10, value_name = "MS")]
+    pub fetch_max_wait_ms: u64,
+    /// Send in transactions with this transactional.id and read with
+    /// isolation.level=read_committed: each sample is one transaction of
+    /// --records-per-transaction records, timed from commit_transaction
+    /// returning to its last record being read.
+    #[arg(long)]
+    pub transactional_id: Option<String>,
+    /// Records per transaction.
+    #[arg(
+        long,
+        default_value_t = 5,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub records_per_transaction: u64,
     /// One JSON line instead of the human summary.
     #[arg(long)]
     pub json: bool,

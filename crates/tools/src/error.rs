@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use strom_client::{ClientError, ConfigError, TransactionAdminError};
 use strom_consumer::ConsumerError;
-use strom_producer::{ProduceError, ProducerCreateError};
+use strom_producer::{ProduceError, ProducerCreateError, TransactionError};
 use strom_protocol::ErrorCode;
 
 /// The exit codes scripts can rely on.
@@ -232,6 +232,18 @@ pub enum ToolError {
         text: String,
         /// What was expected.
         expected: &'static str,
+    },
+    /// A transaction call of a transactional producer failed.
+    #[error("{operation} of transactional id `{transactional_id}` failed")]
+    Transaction {
+        /// The producer's `transactional.id`.
+        transactional_id: String,
+        /// `init_transactions`, `begin_transaction`, `commit_transaction`
+        /// or `abort_transaction`.
+        operation: &'static str,
+        /// The producer's error.
+        #[source]
+        source: TransactionError,
     },
     /// A benchmark did not complete.
     #[error("the benchmark failed: {count} {what}")]

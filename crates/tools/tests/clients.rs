@@ -357,6 +357,103 @@ fn perf_produce_consume_and_latency() {
 }
 
 #[test]
+fn perf_transactions_commit_abort_and_read_committed() {
+    create_topic("bench-txn", "2");
+    // A zero duration ends the transaction after every record: 200
+    // transactions, every 4th aborted.
+    let produced = strom(&[
+        "perf",
+        "produce",
+        "bench-txn",
+        "--num-records",
+        "200",
+        "--record-size",
+        "20",
+        "--transactional-id",
+        "perf-transactions",
+        "--transaction-duration-ms",
+        "0",
+        "--abort-every",
+        "4",
+        "--json",
+    ])
+    .ok();
+    let report: serde_json::Value = serde_json::from_str(produced.trim()).expect("one json line");
+    assert_eq!(report["records"], 200, "{produced}");
+    let transactions = &report["transactions"];
+    assert_eq!(transactions["committed"], 150, "{produced}");
+    assert_eq!(transactions["committed_records"], 150, "{produced}");
+    assert_eq!(transactions["aborted"], 50, "{produced}");
+    assert_eq!(transactions["aborted_records"], 50, "{produced}");
+
+    let read = |isolation_level: &str, messages: &str| {
+        strom(&[
+            "perf",
+            "consume",
+            "bench-txn",
+            "--messages",
+            messages,
+            "--isolation-level",
+            isolation_level,
+            "--timeout-ms",
+            "1500",
+            "--json",
+        ])
+    };
+    let committed = read("read_committed", "150").ok();
+    let report: serde_json::Value = serde_json::from_str(committed.trim()).expect("json line");
+    assert_eq!(report["records"], 150, "{committed}");
+    // Not one record more: the aborted ones and the markers are skipped.
+    let run = read("read_committed", "151").fails_with(1, "did not arrive");
+    let report: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json line");
+    assert_eq!(report["records"], 150, "{run:?}");
+    let uncommitted = read("read_uncommitted", "200").ok();
+    let report: serde_json::Value = serde_json::from_str(uncommitted.trim()).expect("json line");
+    assert_eq!(report["records"], 200, "{uncommitted}");
+
+    let latency = strom(&[
+        "perf",
+        "e2e-latency",
+        "bench-txn",
+        "--num-records",
+        "5",
+        "--transactional-id",
+        "perf-transactions-latency",
+        "--records-per-transaction",
+        "3",
+        "--json",
+    ])
+    .ok();
+    let report: serde_json::Value = serde_json::from_str(latency.trim()).expect("one json line");
+    assert_eq!(report["records"], 5, "{latency}");
+    assert_eq!(report["commit"]["records"], 5, "{latency}");
+    let human = strom(&[
+        "perf",
+        "e2e-latency",
+        "bench-txn",
+        "--num-records",
+        "2",
+        "--transactional-id",
+        "perf-transactions-latency",
+    ])
+    .ok();
+    assert!(human.contains("commit-to-read latency"), "{human}");
+
+    strom(&["perf", "produce", "bench-txn", "--abort-every", "2"])
+        .fails_with(2, "--transactional-id");
+    strom(&[
+        "perf",
+        "produce",
+        "bench-txn",
+        "--transactional-id",
+        "x",
+        "--abort-every",
+        "0",
+    ])
+    .fails_with(2, "abort-every");
+}
+
+#[test]
 fn perf_produce_applies_the_command_config() {
     create_topic("bench-config", "1");
     let directory = tempfile::tempdir().expect("tempdir");

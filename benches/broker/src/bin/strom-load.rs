@@ -84,6 +84,10 @@ enum Mode {
         /// max_wait_ms per Fetch.
         #[arg(long, default_value_t = 500)]
         max_wait_ms: i32,
+        /// read_uncommitted (to the high watermark) or read_committed (to
+        /// the last stable offset, with the aborted transactions listed).
+        #[arg(long, value_enum, default_value_t = Isolation::ReadUncommitted)]
+        isolation_level: Isolation,
     },
     /// Consumer-group coordinator load (start the broker with
     /// `--set group.initial.rebalance.delay.ms=0` for rebalance).
@@ -115,6 +119,15 @@ enum GroupMode {
         #[arg(long, default_value_t = 8)]
         in_flight: usize,
     },
+}
+
+/// Fetch isolation levels.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Isolation {
+    #[value(name = "read_uncommitted")]
+    ReadUncommitted,
+    #[value(name = "read_committed")]
+    ReadCommitted,
 }
 
 /// Batch codecs.
@@ -227,6 +240,7 @@ async fn run(arguments: Arguments) -> Result<(String, Value), LoadError> {
             max_bytes,
             partition_max_bytes,
             max_wait_ms,
+            isolation_level,
         } => {
             let settings = FetchSettings {
                 topic: arguments.topic,
@@ -234,6 +248,10 @@ async fn run(arguments: Arguments) -> Result<(String, Value), LoadError> {
                 max_bytes,
                 partition_max_bytes,
                 max_wait_ms,
+                isolation_level: match isolation_level {
+                    Isolation::ReadUncommitted => 0,
+                    Isolation::ReadCommitted => 1,
+                },
             };
             run_fetch(&mut connection, &settings).await.map(lines)
         }

@@ -4,16 +4,17 @@
 
 pub mod consume_run;
 pub mod produce_run;
+pub mod txn_latency;
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use strom_consumer::config::OffsetReset;
+use strom_consumer::config::{IsolationLevel, OffsetReset};
 use strom_consumer::record::TopicPartition;
 use strom_consumer::Consumer;
 use strom_producer::{Acks, Producer, ProducerRecord};
 
-use self::produce_run::PerfReport;
+use self::produce_run::{PerfReport, TransactionCounts};
 use crate::cli::{
     AcksArgument, CompressionArgument, PerfCommand, PerfConsumeArguments, PerfLatencyArguments,
     PerfProduceArguments,
@@ -64,14 +65,26 @@ async fn produce(
     // defaults where it says nothing); the options given override them.
     let config = context.producer_config(&[])?;
     let progress = Progress::spinner("producing");
-    let report = produce_run::run_with_config(&options, config).await;
+    let outcome = match &arguments.transactional_id {
+        Some(transactional_id) => {
+            let plan = produce_run::TransactionPlan {
+                transactional_id: transactional_id.clone(),
+                duration: Duration::from_millis(arguments.transaction_duration_ms),
+                abort_every: arguments.abort_every,
+                timeout: TRANSACTION_TIMEOUT,
+            };
+            produce_run::run_transactional(&options, config, &plan)
+                .await
+                .map(|(report, counts)| (report, Some(counts)))
+        }
+        None => produce_run::run_with_config(&options, config)
+            .await
+            .map(|report| (report, None))
+            .map_err(|source| ToolError::ProducerCreate { source }),
+    };
     progress.finish();
-    let report = report.map_err(|source| ToolError::ProducerCreate { source })?;
-    if arguments.json {
-        out.line(&report.to_json())?;
-    } else {
-        out.line(&report.to_string())?;
-    }
+    let (report, counts) = outcome?;
+    out.line(&produce_summary(&report, counts.as_ref(), arguments.json))?;
     if report.failed > 0 {
         return Err(ToolError::PerfFailed {
             what: "records were not acknowledged",
@@ -79,6 +92,31 @@ async fn produce(
         });
     }
     Ok(())
+}
+
+/// Bound on `init_transactions`, each commit and each abort of the
+/// transactional modes.
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The line `strom perf produce` prints: the report, and the transaction
+/// counts of a transactional run (under `"transactions"` in JSON).
+fn produce_summary(report: &PerfReport, counts: Option<&TransactionCounts>, json: bool) -> String {
+    match (counts, json) {
+        (None, true) => report.to_json(),
+        (None, false) => report.to_string(),
+        (Some(counts), true) => {
+            let mut value: serde_json::Value =
+                serde_json::from_str(&report.to_json()).unwrap_or_default();
+            if let Some(object) = value.as_object_mut() {
+                object.insert("transactions".to_owned(), counts.to_json());
+            }
+            value.to_string()
+        }
+        (Some(counts), false) => format!(
+            "{report} {} transactions committed ({} records), {} aborted ({} records).",
+            counts.committed, counts.committed_records, counts.aborted, counts.aborted_records
+        ),
+    }
 }
 
 async fn consume(
@@ -92,6 +130,9 @@ async fn consume(
         config.group_id = arguments.group.clone();
     }
     config.auto_offset_reset = OffsetReset::Earliest;
+    if let Some(isolation_level) = arguments.isolation_level {
+        config.isolation_level = isolation_level.isolation_level();
+    }
     let options = consume_run::PerfOptions {
         config,
         topic: arguments.topic.clone(),
@@ -130,7 +171,10 @@ async fn consume(
 }
 
 /// Sends one record at a time with acks=all and waits until a consumer
-/// reading every partition sees it; the latency is send to receipt.
+/// reading every partition sees it; the latency is send to receipt. With
+/// `--transactional-id`, one transaction at a time, read with
+/// read_committed; the latency is commit to receipt
+/// ([`txn_latency::TransactionLatencyRun`]).
 async fn latency(
     context: &Context,
     arguments: PerfLatencyArguments,
@@ -141,13 +185,17 @@ async fn latency(
     let mut producer_config = context.producer_config(&[])?;
     producer_config.acks = Acks::All;
     producer_config.linger = Duration::ZERO;
+    producer_config.transactional_id = arguments.transactional_id.clone();
     let producer = Producer::new(producer_config)
         .await
         .map_err(|source| ToolError::ProducerCreate { source })?;
     let mut consumer_config = context.consumer_config(&[])?;
     consumer_config.group_id = None;
     consumer_config.auto_offset_reset = OffsetReset::Latest;
-    consumer_config.fetch_max_wait = Duration::from_millis(10);
+    consumer_config.fetch_max_wait = Duration::from_millis(arguments.fetch_max_wait_ms);
+    if arguments.transactional_id.is_some() {
+        consumer_config.isolation_level = IsolationLevel::ReadCommitted;
+    }
     let consume_error = |source| ToolError::Consume {
         topic: topic.clone(),
         source,
@@ -163,34 +211,84 @@ async fn latency(
     for partition in &assigned {
         consumer.position(partition).await.map_err(consume_error)?;
     }
-    let run = LatencyRun {
-        topic: &topic,
-        record_size: arguments.record_size,
-        timeout: Duration::from_millis(arguments.timeout_ms),
-    };
     let started = Instant::now();
-    let latencies = run
-        .measure(&producer, &mut consumer, arguments.num_records)
-        .await;
+    let latencies = measure_latency(&arguments, &producer, &mut consumer).await;
     let elapsed = started.elapsed();
     producer.close(Duration::from_secs(5)).await;
     let _ = consumer.close().await;
-    let latencies_us = latencies?;
+    let (latencies_us, commit_us) = latencies?;
     let report = PerfReport::from_latencies(latencies_us, 0, elapsed, arguments.record_size);
-    if arguments.json {
-        out.line(&report.to_json())
-    } else {
-        out.line(&format!(
-            "{} records, end-to-end latency: {:.2} ms avg, {:.2} ms p50, {:.2} ms p99, \
-             {:.2} ms p99.9, {:.2} ms max.",
-            report.records,
-            report.average_latency_ms,
-            report.p50_latency_ms,
-            report.p99_latency_ms,
-            report.p999_latency_ms,
-            report.max_latency_ms
-        ))
+    let commit = commit_us
+        .map(|samples| PerfReport::from_latencies(samples, 0, elapsed, arguments.record_size));
+    out.line(&latency_summary(&report, commit.as_ref(), arguments.json))
+}
+
+/// The samples (µs) of either mode, and the commit times of the
+/// transactional one.
+async fn measure_latency(
+    arguments: &PerfLatencyArguments,
+    producer: &Producer,
+    consumer: &mut Consumer,
+) -> Result<(Vec<u64>, Option<Vec<u64>>), ToolError> {
+    let timeout = Duration::from_millis(arguments.timeout_ms);
+    let Some(transactional_id) = &arguments.transactional_id else {
+        let run = LatencyRun {
+            topic: &arguments.topic,
+            record_size: arguments.record_size,
+            timeout,
+        };
+        let samples = run
+            .measure(producer, consumer, arguments.num_records)
+            .await?;
+        return Ok((samples, None));
+    };
+    let run = txn_latency::TransactionLatencyRun {
+        topic: arguments.topic.clone(),
+        transactional_id: transactional_id.clone(),
+        transactions: arguments.num_records,
+        records_per_transaction: arguments.records_per_transaction,
+        record_size: arguments.record_size,
+        timeout,
+        transaction_timeout: TRANSACTION_TIMEOUT,
+    };
+    let samples = run.measure(producer, consumer).await?;
+    Ok((samples.visible_us, Some(samples.commit_us)))
+}
+
+/// The line `strom perf e2e-latency` prints; with transactions, the
+/// samples count transactions and the commit times are added (under
+/// `"commit"` in JSON).
+fn latency_summary(report: &PerfReport, commit: Option<&PerfReport>, json: bool) -> String {
+    if json {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&report.to_json()).unwrap_or_default();
+        if let (Some(commit), Some(object)) = (commit, value.as_object_mut()) {
+            let commit = serde_json::from_str(&commit.to_json()).unwrap_or_default();
+            object.insert("commit".to_owned(), commit);
+        }
+        return value.to_string();
     }
+    let what = if commit.is_some() {
+        "transactions, commit-to-read latency"
+    } else {
+        "records, end-to-end latency"
+    };
+    let mut line = format!(
+        "{} {what}: {:.2} ms avg, {:.2} ms p50, {:.2} ms p99, {:.2} ms p99.9, {:.2} ms max.",
+        report.records,
+        report.average_latency_ms,
+        report.p50_latency_ms,
+        report.p99_latency_ms,
+        report.p999_latency_ms,
+        report.max_latency_ms
+    );
+    if let Some(commit) = commit {
+        line.push_str(&format!(
+            " commit_transaction: {:.2} ms p50, {:.2} ms p99, {:.2} ms max.",
+            commit.p50_latency_ms, commit.p99_latency_ms, commit.max_latency_ms
+        ));
+    }
+    line
 }
 
 struct LatencyRun<'a> {

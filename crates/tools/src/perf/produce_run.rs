@@ -13,9 +13,11 @@ use bytes::Bytes;
 use strom_protocol::records::Compression;
 use tokio::sync::mpsc;
 
+use crate::error::ToolError;
+
 use strom_producer::{
     Acks, DeliveryFuture, ProduceError, Producer, ProducerConfig, ProducerCreateError,
-    ProducerRecord,
+    ProducerRecord, TransactionError,
 };
 
 /// What to run.
@@ -157,8 +159,101 @@ pub async fn run(options: &PerfOptions) -> Result<PerfReport, ProducerCreateErro
 /// bootstrap servers are used instead of the options'.
 pub async fn run_with_config(
     options: &PerfOptions,
-    mut config: ProducerConfig,
+    config: ProducerConfig,
 ) -> Result<PerfReport, ProducerCreateError> {
+    let producer = Producer::new(apply_options(options, config)).await?;
+    let outcome = send_records(options, &producer, &mut NoTransactions).await;
+    producer.close(Duration::from_secs(5)).await;
+    match outcome {
+        Ok(report) => Ok(report),
+        Err(never) => match never {},
+    }
+}
+
+/// How `strom perf produce --transactional-id` groups its records, as
+/// Kafka's `producer-perf-test --transaction-duration-ms`: a transaction is
+/// begun before a record is sent and ended by the first send that finds it
+/// `duration` old (and after the last record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionPlan {
+    /// The producer's `transactional.id`.
+    pub transactional_id: String,
+    /// How long each transaction stays open.
+    pub duration: Duration,
+    /// Abort every n-th transaction (1: all) instead of committing it; its
+    /// records are flushed first, so that they reach the log. `None`
+    /// commits every transaction.
+    pub abort_every: Option<u64>,
+    /// Bound on `init_transactions`, each commit and each abort.
+    pub timeout: Duration,
+}
+
+impl TransactionPlan {
+    /// Whether the `ordinal`-th transaction (from 1) is to be aborted.
+    pub fn aborts(&self, ordinal: u64) -> bool {
+        self.abort_every
+            .is_some_and(|every| every > 0 && ordinal.is_multiple_of(every))
+    }
+}
+
+/// How many transactions a transactional run ended, and their records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransactionCounts {
+    /// Transactions committed.
+    pub committed: u64,
+    /// Records sent in committed transactions.
+    pub committed_records: u64,
+    /// Transactions aborted.
+    pub aborted: u64,
+    /// Records sent (and flushed) in aborted transactions.
+    pub aborted_records: u64,
+}
+
+impl TransactionCounts {
+    /// The counts as one JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "committed": self.committed,
+            "committed_records": self.committed_records,
+            "aborted": self.aborted,
+            "aborted_records": self.aborted_records,
+        })
+    }
+}
+
+/// Runs the benchmark in transactions: `config` with `plan`'s
+/// `transactional.id` (so idempotent, `acks=all`) and the options applied.
+/// Records are counted when acknowledged, as without transactions; the
+/// wall time includes every commit (not `init_transactions`).
+pub async fn run_transactional(
+    options: &PerfOptions,
+    mut config: ProducerConfig,
+    plan: &TransactionPlan,
+) -> Result<(PerfReport, TransactionCounts), ToolError> {
+    config.transactional_id = Some(plan.transactional_id.clone());
+    let producer = Producer::new(apply_options(options, config))
+        .await
+        .map_err(|source| ToolError::ProducerCreate { source })?;
+    let outcome = async {
+        producer
+            .init_transactions(plan.timeout)
+            .await
+            .map_err(failed(plan, "init_transactions"))?;
+        let mut transactions = Transactions {
+            plan,
+            open_since: None,
+            open_records: 0,
+            counts: TransactionCounts::default(),
+        };
+        let report = send_records(options, &producer, &mut transactions).await?;
+        Ok((report, transactions.counts))
+    }
+    .await;
+    producer.close(Duration::from_secs(5)).await;
+    outcome
+}
+
+fn apply_options(options: &PerfOptions, mut config: ProducerConfig) -> ProducerConfig {
     if let Some(acks) = options.acks {
         config.acks = acks;
     }
@@ -171,11 +266,15 @@ pub async fn run_with_config(
     if let Some(compression) = options.compression {
         config.compression = compression;
     }
-    let producer = Producer::new(config).await?;
-    let value = Bytes::from(vec![b'x'; options.record_size]);
-    let topic: std::sync::Arc<str> = options.topic.as_str().into();
-    let (deliveries, mut receiver) = mpsc::unbounded_channel::<(Instant, DeliveryFuture)>();
-    let collector = tokio::spawn(async move {
+    config
+}
+
+/// Awaits every delivery in send order: the latencies (µs) of the
+/// acknowledged records and the count of failed ones.
+fn collect_deliveries(
+    mut receiver: mpsc::UnboundedReceiver<(Instant, DeliveryFuture)>,
+) -> tokio::task::JoinHandle<(Vec<u64>, u64)> {
+    tokio::spawn(async move {
         let mut latencies_us = Vec::new();
         let mut failed = 0u64;
         while let Some((sent_at, delivery)) = receiver.recv().await {
@@ -186,7 +285,46 @@ pub async fn run_with_config(
             }
         }
         (latencies_us, failed)
-    });
+    })
+}
+
+/// What the send loop does around each record: nothing, or keep records in
+/// transactions.
+trait SendHooks {
+    /// What a hook can fail with.
+    type Error;
+    /// Called before each record is sent.
+    fn before_send(&mut self, producer: &Producer) -> Result<(), Self::Error>;
+    /// Called after each record is sent, and once more (`last`) after the
+    /// last one.
+    async fn after_send(&mut self, producer: &Producer, last: bool) -> Result<(), Self::Error>;
+}
+
+/// The plain producer: no hooks.
+struct NoTransactions;
+
+impl SendHooks for NoTransactions {
+    type Error = std::convert::Infallible;
+
+    fn before_send(&mut self, _: &Producer) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    async fn after_send(&mut self, _: &Producer, _: bool) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// The send loop of both modes.
+async fn send_records<H: SendHooks>(
+    options: &PerfOptions,
+    producer: &Producer,
+    hooks: &mut H,
+) -> Result<PerfReport, H::Error> {
+    let value = Bytes::from(vec![b'x'; options.record_size]);
+    let topic: std::sync::Arc<str> = options.topic.as_str().into();
+    let (deliveries, receiver) = mpsc::unbounded_channel::<(Instant, DeliveryFuture)>();
+    let collector = collect_deliveries(receiver);
     let started = Instant::now();
     for index in 0..options.num_records {
         if let Some(throughput) = options.throughput.filter(|cap| *cap > 0) {
@@ -195,6 +333,7 @@ pub async fn run_with_config(
                 tokio::time::sleep(wait).await;
             }
         }
+        hooks.before_send(producer)?;
         let sent_at = Instant::now();
         let delivery = producer
             .send(ProducerRecord::new(
@@ -205,18 +344,86 @@ pub async fn run_with_config(
         if deliveries.send((sent_at, delivery)).is_err() {
             break;
         }
+        hooks.after_send(producer, false).await?;
     }
     drop(deliveries);
+    hooks.after_send(producer, true).await?;
     producer.flush().await;
     let (latencies_us, failed) = collector.await.unwrap_or_default();
     let elapsed = started.elapsed();
-    producer.close(Duration::from_secs(5)).await;
     Ok(PerfReport::from_latencies(
         latencies_us,
         failed,
         elapsed,
         options.record_size,
     ))
+}
+
+/// The open transaction of a transactional run.
+struct Transactions<'a> {
+    plan: &'a TransactionPlan,
+    /// When the open transaction began, if one is open.
+    open_since: Option<Instant>,
+    /// Records sent in the open transaction.
+    open_records: u64,
+    counts: TransactionCounts,
+}
+
+impl SendHooks for Transactions<'_> {
+    type Error = ToolError;
+
+    fn before_send(&mut self, producer: &Producer) -> Result<(), ToolError> {
+        if self.open_since.is_none() {
+            producer
+                .begin_transaction()
+                .map_err(failed(self.plan, "begin_transaction"))?;
+            self.open_since = Some(Instant::now());
+        }
+        self.open_records += 1;
+        Ok(())
+    }
+
+    /// Ends the open transaction if it is `plan.duration` old, or if
+    /// `last`.
+    async fn after_send(&mut self, producer: &Producer, last: bool) -> Result<(), ToolError> {
+        let Some(open_since) = self.open_since else {
+            return Ok(());
+        };
+        if !last && open_since.elapsed() < self.plan.duration {
+            return Ok(());
+        }
+        let ordinal = self.counts.committed + self.counts.aborted + 1;
+        if self.plan.aborts(ordinal) {
+            producer.flush().await;
+            producer
+                .abort_transaction(self.plan.timeout)
+                .await
+                .map_err(failed(self.plan, "abort_transaction"))?;
+            self.counts.aborted += 1;
+            self.counts.aborted_records += self.open_records;
+        } else {
+            producer
+                .commit_transaction(self.plan.timeout)
+                .await
+                .map_err(failed(self.plan, "commit_transaction"))?;
+            self.counts.committed += 1;
+            self.counts.committed_records += self.open_records;
+        }
+        self.open_since = None;
+        self.open_records = 0;
+        Ok(())
+    }
+}
+
+fn failed<'a>(
+    plan: &'a TransactionPlan,
+    operation: &'static str,
+) -> impl Fn(TransactionError) -> ToolError + 'a {
+    move |source| ToolError::Transaction {
+        transactional_id: plan.transactional_id.clone(),
+        operation,
+        source,
+    }
 }
 
 #[cfg(test)]
@@ -238,5 +445,30 @@ mod tests {
         assert!((report.average_latency_ms - 500.5).abs() < 1e-9);
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         assert_eq!(json["records"], 1000);
+    }
+
+    #[test]
+    fn the_plan_aborts_every_nth_transaction() {
+        let mut plan = TransactionPlan {
+            transactional_id: "id".to_owned(),
+            duration: Duration::from_millis(100),
+            abort_every: Some(3),
+            timeout: Duration::from_secs(1),
+        };
+        let aborted: Vec<u64> = (1..=10).filter(|ordinal| plan.aborts(*ordinal)).collect();
+        assert_eq!(aborted, [3, 6, 9]);
+        plan.abort_every = Some(1);
+        assert!((1..=5).all(|ordinal| plan.aborts(ordinal)));
+        for never in [None, Some(0)] {
+            plan.abort_every = never;
+            assert!(!(1..=10).any(|ordinal| plan.aborts(ordinal)));
+        }
+        let counts = TransactionCounts {
+            committed: 2,
+            committed_records: 20,
+            aborted: 1,
+            aborted_records: 7,
+        };
+        assert_eq!(counts.to_json()["aborted_records"], 7);
     }
 }
