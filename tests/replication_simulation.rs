@@ -58,7 +58,6 @@ use strom_replication::{
     AckStatus, FetchPartitionError, FetcherConfig, FetcherCore, FollowerFetch, FollowerRead,
     LeaderAssignment, Partition, PartitionFetchResult, ReplicaFetchRequest, RoleView,
 };
-use strom_storage::batch::parse_header;
 use strom_storage::log::Log;
 use strom_storage::manager::LogHandle;
 use strom_storage::testing::{simple_batch, BatchSpec, FaultInjector};
@@ -69,8 +68,15 @@ use uuid::Uuid;
 mod consumers;
 #[path = "replication_simulation/invariants.rs"]
 mod invariants;
+#[path = "replication_simulation/transactions.rs"]
+mod transactions;
+#[path = "replication_simulation/txn_clients.rs"]
+mod txn_clients;
 
 use consumers::{Consumer, GroupHost, GroupMessage};
+use invariants::read_batches;
+use transactions::{TxnHost, TxnMessage};
+use txn_clients::TxnWorkload;
 
 const BROKERS: [i32; 3] = [1, 2, 3];
 const TOPIC: &str = "sim";
@@ -148,6 +154,7 @@ enum Message {
         offset: Option<i64>,
     },
     Group(GroupMessage),
+    Txn(TxnMessage),
 }
 
 struct Envelope {
@@ -183,6 +190,7 @@ struct Broker {
     isr_change_sent_ms: BTreeMap<i32, i64>,
     waits: Vec<AckWait>,
     group: GroupHost,
+    txn: TxnHost,
 }
 
 impl Broker {
@@ -221,6 +229,9 @@ struct Simulation {
     controller_failovers: u32,
     producers: BTreeMap<i32, Producer>,
     consumer: Consumer,
+    /// The transactional workload, when it runs instead of the
+    /// idempotent producers and the consumer (`txn_clients`).
+    txn: Option<Box<TxnWorkload>>,
     leaders_seen: BTreeMap<(i32, i32), i32>,
     high_watermarks: BTreeMap<(i32, i32, i32), i64>,
     history: VecDeque<String>,
@@ -278,6 +289,7 @@ impl Simulation {
                 .map(|p| (p, Producer::default()))
                 .collect(),
             consumer: Consumer::new(),
+            txn: None,
             leaders_seen: BTreeMap::new(),
             high_watermarks: BTreeMap::new(),
             history: VecDeque::new(),
@@ -317,6 +329,7 @@ impl Simulation {
             isr_change_sent_ms: BTreeMap::new(),
             waits: Vec::new(),
             group: GroupHost::new(incarnation.as_u128() as u64),
+            txn: TxnHost::new(),
         }
     }
 
@@ -585,6 +598,7 @@ impl Simulation {
                 sequence,
             } => self.produce(id, partition, sequence),
             Message::Group(message) => self.group_broker_receives(id, from, message),
+            Message::Txn(message) => self.txn_broker_receives(id, from, message),
             _ => {}
         }
     }
@@ -711,7 +725,11 @@ impl Simulation {
         for note in notes {
             self.note(note);
         }
-        self.group_apply_image(id);
+        if self.txn.is_some() {
+            self.txn_apply_image(id);
+        } else {
+            self.group_apply_image(id);
+        }
     }
 
     /// The leader's side of a replica fetch (the broker's Fetch handler).
@@ -976,6 +994,9 @@ impl Simulation {
             );
         }
         self.group_broker_tick(id);
+        if self.txn.is_some() {
+            self.txn_broker_tick(id);
+        }
     }
 }
 
@@ -987,6 +1008,9 @@ impl Simulation {
     fn client_receives(&mut self, message: Message) {
         if let Message::Group(message) = message {
             return self.consumer_receives(message);
+        }
+        if let Message::Txn(message) = message {
+            return self.txn_client_receives(message);
         }
         let Message::ProduceReply {
             partition,
@@ -1016,6 +1040,9 @@ impl Simulation {
     }
 
     fn client_tick(&mut self) {
+        if self.txn.is_some() {
+            return self.txn_client_tick();
+        }
         let now_ms = self.now_ms;
         self.consumer_tick();
         for partition in 0..DATA_PARTITIONS {
@@ -1213,6 +1240,7 @@ impl Simulation {
         broker.fetching.clear();
         broker.waits.clear();
         broker.group = GroupHost::new(broker.incarnation.as_u128() as u64);
+        broker.txn = TxnHost::new();
         broker.image = None;
         self.network.retain(|envelope| {
             envelope.to != Node::Broker(id) && envelope.from != Node::Broker(id)
@@ -1273,43 +1301,44 @@ impl Simulation {
         }
         self.client_tick();
         self.check_step_invariants();
+        if self.txn.is_some() {
+            self.check_txn_step_invariants();
+        }
     }
 }
 
-/// (base offset, base sequence, crc) of every batch below `upto`.
-fn read_batches(partition: &Partition, upto: i64) -> Vec<(i64, i32, u32)> {
-    partition
-        .with_log(|log| {
-            let mut batches = Vec::new();
-            let mut offset = log.log_start_offset();
-            let end = log.log_end_offset().min(upto);
-            while offset < end {
-                let Ok(read) = log.read(offset, 1 << 20, end, true) else {
-                    break;
-                };
-                let Some(bytes) = read.records.and_then(|slice| slice.to_bytes().ok()) else {
-                    break;
-                };
-                let mut position = 0;
-                let mut next = offset;
-                while position < bytes.len() {
-                    let Ok(header) = parse_header(&bytes[position..], position) else {
-                        break;
-                    };
-                    if header.base_offset >= offset && header.base_offset < end {
-                        batches.push((header.base_offset, header.base_sequence, header.crc));
-                    }
-                    next = header.base_offset + i64::from(header.last_offset_delta) + 1;
-                    position += 12 + header.batch_length as usize;
-                }
-                if next <= offset {
-                    break;
-                }
-                offset = next;
-            }
-            batches
+impl Simulation {
+    /// Registration before the topic exists, as a cluster starts; then
+    /// `steps` steps with faults; then every broker back and every link
+    /// healed.
+    fn run_with_faults(&mut self, steps: u32) {
+        self.faults = false;
+        for _ in 0..100 {
+            self.step();
+        }
+        self.create_topic();
+        self.faults = true;
+        for _ in 0..steps {
+            self.step();
+        }
+        self.faults = false;
+        self.cut.clear();
+        let down: Vec<i32> = BROKERS
+            .into_iter()
+            .filter(|id| !self.brokers[id].alive)
+            .collect();
+        for id in down {
+            self.restart(id);
+        }
+        self.note("faults stop".to_owned());
+    }
+
+    /// Whether every partition has all three replicas in its ISR.
+    fn cluster_settled(&self) -> bool {
+        self.image.topic_by_name(TOPIC).is_some_and(|topic| {
+            (0..PARTITIONS).all(|index| topic.partition(index).is_some_and(|p| p.isr.len() == 3))
         })
-        .expect("online")
+    }
 }
 
 /// What a seed's run did.
@@ -1330,26 +1359,7 @@ struct Outcome {
 /// consumer has read and committed everything.
 fn run_seed(seed: u64, steps: u32) -> Outcome {
     let mut simulation = Simulation::new(seed);
-    // Registration before the topic exists, as a cluster starts.
-    simulation.faults = false;
-    for _ in 0..100 {
-        simulation.step();
-    }
-    simulation.create_topic();
-    simulation.faults = true;
-    for _ in 0..steps {
-        simulation.step();
-    }
-    simulation.faults = false;
-    simulation.cut.clear();
-    let down: Vec<i32> = BROKERS
-        .into_iter()
-        .filter(|id| !simulation.brokers[id].alive)
-        .collect();
-    for id in down {
-        simulation.restart(id);
-    }
-    simulation.note("faults stop".to_owned());
+    simulation.run_with_faults(steps);
     let mut calm_steps = 0;
     loop {
         simulation.step();
@@ -1358,10 +1368,11 @@ fn run_seed(seed: u64, steps: u32) -> Outcome {
             .producers
             .values()
             .all(|producer| producer.next_sequence >= RECORDS_PER_PARTITION);
-        let settled = simulation.image.topic_by_name(TOPIC).is_some_and(|topic| {
-            (0..PARTITIONS).all(|index| topic.partition(index).is_some_and(|p| p.isr.len() == 3))
-        });
-        if done && settled && simulation.consumer_finished() && calm_steps > 400 {
+        if done
+            && simulation.cluster_settled()
+            && simulation.consumer_finished()
+            && calm_steps > 400
+        {
             break;
         }
         if calm_steps > 20_000 {
