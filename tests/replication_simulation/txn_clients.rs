@@ -578,6 +578,12 @@ impl Simulation {
         let Some(answer) = answer else { return };
         let position = reader.position;
         let (records, next) = visible_records(&answer, position);
+        if next > answer.last_stable_offset.max(position) {
+            self.fail(&format!(
+                "p{partition}: read_committed returned batches up to {next}, past the LSO {}",
+                answer.last_stable_offset
+            ));
+        }
         for (offset, producer, value) in records {
             self.check_committed_read(partition, offset, producer, &value);
         }
@@ -737,7 +743,6 @@ fn visible_records(
             kept.push((offset, producer, value));
         }
     }
-    let _ = read.last_stable_offset;
     (kept, next)
 }
 
