@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use strom_replication::RoleView;
+use strom_replication::{Partition, RoleView};
+use strom_storage::batch::parse_header;
 
-use super::{read_batches, Simulation, PARTITIONS, TOPIC};
+use super::{Simulation, PARTITIONS, TOPIC};
 
 // The invariants.
 impl Simulation {
@@ -157,4 +158,40 @@ impl Simulation {
             }
         }
     }
+}
+
+/// (base offset, base sequence, crc) of every batch below `upto`.
+pub(crate) fn read_batches(partition: &Partition, upto: i64) -> Vec<(i64, i32, u32)> {
+    partition
+        .with_log(|log| {
+            let mut batches = Vec::new();
+            let mut offset = log.log_start_offset();
+            let end = log.log_end_offset().min(upto);
+            while offset < end {
+                let Ok(read) = log.read(offset, 1 << 20, end, true) else {
+                    break;
+                };
+                let Some(bytes) = read.records.and_then(|slice| slice.to_bytes().ok()) else {
+                    break;
+                };
+                let mut position = 0;
+                let mut next = offset;
+                while position < bytes.len() {
+                    let Ok(header) = parse_header(&bytes[position..], position) else {
+                        break;
+                    };
+                    if header.base_offset >= offset && header.base_offset < end {
+                        batches.push((header.base_offset, header.base_sequence, header.crc));
+                    }
+                    next = header.base_offset + i64::from(header.last_offset_delta) + 1;
+                    position += 12 + header.batch_length as usize;
+                }
+                if next <= offset {
+                    break;
+                }
+                offset = next;
+            }
+            batches
+        })
+        .expect("online")
 }
