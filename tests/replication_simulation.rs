@@ -58,7 +58,8 @@
 //! and at the end: every transaction was decided as asked and completed,
 //! and every committed record was read. A late marker (the previous
 //! transaction's, delivered again once the next one has a record there)
-//! is the subject of an ignored test: the storage accepts it today.
+//! must be refused by the partition and change no transaction's outcome
+//! (`late_markers_never_end_the_next_transaction`).
 //!
 //! The controller is one logical node here (its quorum has its own
 //! simulation, `crates/controller/tests/quorum_simulation.rs`). A failure

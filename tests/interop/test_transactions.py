@@ -11,6 +11,7 @@ unblocks read_committed readers. kafka-python's transactional producer and
 KafkaJS's transactions with sendOffsets run against the same broker. The
 last test runs the pipeline on a 3-node cluster.
 """
+import os
 import subprocess
 import sys
 import time
@@ -329,8 +330,10 @@ class ResilientPipeline:
             "session.timeout.ms": 6000,
         })
         self.consumer.subscribe([self.source])
-        self.producer = transactional_producer(self.bootstrap, self.transactional_id,
-                                               **{"transaction.timeout.ms": 10000})
+        extra = {"transaction.timeout.ms": 10000}
+        if os.environ.get("STROM_TXN_DEBUG"):
+            extra["debug"] = os.environ["STROM_TXN_DEBUG"]
+        self.producer = transactional_producer(self.bootstrap, self.transactional_id, **extra)
 
     def close(self):
         for closing in (lambda: self.consumer.close(),):

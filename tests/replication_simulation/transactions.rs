@@ -191,6 +191,7 @@ impl TxnHost {
 /// The marker a plan writes.
 pub(crate) fn marker_of(plan: &MarkerPlan) -> TransactionMarker {
     TransactionMarker {
+        bumps_epoch: plan.transaction_version.supports_epoch_bump(),
         producer_id: plan.producer_id,
         producer_epoch: plan.producer_epoch,
         coordinator_epoch: plan.coordinator_epoch,

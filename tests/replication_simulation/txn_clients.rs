@@ -996,18 +996,13 @@ fn transactions_keep_their_invariants_under_seeded_faults() {
     assert!(total.late_end_txns > 0);
 }
 
-/// KIP-890's late marker: the marker of a producer's previous transaction
-/// carries the epoch its current transaction writes at (transaction
-/// version 2 bumps the epoch on EndTxn), and the storage accepts a marker
-/// whose epoch is not below the producer's (Kafka's check for transaction
-/// versions 0 and 1; for version 2 Kafka refuses a marker whose epoch is
-/// not above it, unless no transaction is open). So a late marker ends
-/// the current transaction with the previous one's outcome: seed 2 with
-/// the default steps shows the LSO passing the first record of an open
-/// transaction. Ignored until markers carry their transaction version to
-/// the log.
+/// Delivers each producer's previous marker again once its next
+/// transaction has a record in the partition: with transaction version 2
+/// that marker carries the epoch the current transaction writes at, and
+/// the storage must refuse it (Kafka refuses a version-2 marker whose
+/// epoch is not above the producer's while a transaction is open) instead
+/// of ending the current transaction with the previous one's outcome.
 #[test]
-#[ignore = "the storage lets a late transaction-version-2 marker end the next transaction"]
 fn late_markers_never_end_the_next_transaction() {
     let total = run_transactional_seeds(10, true);
     assert!(total.late_markers > 0);

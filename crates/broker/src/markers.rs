@@ -89,6 +89,7 @@ pub async fn write_local(
 /// The marker a plan writes.
 fn marker_of(plan: &MarkerPlan) -> TransactionMarker {
     TransactionMarker {
+        bumps_epoch: plan.transaction_version.supports_epoch_bump(),
         producer_id: plan.producer_id,
         producer_epoch: plan.producer_epoch,
         coordinator_epoch: plan.coordinator_epoch,
@@ -137,6 +138,12 @@ impl BrokerMarkers {
         });
         if !exists {
             return MarkerOutcome::Gone;
+        }
+        if matches!(
+            code,
+            Some(ErrorCode::InvalidProducerEpoch | ErrorCode::TransactionCoordinatorFenced)
+        ) {
+            return MarkerOutcome::Fenced;
         }
         if let Some(code) = code {
             debug!(topic = %partition.topic, partition = partition.partition, ?code, "marker not written; retried");

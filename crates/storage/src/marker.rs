@@ -61,6 +61,12 @@ pub struct TransactionMarker {
     pub coordinator_epoch: i32,
     /// Commit or abort.
     pub kind: MarkerKind,
+    /// Whether the transaction uses transaction version 2 (KIP-890 part 2):
+    /// its marker carries an epoch one above its records', so a marker
+    /// whose epoch is not above the producer's while a transaction is open
+    /// belongs to an earlier transaction (a late or repeated marker) and is
+    /// refused instead of ending the open one.
+    pub bumps_epoch: bool,
 }
 
 /// What a control record says: the outcome and the coordinator's epoch.

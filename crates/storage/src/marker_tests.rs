@@ -3,6 +3,7 @@ use crate::batch::validate_batch_at;
 
 fn marker(kind: MarkerKind) -> TransactionMarker {
     TransactionMarker {
+        bumps_epoch: false,
         producer_id: 4242,
         producer_epoch: 7,
         coordinator_epoch: 3,

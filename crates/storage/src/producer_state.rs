@@ -323,7 +323,10 @@ impl ProducerStateManager {
         let Some(entry) = self.producers.get(&marker.producer_id) else {
             return Ok(());
         };
-        if marker.producer_epoch < entry.epoch {
+        let stale_bump = marker.bumps_epoch
+            && entry.current_txn_first_offset.is_some()
+            && marker.producer_epoch <= entry.epoch;
+        if marker.producer_epoch < entry.epoch || stale_bump {
             return Err(AppendError::InvalidProducerEpoch {
                 producer_id: marker.producer_id,
                 current_epoch: entry.epoch,

@@ -125,6 +125,7 @@ fn txn_header(base_offset: i64, epoch: i16, base_sequence: i32, records: u32) ->
 
 fn marker_header(producer_id: i64, offset: i64, epoch: i16) -> BatchHeader {
     let marker = TransactionMarker {
+        bumps_epoch: false,
         producer_id,
         producer_epoch: epoch,
         coordinator_epoch: 0,
@@ -240,6 +241,7 @@ fn last_stable_offset_after_names_the_earliest_other_transaction() {
 fn markers_are_fenced_by_producer_and_coordinator_epoch() {
     let mut state = ProducerStateManager::new();
     let marker = |producer_epoch, coordinator_epoch| TransactionMarker {
+        bumps_epoch: false,
         producer_id: PRODUCER,
         producer_epoch,
         coordinator_epoch,

@@ -53,6 +53,7 @@ fn data(producer_id: i64, sequence: i32, records: u32, transactional: bool) -> B
 
 fn marker(producer_id: i64, kind: MarkerKind) -> TransactionMarker {
     TransactionMarker {
+        bumps_epoch: false,
         producer_id,
         producer_epoch: 0,
         coordinator_epoch: 1,
@@ -166,6 +167,7 @@ fn fenced_markers_are_refused_before_anything_is_written() {
         .expect("txn");
     log.append_marker_as_leader(
         &TransactionMarker {
+            bumps_epoch: false,
             producer_epoch: 2,
             coordinator_epoch: 4,
             ..marker(1, MarkerKind::Abort)
@@ -176,6 +178,7 @@ fn fenced_markers_are_refused_before_anything_is_written() {
     .expect("abort at a newer epoch");
     let end = log.log_end_offset();
     let old_producer = TransactionMarker {
+        bumps_epoch: false,
         producer_epoch: 1,
         coordinator_epoch: 4,
         ..marker(1, MarkerKind::Commit)
@@ -185,6 +188,7 @@ fn fenced_markers_are_refused_before_anything_is_written() {
         Err(AppendError::InvalidProducerEpoch { .. })
     ));
     let old_coordinator = TransactionMarker {
+        bumps_epoch: false,
         producer_epoch: 2,
         coordinator_epoch: 3,
         ..marker(1, MarkerKind::Commit)
@@ -406,4 +410,48 @@ fn deleted_segments_take_their_transaction_index() {
     log.delete_pending_files(NOW_MS).expect("delete");
     assert!(!path.exists());
     assert!(log.collect_aborted_transactions(8, 9).is_empty());
+}
+
+#[test]
+fn a_late_version_two_marker_cannot_end_the_next_transaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = open(dir.path(), true).expect("open");
+    let bumped = |producer_epoch, kind| TransactionMarker {
+        bumps_epoch: true,
+        producer_epoch,
+        ..marker(1, kind)
+    };
+    // Transaction 1 at epoch 0 ends with a marker at epoch 1.
+    log.append_as_leader(data(1, 0, 1, true), 0, NOW_MS)
+        .expect("txn 1");
+    log.append_marker_as_leader(&bumped(1, MarkerKind::Commit), 0, NOW_MS)
+        .expect("commit of txn 1");
+    // Transaction 2 writes at epoch 1.
+    let second = simple_batch(&BatchSpec {
+        records: 1,
+        base_timestamp: NOW_MS,
+        producer_id: 1,
+        producer_epoch: 1,
+        base_sequence: 0,
+        transactional: true,
+        ..BatchSpec::default()
+    });
+    log.append_as_leader(second, 0, NOW_MS).expect("txn 2");
+    let open = log.first_unstable_offset();
+    // Transaction 1's marker again (epoch 1) must not end transaction 2.
+    assert!(matches!(
+        log.append_marker_as_leader(&bumped(1, MarkerKind::Abort), 0, NOW_MS),
+        Err(AppendError::InvalidProducerEpoch { .. })
+    ));
+    assert_eq!(log.first_unstable_offset(), open);
+    // Transaction 2's own marker carries epoch 2.
+    log.append_marker_as_leader(&bumped(2, MarkerKind::Abort), 0, NOW_MS)
+        .expect("abort of txn 2");
+    // With no transaction open, a repeated marker is harmless and written.
+    log.append_marker_as_leader(&bumped(2, MarkerKind::Abort), 0, NOW_MS)
+        .expect("repeated marker");
+    assert!(log
+        .producer_states()
+        .iter()
+        .all(|state| state.current_txn_first_offset.is_none()));
 }

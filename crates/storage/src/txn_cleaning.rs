@@ -142,6 +142,7 @@ mod tests {
 
     fn marker(producer_id: i64, offset: i64, kind: MarkerKind) -> (BatchHeader, ControlMarker) {
         let marker = TransactionMarker {
+            bumps_epoch: false,
             producer_id,
             producer_epoch: 0,
             coordinator_epoch: 0,

@@ -52,6 +52,7 @@ fn put(log: &mut Log, key: &str, value: &str, producer: Option<(i64, i32)>) {
 
 fn end(log: &mut Log, producer_id: i64, kind: MarkerKind) {
     let marker = TransactionMarker {
+        bumps_epoch: false,
         producer_id,
         producer_epoch: 0,
         coordinator_epoch: 0,

@@ -77,6 +77,12 @@ pub enum MarkerOutcome {
     Gone,
     /// Not written now (no leader, leadership moving, a timeout): retry.
     Retry,
+    /// Refused for good: the partition has seen a newer producer epoch, or
+    /// a newer coordinator decided (Kafka's `INVALID_PRODUCER_EPOCH` and
+    /// `TRANSACTION_COORDINATOR_FENCED`). This coordinator stops writing
+    /// the transaction's markers, as Kafka's does; a newer coordinator,
+    /// if there is one, completes it.
+    Fenced,
 }
 
 /// Writes transaction markers to partition leaders, implemented by the
@@ -408,8 +414,20 @@ impl TransactionCoordinator {
             }
             let outcomes = self.shared.markers.write_markers(&plan, &remaining).await;
             for (partition, outcome) in outcomes {
-                if outcome != MarkerOutcome::Retry {
-                    remaining.remove(&partition);
+                match outcome {
+                    MarkerOutcome::Written | MarkerOutcome::Gone => {
+                        remaining.remove(&partition);
+                    }
+                    MarkerOutcome::Retry => {}
+                    MarkerOutcome::Fenced => {
+                        tracing::warn!(
+                            transactional_id = %plan.transactional_id,
+                            topic = %partition.topic,
+                            partition = partition.partition,
+                            "a partition refused the transaction's marker as fenced; this coordinator stops writing them"
+                        );
+                        return;
+                    }
                 }
             }
             if !remaining.is_empty() {

@@ -69,6 +69,8 @@ impl MemoryLog {
 #[derive(Default)]
 struct Markers {
     retries: AtomicUsize,
+    /// Answer `Fenced` for every partition.
+    fenced: std::sync::atomic::AtomicBool,
     written: Mutex<Vec<(TopicPartition, TransactionResult, i16)>>,
 }
 
@@ -85,6 +87,12 @@ impl MarkerWriter for Markers {
                 left.checked_sub(1)
             })
             .is_ok();
+        if self.fenced.load(Ordering::SeqCst) {
+            return partitions
+                .iter()
+                .map(|partition| (partition.clone(), MarkerOutcome::Fenced))
+                .collect();
+        }
         partitions
             .iter()
             .map(|partition| {
@@ -376,4 +384,37 @@ fn fixture_without_load(fixture: &Fixture) -> TransactionCoordinator {
         Arc::new(Counter(AtomicI64::new(9000))),
         fixture.clock.clone(),
     )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fenced_marker_stops_this_coordinator_writing_markers() {
+    let fixture = fixture();
+    fixture.markers.fenced.store(true, Ordering::SeqCst);
+    let coordinator = &fixture.coordinator;
+    let producer = coordinator
+        .init_producer_id("app", HASH, init())
+        .await
+        .unwrap();
+    coordinator
+        .add_partitions("app", HASH, producer, &orders(), TransactionVersion::V0)
+        .await
+        .unwrap();
+    coordinator
+        .end_transaction(
+            "app",
+            HASH,
+            producer,
+            TransactionResult::Commit,
+            TransactionVersion::V0,
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(RETRY_BACKOFF * 20).await;
+    let metadata = coordinator.describe("app", HASH).unwrap().unwrap();
+    assert_eq!(metadata.state, TransactionState::PrepareCommit);
+    assert!(fixture.markers.written.lock().unwrap().is_empty());
+    assert_eq!(
+        fixture.log.states().last(),
+        Some(&TransactionState::PrepareCommit)
+    );
 }

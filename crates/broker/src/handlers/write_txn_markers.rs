@@ -48,6 +48,7 @@ async fn write_marker(
     allowed: bool,
 ) -> WritableTxnMarkerResult {
     let marker = TransactionMarker {
+        bumps_epoch: false,
         producer_id: request.producer_id.0,
         producer_epoch: request.producer_epoch,
         coordinator_epoch: request.coordinator_epoch,
