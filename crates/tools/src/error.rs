@@ -235,7 +235,7 @@ pub enum ToolError {
     },
     /// A transaction call of a transactional producer failed.
     #[error("{operation} of transactional id `{transactional_id}` failed")]
-    Transaction {
+    ProducerTransaction {
         /// The producer's `transactional.id`.
         transactional_id: String,
         /// `init_transactions`, `begin_transaction`, `commit_transaction`

@@ -419,7 +419,7 @@ fn failed<'a>(
     plan: &'a TransactionPlan,
     operation: &'static str,
 ) -> impl Fn(TransactionError) -> ToolError + 'a {
-    move |source| ToolError::Transaction {
+    move |source| ToolError::ProducerTransaction {
         transactional_id: plan.transactional_id.clone(),
         operation,
         source,

@@ -130,7 +130,7 @@ impl TransactionLatencyRun {
     }
 
     fn failed(&self, operation: &'static str) -> impl Fn(TransactionError) -> ToolError + '_ {
-        move |source| ToolError::Transaction {
+        move |source| ToolError::ProducerTransaction {
             transactional_id: self.transactional_id.clone(),
             operation,
             source,
