@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import clusterwire as cw
-from cluster import Cluster
+from cluster import OFFSETS_PARTITIONS, Cluster
 from datapath import create_topic, wait_for_leader
 from test_kafkajs import kafkajs
 
@@ -392,6 +392,12 @@ class ResilientPipeline:
 
 
 def test_exactly_once_when_the_coordinator_and_a_leader_are_killed(strom_binary, tmp_path):
+    """kill -9 of the transaction coordinator's broker, then of a leader
+    of the output topic, while the pipeline commits. The victims are
+    never the group's coordinator: librdkafka 2.16's
+    send_offsets_to_transaction waits forever once its cached group
+    coordinator leaves the metadata (confluentinc/librdkafka#5511, open),
+    which Kafka's metadata triggers the same way."""
     cluster = Cluster(strom_binary, tmp_path / "cluster", nodes=3, extra={
         "offsets.topic.replication.factor": "3",
         "transaction.state.log.replication.factor": "3",
@@ -401,49 +407,63 @@ def test_exactly_once_when_the_coordinator_and_a_leader_are_killed(strom_binary,
     })
     try:
         cluster.start()
-        nodes = cluster.nodes
-        bootstrap = ",".join(node.bootstrap for node in nodes)
-        total, partitions = 3000, 3
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                                replication_factor=3) for topic in ("f-in", "f-out")])
-        for topic, future in futures.items():
-            future.result(timeout=30)
-            wait_for_leader(bootstrap, topic, partitions, timeout_s=30)
-        fill_source(bootstrap, "f-in", total, partitions)
-        pipeline = ResilientPipeline(bootstrap, "f-in", "f-out", "f-group", "f-app")
-        deadline = time.monotonic() + 150
-        kills = []
-
-        def run_until(progress: int):
-            while pipeline.counts["committed"] < progress and time.monotonic() < deadline:
-                pipeline.step()
-
-        def leader_of(topic: str, partition: int) -> int:
-            view = cluster.running_brokers()[0].metadata([topic])
-            return view.topics[topic].partitions[partition].leader
-
-        run_until(5)
-        coordinator = leader_of("__transaction_state", transaction_partition("f-app", 4))
-        cluster.node(coordinator).kill()
-        kills.append(("coordinator", coordinator))
-        run_until(pipeline.counts["committed"] + 10)
-        cluster.restore()
-        data_leader = leader_of("f-out", 0)
-        cluster.node(data_leader).kill()
-        kills.append(("f-out/0 leader", data_leader))
-        run_until(pipeline.counts["committed"] + 10)
-        cluster.restore()
-        while time.monotonic() < deadline:
-            pipeline.step()
-            if pipeline.counts["committed"] > 0 and caught_up(bootstrap, "f-in", "f-group", partitions):
-                break
-        pipeline.close()
-        check_exactly_once(bootstrap, "f-in", "f-out", "f-group", total, partitions)
-        assert len(kills) == 2, (kills, pipeline.counts)
-        print("failover pipeline:", kills, pipeline.counts)
+        run_failover_pipeline(cluster)
     finally:
         cluster.kill_all()
+
+
+def run_failover_pipeline(cluster) -> None:
+    bootstrap = ",".join(node.bootstrap for node in cluster.nodes)
+    total, partitions = 3000, 3
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                            replication_factor=3) for topic in ("f-in", "f-out")])
+    for topic, future in futures.items():
+        future.result(timeout=30)
+        wait_for_leader(bootstrap, topic, partitions, timeout_s=30)
+    fill_source(bootstrap, "f-in", total, partitions)
+
+    def leader_of(topic: str, partition: int) -> int:
+        view = cluster.running_brokers()[0].metadata([topic])
+        return view.topics[topic].partitions[partition].leader
+
+    # Both internal topics exist before the victims are chosen.
+    transactional_producer(bootstrap, "f-app").flush()
+    Consumer({"bootstrap.servers": bootstrap, "group.id": "f-probe"}).committed(
+        [TopicPartition("f-in", 0)], 10)
+    wait_for_leader(bootstrap, "__consumer_offsets", OFFSETS_PARTITIONS, timeout_s=30)
+    coordinator = leader_of("__transaction_state", transaction_partition("f-app", 4))
+    group = next(name for name in (f"f-group-{i}" for i in range(100))
+                 if leader_of("__consumer_offsets",
+                              cw.offsets_partition(name, OFFSETS_PARTITIONS)) != coordinator)
+    pipeline = ResilientPipeline(bootstrap, "f-in", "f-out", group, "f-app")
+    deadline = time.monotonic() + 150
+    kills = []
+
+    def run_until(progress: int):
+        while pipeline.counts["committed"] < progress and time.monotonic() < deadline:
+            pipeline.step()
+
+    run_until(5)
+    cluster.node(coordinator).kill()
+    kills.append(("transaction coordinator", coordinator))
+    run_until(pipeline.counts["committed"] + 10)
+    cluster.restore()
+    group_coordinator = leader_of("__consumer_offsets",
+                                  cw.offsets_partition(group, OFFSETS_PARTITIONS))
+    data_leader = next(leader for leader in (leader_of("f-out", p) for p in range(partitions))
+                       if leader != group_coordinator)
+    cluster.node(data_leader).kill()
+    kills.append(("f-out leader", data_leader))
+    run_until(pipeline.counts["committed"] + 10)
+    cluster.restore()
+    while time.monotonic() < deadline:
+        pipeline.step()
+        if pipeline.counts["committed"] > 0 and caught_up(bootstrap, "f-in", group, partitions):
+            break
+    pipeline.close()
+    print("failover pipeline:", kills, pipeline.counts, pipeline.errors[-5:])
+    check_exactly_once(bootstrap, "f-in", "f-out", group, total, partitions)
 
 
 def caught_up(bootstrap: str, source: str, group: str, partitions: int) -> bool:

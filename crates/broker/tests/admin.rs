@@ -191,15 +191,53 @@ async fn producer_ids_are_unique_across_restarts_and_epochs_bump() {
         .with_transaction_timeout_ms(60_000)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let Response::InitProducerId(response) =
-        client.send(Request::InitProducerId(transactional), 4).await
+    // Before any FindCoordinator for a transactional id there is no
+    // `__transaction_state`, so no coordinator here.
+    let Response::InitProducerId(response) = client
+        .send(Request::InitProducerId(transactional.clone()), 4)
+        .await
     else {
         panic!("not InitProducerId");
     };
-    assert_eq!(
-        response.error_code,
-        code(ErrorCode::CoordinatorNotAvailable)
-    );
+    assert_eq!(response.error_code, code(ErrorCode::NotCoordinator));
+    let find = FindCoordinatorRequest::default()
+        .with_key_type(1)
+        .with_key(StrBytes::from_static_str("tx"));
+    let Response::FindCoordinator(found) = client.send(Request::FindCoordinator(find), 3).await
+    else {
+        panic!("not FindCoordinator");
+    };
+    assert_eq!(found.error_code, 0, "{found:?}");
+    // Once its partition is loaded, the id gets a producer id at epoch 0,
+    // and the next InitProducerId bumps the epoch.
+    let mut epochs = Vec::new();
+    for _ in 0..200 {
+        let Response::InitProducerId(response) = client
+            .send(Request::InitProducerId(transactional.clone()), 4)
+            .await
+        else {
+            panic!("not InitProducerId");
+        };
+        if response.error_code == 0 {
+            epochs.push((response.producer_id.0, response.producer_epoch));
+            if epochs.len() == 2 {
+                break;
+            }
+            continue;
+        }
+        assert!(
+            [
+                code(ErrorCode::NotCoordinator),
+                code(ErrorCode::CoordinatorLoadInProgress)
+            ]
+            .contains(&response.error_code),
+            "{response:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(epochs.len(), 2, "{epochs:?}");
+    assert_eq!(epochs[0].0, epochs[1].0);
+    assert_eq!((epochs[0].1, epochs[1].1), (0, 1));
     drop(client);
     broker.shutdown().await;
 

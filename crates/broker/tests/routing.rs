@@ -94,6 +94,26 @@ fn sample(api: ApiKey) -> Option<Request> {
             .into(),
         ApiKey::AlterUserScramCredentials => AlterUserScramCredentialsRequest::default().into(),
         ApiKey::DescribeQuorum => DescribeQuorumRequest::default().into(),
+        ApiKey::AddPartitionsToTxn => AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
+            .into(),
+        ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
+            .with_group_id(group())
+            .into(),
+        ApiKey::EndTxn => EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
+            .into(),
+        ApiKey::WriteTxnMarkers => WriteTxnMarkersRequest::default().into(),
+        ApiKey::TxnOffsetCommit => TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
+            .with_group_id(group())
+            .into(),
+        ApiKey::DescribeProducers => DescribeProducersRequest::default().into(),
+        ApiKey::DescribeTransactions => DescribeTransactionsRequest::default().into(),
+        ApiKey::ListTransactions => ListTransactionsRequest::default()
+            .with_duration_filter(-1)
+            .into(),
         _ => return None,
     };
     Some(request)
