@@ -19,7 +19,10 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import chaos as ch
+import cluster as cl
+import clusterwire as wire_cw
 import rawwire as wire
+import txn_pipeline as txp
 
 TOPIC = "chaos"
 PARTITIONS = 3
@@ -310,3 +313,78 @@ def test_a_whole_isr_lost_waits_for_its_last_member_unless_unclean_election_is_e
         print(f"stale follower {stale}: {fault.detail}")
     finally:
         cluster.close()
+
+
+def run_pipeline_in_background(pipeline, stop: threading.Event, failures: list) -> threading.Thread:
+    def run():
+        try:
+            while not stop.is_set():
+                pipeline.step()
+        except BaseException as error:  # reported by the test
+            failures.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.timeout(280)
+def test_a_transactional_pipeline_is_exactly_once_under_kills_pauses_and_partitions(strom_binary, tmp_path):
+    """confluent-kafka's consume-transform-produce pipeline (transactions
+    carrying their input offsets, recovering as librdkafka documents)
+    while brokers are killed, paused and cut off: the output holds every
+    input record exactly once and the group's offsets reach the input's
+    end. Faults never hit the group coordinator's node: librdkafka 2.16's
+    send_offsets_to_transaction waits forever once its cached group
+    coordinator leaves the metadata (confluentinc/librdkafka#5511)."""
+    cluster, _ = ch.start_cluster(strom_binary, tmp_path, extra={
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.num.partitions": "4",
+        "offsets.topic.replication.factor": "3",
+    })
+    try:
+        total = 2000
+        for topic in ("tx-in", "tx-out"):
+            ch.create_topic(cluster, topic, PARTITIONS)
+        txp.fill_source(cluster.bootstrap, "tx-in", total, PARTITIONS)
+        txp.transactional_producer(cluster.bootstrap, "tx-chaos").flush()
+        group = "tx-chaos-group"
+        pipeline = txp.ResilientPipeline(cluster.bootstrap, "tx-in", "tx-out", group, "tx-chaos")
+        history = ch.History()
+        chaos = ch.Chaos(cluster, "tx-out", PARTITIONS, history, random.Random(2718))
+        stop, failures = threading.Event(), []
+        thread = run_pipeline_in_background(pipeline, stop, failures)
+        try:
+            for kind in ("kill", "pause", "partition", "kill"):
+                # Transactions commit between the faults.
+                baseline = pipeline.counts["committed"]
+                cluster.wait_until(lambda: pipeline.counts["committed"] >= baseline + 3 or failures,
+                                   60, "transactions committed before the fault")
+                coordinator = group_coordinator(cluster, group)
+                victim = chaos.rng.choice([node.node_id for node in cluster.brokers
+                                           if node.node_id != coordinator])
+                if kind == "kill":
+                    chaos.kill(victim)
+                elif kind == "pause":
+                    chaos.pause(victim, 4.0)
+                else:
+                    chaos.partition(victim, 5.0)
+                ch.wait_healthy(cluster, "tx-out", PARTITIONS)
+            cluster.wait_until(lambda: failures or txp.caught_up(cluster.bootstrap, "tx-in", group, PARTITIONS),
+                               120, "the pipeline caught up with its input")
+        finally:
+            stop.set()
+            thread.join(timeout=60)
+        assert not failures, failures
+        pipeline.close()
+        txp.check_exactly_once(cluster.bootstrap, "tx-in", "tx-out", group, total, PARTITIONS)
+        assert [fault.kind for fault in history.faults] == ["kill", "pause", "partition", "kill"]
+    finally:
+        cluster.close()
+
+
+def group_coordinator(cluster, group: str) -> int:
+    """The broker leading the group's `__consumer_offsets` partition."""
+    partition = wire_cw.offsets_partition(group, cl.OFFSETS_PARTITIONS)
+    found = ch.leaders(cluster, "__consumer_offsets", cl.OFFSETS_PARTITIONS).get(partition)
+    return found[0] if found else -1
