@@ -273,8 +273,15 @@ def run_failover_pipeline(cluster) -> None:
 
     # Both internal topics exist before the victims are chosen.
     transactional_producer(bootstrap, "f-app").flush()
-    Consumer({"bootstrap.servers": bootstrap, "group.id": "f-probe"}).committed(
-        [TopicPartition("f-in", 0)], 10)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "f-probe"})
+    for _ in range(60):
+        try:
+            probe.committed([TopicPartition("f-in", 0)], 10)
+            break
+        except KafkaException:
+            # __consumer_offsets was just created: its partitions load.
+            time.sleep(0.5)
+    probe.close()
     wait_for_leader(bootstrap, "__consumer_offsets", OFFSETS_PARTITIONS, timeout_s=30)
     coordinator = leader_of("__transaction_state", transaction_partition("f-app", 4))
     group = next(name for name in (f"f-group-{i}" for i in range(100))
