@@ -19,4 +19,5 @@ mod replication;
 mod routing;
 mod start;
 mod topic_configs;
+mod transactions;
 mod unknown_resources;
