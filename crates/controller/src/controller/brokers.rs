@@ -127,6 +127,7 @@ impl Controller {
         if let Some(existing) = image.broker(broker_id) {
             if existing.incarnation_id == request.incarnation_id {
                 self.last_heartbeat_ms.insert(broker_id, now_ms);
+                self.last_heard_ms.insert(broker_id, now_ms);
                 let reply = BrokerRegistrationReply {
                     broker_epoch: existing.epoch,
                 };
@@ -151,6 +152,7 @@ impl Controller {
             },
         ))])?;
         self.last_heartbeat_ms.insert(broker_id, now_ms);
+        self.last_heard_ms.insert(broker_id, now_ms);
         Ok(pending.finish(Ok(BrokerRegistrationReply { broker_epoch }), false))
     }
 
@@ -169,6 +171,7 @@ impl Controller {
             Err(error) => return Ok(pending.finish(Err(error), false)),
         };
         self.last_heartbeat_ms.insert(broker_id, now_ms);
+        self.last_heard_ms.insert(broker_id, now_ms);
         let (epoch, fenced) = (broker.epoch, broker.fenced);
         let reply = if request.want_shutdown {
             if !fenced {
@@ -227,6 +230,62 @@ impl Controller {
             tracing::info!(%topic, partition, leader, "preferred leader elected by the rebalance");
         }
         Ok(pending.finish(fenced, false))
+    }
+
+    /// Fences `broker_id` on evidence that its process is gone (its
+    /// connection to this controller closed and its listener refuses
+    /// connections since `evidence_since_ms`): only if it is still
+    /// registered and unfenced at `broker_epoch` and no heartbeat of it
+    /// arrived after `evidence_since_ms` (a broker that reconnected and
+    /// heartbeated is alive). Returns whether it was fenced. Silent
+    /// failures (pauses, partitions, a host that sends nothing) leave no
+    /// such evidence and wait for `broker.session.timeout.ms` in
+    /// [`Controller::tick`].
+    pub fn fence_unreachable(
+        &mut self,
+        image: &MetadataImage,
+        broker_id: BrokerId,
+        broker_epoch: i64,
+        evidence_since_ms: u64,
+    ) -> Result<ControllerResult<bool>, ApplyError> {
+        let mut pending = Pending::new(image);
+        let registered = image
+            .broker(broker_id)
+            .is_some_and(|broker| broker.epoch == broker_epoch && !broker.fenced);
+        let heard_since = self
+            .last_heard_ms
+            .get(&broker_id)
+            .is_some_and(|last| *last > evidence_since_ms);
+        if !registered || heard_since {
+            return Ok(pending.finish(false, false));
+        }
+        tracing::warn!(
+            broker_id,
+            "broker's controller connection closed and its listener refuses connections; fencing it"
+        );
+        self.fence(&mut pending, broker_id, broker_epoch, Departure::Fenced)?;
+        Ok(pending.finish(true, false))
+    }
+
+    /// The unfenced brokers (with their epochs) this controller has heard
+    /// no heartbeat from after `since_ms` (a new active controller asks,
+    /// to look for brokers that died with the previous one).
+    pub fn silent_brokers(
+        &self,
+        image: &MetadataImage,
+        since_ms: u64,
+    ) -> Result<ControllerResult<Vec<(BrokerId, i64)>>, ApplyError> {
+        let silent = image
+            .brokers()
+            .filter(|broker| !broker.fenced)
+            .filter(|broker| {
+                self.last_heard_ms
+                    .get(&broker.broker_id)
+                    .is_none_or(|last| *last <= since_ms)
+            })
+            .map(|broker| (broker.broker_id, broker.epoch))
+            .collect();
+        Ok(Pending::new(image).finish(silent, false))
     }
 
     /// Runs leader elections.

@@ -128,6 +128,11 @@ pub struct Controller {
     /// Last heartbeat time per broker, in `now_ms` units. Not part of the
     /// image: liveness is the active controller's own observation.
     last_heartbeat_ms: BTreeMap<BrokerId, u64>,
+    /// When each broker was last heard from (registration or heartbeat)
+    /// since this controller became active: unlike `last_heartbeat_ms`,
+    /// never set by the grace a new controller gives, so that it tells
+    /// which brokers have really spoken (see `quorum::liveness`).
+    last_heard_ms: BTreeMap<BrokerId, u64>,
     /// When the leader imbalance was last checked (`None`: not since this
     /// controller became active; the first check is an interval later).
     last_rebalance_check_ms: Option<u64>,
@@ -151,6 +156,7 @@ impl Controller {
             config,
             random,
             last_heartbeat_ms: BTreeMap::new(),
+            last_heard_ms: BTreeMap::new(),
             last_rebalance_check_ms: None,
         }
     }
@@ -161,6 +167,7 @@ impl Controller {
     /// session from the first check on.
     pub fn reset_liveness(&mut self) {
         self.last_heartbeat_ms.clear();
+        self.last_heard_ms.clear();
         self.last_rebalance_check_ms = None;
     }
 

@@ -40,6 +40,7 @@
 
 pub mod cluster;
 pub mod codec;
+pub mod liveness;
 pub mod log_store;
 pub mod memory;
 pub mod network;

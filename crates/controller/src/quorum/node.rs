@@ -489,13 +489,35 @@ impl CommandRunner for QuorumController {
     }
 }
 
-async fn liveness_loop(node: Weak<QuorumController>, interval: Duration) {
+impl crate::quorum::liveness::ActiveController for QuorumController {
+    fn is_active(&self) -> bool {
+        QuorumController::is_active(self)
+    }
+}
+
+impl QuorumController {
+    /// The controller clock's milliseconds (the clock heartbeats are
+    /// recorded with).
+    pub fn now_ms(&self) -> u64 {
+        self.clock.monotonic_ms()
+    }
+}
+
+async fn liveness_loop(weak: Weak<QuorumController>, interval: Duration) {
+    let mut was_active = false;
     loop {
         tokio::time::sleep(interval).await;
-        let Some(node) = node.upgrade() else {
+        let Some(node) = weak.upgrade() else {
             return;
         };
-        if !node.is_active() {
+        let active = node.is_active();
+        if active && !was_active {
+            // Brokers that died with the previous active controller left
+            // it no evidence here: look for them.
+            crate::quorum::liveness::check_silent_brokers(weak.clone(), node.now_ms());
+        }
+        was_active = active;
+        if !active {
             continue;
         }
         match node

@@ -189,7 +189,10 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut stopped = node.stopped();
-    loop {
+    // The broker whose heartbeats this connection carries, if any: when
+    // the connection ends, the broker may be gone (see `liveness`).
+    let mut heartbeats_of: Option<(i32, i64)> = None;
+    let result = loop {
         let read = tokio::select! {
             read = read_frame(&mut stream) => read,
             // A stopped node closes its connections (see `shutdown`).
@@ -198,12 +201,49 @@ where
         let frame = match read {
             Ok(frame) => frame,
             Err(FrameError::Io(error)) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Ok(())
+                break Ok(())
             }
-            Err(error) => return Err(error),
+            Err(error) => break Err(error),
         };
-        let (correlation_id, reply) = answer(&node, &frame).await?;
-        write_frame(&mut stream, &[&correlation_id.to_be_bytes(), &reply]).await?;
+        if let Some(broker) = heartbeating_broker(&frame) {
+            heartbeats_of = Some(broker);
+        }
+        let answered = match answer(&node, &frame).await {
+            Ok(answered) => answered,
+            Err(error) => break Err(error),
+        };
+        let (correlation_id, reply) = answered;
+        if let Err(error) = write_frame(&mut stream, &[&correlation_id.to_be_bytes(), &reply]).await
+        {
+            break Err(error);
+        }
+    };
+    if let Some((broker_id, broker_epoch)) = heartbeats_of {
+        if node.is_active() {
+            let since_ms = node.now_ms();
+            crate::quorum::liveness::check_broker(
+                Arc::downgrade(&node),
+                broker_id,
+                broker_epoch,
+                since_ms,
+            );
+        }
+    }
+    result
+}
+
+/// The broker (id, epoch) of a BrokerHeartbeat command frame that does not
+/// ask to shut down.
+fn heartbeating_broker(frame: &[u8]) -> Option<(i32, i64)> {
+    let (api_key, _, body) = parse_request(frame).ok()?;
+    if api_key != COMMAND_API_KEY {
+        return None;
+    }
+    match RemoteCommand::decode(body).ok()? {
+        RemoteCommand::BrokerHeartbeat(request) if !request.want_shutdown => {
+            Some((request.broker_id, request.broker_epoch))
+        }
+        _ => None,
     }
 }
 

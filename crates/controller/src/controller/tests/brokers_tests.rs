@@ -414,3 +414,88 @@ fn producer_ids_go_only_to_a_registered_broker_at_its_epoch() {
     ));
     assert_eq!(harness.image.next_producer_id(), 0);
 }
+
+#[test]
+fn a_broker_gone_from_its_connection_is_fenced_at_once_and_a_live_one_is_not() {
+    let mut harness = Harness::with_brokers(2);
+    harness.create_one(topic("t", 2, 2)).unwrap();
+    let epoch = harness.image.broker(1).unwrap().epoch;
+    // Broker 1's connection closed at now_ms; it heartbeats again after:
+    // alive (a flapping connection), not fenced.
+    let evidence = harness.now_ms;
+    harness.now_ms += 100;
+    harness.heartbeat(1, false, false).unwrap();
+    let result = harness
+        .controller
+        .fence_unreachable(&harness.image, 1, epoch, evidence)
+        .unwrap();
+    assert!(!harness.commit(result));
+    assert!(!harness.image.broker(1).unwrap().fenced);
+    // No heartbeat since the evidence: fenced long before its session
+    // expires, and its partitions are led elsewhere.
+    let evidence = harness.now_ms;
+    harness.now_ms += 300;
+    let result = harness
+        .controller
+        .fence_unreachable(&harness.image, 1, epoch, evidence)
+        .unwrap();
+    assert!(harness.commit(result));
+    assert!(harness.image.broker(1).unwrap().fenced);
+    for index in 0..2 {
+        assert_eq!(harness.partition("t", index).leader, Some(2));
+    }
+    // Evidence about an older incarnation (or an already fenced broker)
+    // changes nothing.
+    let result = harness
+        .controller
+        .fence_unreachable(&harness.image, 1, epoch, evidence)
+        .unwrap();
+    assert!(!harness.commit(result));
+    let result = harness
+        .controller
+        .fence_unreachable(&harness.image, 2, epoch - 1, evidence)
+        .unwrap();
+    assert!(!harness.commit(result));
+    assert!(!harness.image.broker(2).unwrap().fenced);
+}
+
+#[test]
+fn silent_brokers_are_those_not_heard_from_since() {
+    let mut harness = Harness::with_brokers(3);
+    let since = harness.now_ms;
+    harness.now_ms += 500;
+    harness.heartbeat(2, false, false).unwrap();
+    let result = harness
+        .controller
+        .silent_brokers(&harness.image, since)
+        .unwrap();
+    let silent: Vec<BrokerId> = harness
+        .commit(result)
+        .into_iter()
+        .map(|(broker_id, _)| broker_id)
+        .collect();
+    assert_eq!(silent, vec![1, 3]);
+}
+
+#[test]
+fn a_new_controllers_grace_is_not_a_heartbeat() {
+    let mut harness = Harness::with_brokers(2);
+    // A controller that becomes active forgets what it heard; its first
+    // check gives every broker a session from now, but that is not word
+    // from the broker.
+    harness.controller.reset_liveness();
+    let since = harness.now_ms;
+    assert!(harness.tick().is_empty());
+    harness.now_ms += 100;
+    harness.heartbeat(2, false, false).unwrap();
+    let result = harness
+        .controller
+        .silent_brokers(&harness.image, since)
+        .unwrap();
+    let silent: Vec<BrokerId> = harness
+        .commit(result)
+        .into_iter()
+        .map(|(broker_id, _)| broker_id)
+        .collect();
+    assert_eq!(silent, vec![1]);
+}
