@@ -32,6 +32,7 @@ use strom_storage::TopicPartition;
 use tracing::{debug, info, warn};
 
 use crate::blocking::blocking;
+use crate::claims::{led_partitions, Claims};
 use crate::config::BrokerConfig;
 use crate::replica_manager::{AppendFailure, PartitionReplica, ReadFailure, ReplicaManager};
 
@@ -392,11 +393,8 @@ pub struct GroupService {
     /// The group coordinator over `__consumer_offsets`.
     pub coordinator: GroupCoordinator<OffsetsTopicLog>,
     node_id: i32,
-    /// Offsets partitions led here (loaded, loading or claimed), with the
-    /// leader epoch they were claimed at.
-    owned: Mutex<BTreeMap<i32, i32>>,
-    /// Claimed partitions whose load has not started yet.
-    unloaded: Mutex<BTreeSet<i32>>,
+    /// The offsets partitions led here.
+    claims: Claims,
     /// Topic names of the last image seen, to notice deletions.
     topics: Mutex<Option<BTreeSet<String>>>,
 }
@@ -428,8 +426,7 @@ impl GroupService {
                 random,
             ),
             node_id: config.node_id,
-            owned: Mutex::new(BTreeMap::new()),
-            unloaded: Mutex::new(BTreeSet::new()),
+            claims: Claims::default(),
             topics: Mutex::new(None),
         }
     }
@@ -443,44 +440,19 @@ impl GroupService {
     /// Fast: reads nothing. The broker calls it before it starts serving, so
     /// no request sees NOT_COORDINATOR for a partition that is about to load.
     pub fn claim(&self, image: &MetadataImage) {
-        let led = self.led_partitions(image);
-        let mut owned = lock(&self.owned);
-        let mut unloaded = lock(&self.unloaded);
-        for (partition, epoch) in owned.iter() {
-            if led.get(partition) != Some(epoch) {
-                unloaded.remove(partition);
-                self.coordinator.unload_partition(*partition);
+        let led = led_partitions(image, OFFSETS_TOPIC, self.node_id);
+        self.claims.update(
+            led,
+            |partition, epoch| {
+                self.coordinator.unload_partition(partition);
                 info!(
                     partition,
                     leader_epoch = epoch,
                     "no longer coordinator of __consumer_offsets partition"
                 );
-            }
-        }
-        for (partition, epoch) in &led {
-            if owned.get(partition) != Some(epoch) {
-                unloaded.insert(*partition);
-                self.coordinator.begin_loading(*partition);
-            }
-        }
-        *owned = led;
-    }
-
-    /// The offsets partitions this broker leads in `image`, with their
-    /// leader epochs.
-    fn led_partitions(&self, image: &MetadataImage) -> BTreeMap<i32, i32> {
-        let Some(topic) = image.topic_by_name(OFFSETS_TOPIC) else {
-            return BTreeMap::new();
-        };
-        topic
-            .partitions
-            .iter()
-            .enumerate()
-            .filter(|(_, partition)| partition.leader == Some(self.node_id))
-            .filter_map(|(index, partition)| {
-                Some((i32::try_from(index).ok()?, partition.leader_epoch))
-            })
-            .collect()
+            },
+            |partition, _| self.coordinator.begin_loading(partition),
+        );
     }
 
     /// Follows a new metadata image (after the replica manager applied it):
@@ -490,14 +462,8 @@ impl GroupService {
     pub fn apply_image(&self, image: &MetadataImage) {
         self.forget_deleted_topics(image);
         self.claim(image);
-        let pending: Vec<i32> = std::mem::take(&mut *lock(&self.unloaded))
-            .into_iter()
-            .collect();
         let (mut loaded, mut replayed) = (0u64, 0u64);
-        for partition in pending {
-            if !lock(&self.owned).contains_key(&partition) {
-                continue;
-            }
+        for (partition, _) in self.claims.take_unloaded() {
             match self.coordinator.load_partition(partition) {
                 Ok(records) => {
                     debug!(partition, records, "coordinator partition loaded");

@@ -44,6 +44,7 @@
 
 pub mod blocking;
 pub mod broker;
+pub mod claims;
 pub mod cluster_node;
 pub mod environment;
 pub mod error;

@@ -11,8 +11,7 @@
 //! async edge); this module gives it storage and follows the metadata
 //! image, as [`crate::groups`] does for the group coordinator.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,6 +32,7 @@ use strom_transactions::runtime::{
 use tracing::{debug, info, warn};
 
 use crate::blocking::blocking;
+use crate::claims::{led_partitions, Claims};
 use crate::config::BrokerConfig;
 use crate::groups::{collect_batch, read_to_log_end};
 use crate::replica_manager::{PartitionReplica, ReplicaManager};
@@ -140,17 +140,7 @@ pub struct TransactionService {
     node_id: i32,
     /// `__transaction_state` partitions led here, with the leader epoch
     /// (the coordinator epoch) they were claimed at.
-    owned: Mutex<BTreeMap<i32, i32>>,
-    /// Claimed partitions whose load has not started yet.
-    unloaded: Mutex<BTreeSet<i32>>,
-}
-
-/// Locks one of the service's maps (changed by single inserts and
-/// removes, so reused after a panic).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    claims: Claims,
 }
 
 impl TransactionService {
@@ -175,8 +165,7 @@ impl TransactionService {
             coordinator,
             replicas,
             node_id: config.node_id,
-            owned: Mutex::new(BTreeMap::new()),
-            unloaded: Mutex::new(BTreeSet::new()),
+            claims: Claims::default(),
         }
     }
 
@@ -184,27 +173,19 @@ impl TransactionService {
     /// (their ids answer COORDINATOR_LOAD_IN_PROGRESS until loaded) and
     /// gives up those no longer led here, or led at another epoch.
     pub fn claim(&self, image: &MetadataImage) {
-        let led = led_partitions(image, self.node_id);
-        let mut owned = lock(&self.owned);
-        let mut unloaded = lock(&self.unloaded);
-        for (partition, epoch) in owned.iter() {
-            if led.get(partition) != Some(epoch) {
-                unloaded.remove(partition);
-                self.coordinator.unload(*partition);
+        let led = led_partitions(image, TRANSACTION_STATE_TOPIC, self.node_id);
+        self.claims.update(
+            led,
+            |partition, epoch| {
+                self.coordinator.unload(partition);
                 info!(
                     partition,
                     coordinator_epoch = epoch,
                     "no longer transaction coordinator of __transaction_state partition"
                 );
-            }
-        }
-        for (partition, epoch) in &led {
-            if owned.get(partition) != Some(epoch) {
-                unloaded.insert(*partition);
-                self.coordinator.begin_loading(*partition, *epoch);
-            }
-        }
-        *owned = led;
+            },
+            |partition, epoch| self.coordinator.begin_loading(partition, epoch),
+        );
     }
 
     /// Follows a new metadata image (after the replica manager applied
@@ -213,13 +194,7 @@ impl TransactionService {
     /// inside the runtime (loading resumes markers on tasks).
     pub fn apply_image(&self, image: &MetadataImage) {
         self.claim(image);
-        let pending: Vec<i32> = std::mem::take(&mut *lock(&self.unloaded))
-            .into_iter()
-            .collect();
-        for partition in pending {
-            let Some(epoch) = lock(&self.owned).get(&partition).copied() else {
-                continue;
-            };
+        for (partition, epoch) in self.claims.take_unloaded() {
             match self.load(partition, epoch) {
                 Ok(summary) => debug!(
                     partition,
@@ -280,21 +255,6 @@ fn read_all(replica: &PartitionReplica) -> Result<Vec<LogRecord>, Box<dyn std::e
         next_offset = last_next_offset;
     }
     Ok(records)
-}
-
-/// The `__transaction_state` partitions `node_id` leads in `image`, with
-/// their leader epochs.
-fn led_partitions(image: &MetadataImage, node_id: i32) -> BTreeMap<i32, i32> {
-    let Some(topic) = image.topic_by_name(TRANSACTION_STATE_TOPIC) else {
-        return BTreeMap::new();
-    };
-    topic
-        .partitions
-        .iter()
-        .enumerate()
-        .filter(|(_, partition)| partition.leader == Some(node_id))
-        .filter_map(|(index, partition)| Some((i32::try_from(index).ok()?, partition.leader_epoch)))
-        .collect()
 }
 
 /// Creates `__transaction_state` through the controller if it does not
