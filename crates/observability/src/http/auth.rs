@@ -19,13 +19,10 @@
 use std::net::SocketAddr;
 
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::{HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{HeaderValue, AUTHORIZATION};
+use hyper::Request;
 use tracing::debug;
 
-use super::routes::text;
 use super::HttpState;
 use crate::error::HttpSecurityError;
 use crate::view::Viewer;
@@ -121,23 +118,22 @@ pub(crate) fn basic_credentials(value: &HeaderValue) -> Option<(String, String)>
     (!user.is_empty()).then(|| (user.to_owned(), password.to_owned()))
 }
 
-/// A 401 answer with the Basic challenge.
-pub(crate) fn challenge() -> Response<Full<Bytes>> {
-    let mut response = text(StatusCode::UNAUTHORIZED, "authentication required\n");
-    response
-        .headers_mut()
-        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
-    response
+/// Why a request is not served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// No credentials, or wrong ones: 401 with the challenge.
+    Unauthenticated,
+    /// No broker yet to check the credentials against: 503.
+    Starting,
 }
 
 /// Who sends `request`: `Ok(None)` when its path needs no credentials,
-/// `Ok(Some(viewer))` when they are right, else the answer to send (401,
-/// or 503 while there is no broker to check them against).
+/// `Ok(Some(viewer))` when they are right, else why it is refused.
 pub(crate) async fn login<B>(
     state: &HttpState,
     request: &Request<B>,
     peer: SocketAddr,
-) -> Result<Option<Viewer>, Response<Full<Bytes>>> {
+) -> Result<Option<Viewer>, Refusal> {
     if !state.security.protects(request.uri().path()) {
         return Ok(None);
     }
@@ -146,13 +142,10 @@ pub(crate) async fn login<B>(
         .get(AUTHORIZATION)
         .and_then(basic_credentials)
     else {
-        return Err(challenge());
+        return Err(Refusal::Unauthenticated);
     };
     let Some(broker) = state.broker() else {
-        return Err(text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the broker is starting\n",
-        ));
+        return Err(Refusal::Starting);
     };
     let name = user.clone();
     let verified = tokio::task::spawn_blocking(move || broker.authenticate(&name, &password))
@@ -161,7 +154,7 @@ pub(crate) async fn login<B>(
     if !verified {
         state.authentication_failures.inc();
         debug!(%peer, %user, "HTTP login refused");
-        return Err(challenge());
+        return Err(Refusal::Unauthenticated);
     }
     Ok(Some(Viewer {
         user,

@@ -2,9 +2,10 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::auth::{Refusal, CHALLENGE};
 use super::console::{Access, Answer};
 use super::HttpState;
 use crate::view::Viewer;
@@ -31,8 +32,18 @@ pub(crate) async fn respond<B>(
     }
     match super::auth::login(state, &request, peer).await {
         Ok(viewer) => route(state, &request, viewer.as_ref()),
-        Err(refusal) => refusal,
+        Err(Refusal::Unauthenticated) => challenge(),
+        Err(Refusal::Starting) => text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n"),
     }
+}
+
+/// A 401 answer with the Basic challenge.
+fn challenge() -> Response<Full<Bytes>> {
+    let mut response = text(StatusCode::UNAUTHORIZED, "authentication required\n");
+    response
+        .headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+    response
 }
 
 /// Answers one request of `viewer` (`None`: a request that needed no
