@@ -209,6 +209,9 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("strom.log.page.cache.retain.bytes", "-1"),
     // Parsed by the broker (`strom_broker::observe::listener_address`).
     ("strom.metrics.listener", ""),
+    // Parsed by the broker (`strom_broker::observe::http_security`).
+    ("strom.http.authentication", "none"),
+    ("strom.http.authenticate.metrics", "false"),
     // Parsed by the broker (`strom_broker::launch::log_format`; env
     // `STROM_LOG_FORMAT` wins).
     ("strom.log.format", "text"),

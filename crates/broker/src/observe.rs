@@ -1,6 +1,9 @@
 //! The broker as `strom-observability` sees it: [`BrokerView`] over the
-//! [`BrokerContext`], the network counters the collector reads, and the
-//! metrics listener's address from the configuration.
+//! [`BrokerContext`] (with the console's logins checked against the SCRAM
+//! credentials of the metadata image and its views filtered by the
+//! authorizer), the network counters the collector reads, and the
+//! metrics listener's address and security settings from the
+//! configuration.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -10,20 +13,27 @@ use strom_controller::image::{ConfigResource, PartitionImage, TopicImage};
 use strom_controller::quorum::{QuorumStatus, ReplicaStatus};
 use strom_controller::MetadataImage;
 use strom_coordinator::GroupState;
+use strom_observability::http::auth::HttpSecurity;
+use strom_observability::http::auth::{AUTHENTICATE_METRICS_KEY, AUTHENTICATION_KEY};
 use strom_observability::http::LISTENER_KEY;
 use strom_observability::topics::TopicCounts;
 use strom_observability::view::{
     BrokerState, ClusterState, CommittedOffset, EndpointState, GroupDescription, GroupListing,
     GroupMember, HostedPartition, IsrChanges, LogState, NetworkCounts, PartitionState,
-    QuorumReplica, QuorumState, Registration, TopicState, TransactionSummary,
+    QuorumReplica, QuorumState, Registration, TopicState, TransactionSummary, Viewer,
 };
 use strom_observability::BrokerView;
+use strom_observability::HttpSecurityError;
 use strom_replication::Partition;
+use strom_security::authorizer::Action;
+use strom_security::Principal;
 use strom_storage::TopicPartition;
 
 use crate::config::BrokerConfig;
 use crate::error::{ConfigError, ValueProblem};
+use crate::handlers::authorization::authorize_principal;
 use crate::handlers::BrokerContext;
+use crate::security::ImageCredentials;
 use strom_network::metrics::NETWORK;
 
 /// The metrics listener's address from `strom.metrics.listener` (see
@@ -38,6 +48,28 @@ pub fn listener_address(config: &BrokerConfig) -> Result<Option<SocketAddr>, Con
         value: error.value,
         problem: ValueProblem::HttpListener,
     })
+}
+
+/// The HTTP listener's security settings from `strom.http.authentication`
+/// and `strom.http.authenticate.metrics` (see
+/// [`strom_observability::http::auth`]).
+pub fn http_security(config: &BrokerConfig) -> Result<HttpSecurity, ConfigError> {
+    let properties = config.properties();
+    let value = |key: &str| properties.get(key).map(String::as_str);
+    HttpSecurity::parse(value(AUTHENTICATION_KEY), value(AUTHENTICATE_METRICS_KEY)).map_err(
+        |error| match error {
+            HttpSecurityError::Authentication { value } => ConfigError::Invalid {
+                key: AUTHENTICATION_KEY.to_owned(),
+                value,
+                problem: ValueProblem::expected("none or basic"),
+            },
+            HttpSecurityError::AuthenticateMetrics { value } => ConfigError::Invalid {
+                key: AUTHENTICATE_METRICS_KEY.to_owned(),
+                value,
+                problem: ValueProblem::NotABoolean,
+            },
+        },
+    )
 }
 
 /// The process's network counters, for the collector.
@@ -301,6 +333,21 @@ impl BrokerView for BrokerContext {
     fn now_ms(&self) -> i64 {
         self.replicas.now_ms()
     }
+
+    fn authenticate(&self, user: &str, password: &str) -> bool {
+        let image = self.controller.image();
+        strom_security::sasl::verify_password(&ImageCredentials(&image), user, password)
+    }
+
+    fn authorize(&self, viewer: &Viewer, operation: i8, resource_type: i8, name: &str) -> bool {
+        let action = Action {
+            operation,
+            resource_type,
+            name,
+        };
+        let principal = Principal::user(viewer.user.clone());
+        authorize_principal(self, &principal, &viewer.host.to_string(), action)
+    }
 }
 
 #[cfg(test)]
@@ -332,6 +379,52 @@ mod tests {
                 ..
             })
         ));
+        let error = address("http://metrics:1").expect_err("a host name");
+        assert_eq!(
+            error.to_string(),
+            "invalid value `http://metrics:1` for configuration `strom.metrics.listener`: expected http://HOST:PORT with an IP address"
+        );
+    }
+
+    fn security(pairs: &[(&str, &str)]) -> Result<HttpSecurity, ConfigError> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
+        let (config, warnings) = BrokerConfig::from_map(&map).expect("valid");
+        assert!(warnings.is_empty(), "the HTTP security keys are known");
+        http_security(&config)
+    }
+
+    #[test]
+    fn the_listener_security_is_read_from_the_configuration() {
+        assert_eq!(
+            http_security(&BrokerConfig::defaults()).expect("ok"),
+            HttpSecurity::default()
+        );
+        let basic = security(&[
+            (AUTHENTICATION_KEY, "basic"),
+            (AUTHENTICATE_METRICS_KEY, "true"),
+        ])
+        .expect("ok");
+        assert!(basic.protects("/api/topics") && basic.protects("/metrics"));
+        let error = security(&[(AUTHENTICATION_KEY, "digest")]).expect_err("unknown");
+        assert_eq!(
+            error.to_string(),
+            "invalid value `digest` for configuration `strom.http.authentication`: expected none or basic"
+        );
+        let error = security(&[(AUTHENTICATE_METRICS_KEY, "yes")]).expect_err("not a boolean");
+        assert!(matches!(
+            error,
+            ConfigError::Invalid {
+                problem: ValueProblem::NotABoolean,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn the_old_error_text_is_kept() {
         let error = address("http://metrics:1").expect_err("a host name");
         assert_eq!(
             error.to_string(),

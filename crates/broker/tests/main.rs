@@ -8,6 +8,7 @@ mod common;
 mod admin;
 mod cluster;
 mod cluster_security;
+mod console_acls;
 mod coordinator_failover;
 mod elections;
 mod fetch_sessions;

@@ -2,6 +2,8 @@
 //! the console's tests: node 1 of two brokers (2 is fenced), topic
 //! `orders` with two partitions (0 led here and under-replicated, 1 led by
 //! broker 2 and offline here), and group `readers` with committed offsets.
+//! Its users are `alice`, `bob` and the super user `root`, each with the
+//! password `NAME-secret`; what they may do is [`FakeBroker::grants`].
 
 use std::collections::BTreeMap;
 
@@ -11,14 +13,20 @@ use crate::topics::TopicCounts;
 use crate::view::{
     BrokerState, BrokerView, ClusterState, CommittedOffset, EndpointState, GroupDescription,
     GroupListing, HostedPartition, IsrChanges, LogState, PartitionState, QuorumState, Registration,
-    TopicState, TransactionSummary,
+    TopicState, TransactionSummary, Viewer,
 };
+
+/// One permission of the fake authorizer: user, operation, resource type
+/// and resource name.
+pub(crate) type Grant = (&'static str, i8, i8, &'static str);
 
 /// The fixed broker.
 #[derive(Debug, Default)]
 pub(crate) struct FakeBroker {
     /// What [`BrokerView::registration`] answers.
     pub(crate) fenced: bool,
+    /// What [`BrokerView::authorize`] allows users other than `root`.
+    pub(crate) grants: Vec<Grant>,
 }
 
 fn led_log() -> LogState {
@@ -214,5 +222,20 @@ impl BrokerView for FakeBroker {
 
     fn now_ms(&self) -> i64 {
         1_000
+    }
+
+    fn authenticate(&self, user: &str, password: &str) -> bool {
+        ["alice", "bob", "root"].contains(&user) && password == format!("{user}-secret")
+    }
+
+    fn authorize(&self, viewer: &Viewer, operation: i8, resource_type: i8, name: &str) -> bool {
+        viewer.user == "root"
+            || self.grants.iter().any(|grant| {
+                *grant == (viewer.user.as_str(), operation, resource_type, name)
+                    || (viewer.user == grant.0
+                        && operation == strom_protocol::acl::operation::DESCRIBE
+                        && grant.1 == strom_protocol::acl::operation::READ
+                        && (resource_type, name) == (grant.2, grant.3))
+            })
     }
 }

@@ -55,7 +55,7 @@ pub mod requests;
 pub mod topics;
 pub mod view;
 
-pub use error::{BindError, ListenerAddressError};
+pub use error::{BindError, HttpSecurityError, ListenerAddressError};
 pub use http::Observability;
 pub use metrics::{BrokerMetrics, LOG_FLUSH_TIME};
-pub use view::BrokerView;
+pub use view::{BrokerView, Viewer};

@@ -7,6 +7,7 @@
 //! metadata image, one coordinator listing); two calls may see two.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::{OnceLock, Weak};
 
 use bytes::Bytes;
@@ -90,6 +91,29 @@ pub trait BrokerView: Send + Sync {
 
     /// The broker's wall clock, in milliseconds.
     fn now_ms(&self) -> i64;
+
+    /// Whether `password` is `user`'s, checked against the user's SCRAM
+    /// credential as a SASL login would check it (HTTP Basic logins to the
+    /// listener). Slow on purpose (a key derivation): the listener calls
+    /// it off the async workers.
+    fn authenticate(&self, user: &str, password: &str) -> bool;
+
+    /// Whether `viewer` may perform `operation` on the resource of
+    /// `resource_type` named `name` (codes of [`strom_protocol::acl`]), as
+    /// the broker's authorizer would decide for a Kafka client of principal
+    /// `User:NAME` connecting from the viewer's host; always true when no
+    /// authorizer is configured.
+    fn authorize(&self, viewer: &Viewer, operation: i8, resource_type: i8, name: &str) -> bool;
+}
+
+/// Who reads the console through an authenticated HTTP listener: the user
+/// its Basic credentials named, and the address it connects from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Viewer {
+    /// The SCRAM user name (the principal is `User:NAME`).
+    pub user: String,
+    /// The client's address.
+    pub host: IpAddr,
 }
 
 /// Whether the metadata image knows this broker.

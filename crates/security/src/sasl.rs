@@ -1,6 +1,7 @@
 //! The SASL exchange of a connection: SaslHandshake picks a mechanism,
 //! SaslAuthenticate (or bare tokens after a v0 handshake) carries the
-//! messages. PLAIN passwords are checked against the stored SCRAM
+//! messages. PLAIN passwords (and the HTTP listener's Basic logins,
+//! through [`verify_password`]) are checked against the stored SCRAM
 //! credentials, so no password is stored anywhere.
 
 use strom_protocol::sasl::plain::PlainMessage;
@@ -116,24 +117,51 @@ pub(crate) fn plain(token: &[u8], store: &dyn CredentialStore) -> Result<String,
     if !message.authorization_id.is_empty() && message.authorization_id != message.username {
         return Err(SaslError::InvalidCredentials);
     }
-    let matches = [ScramMechanism::Sha512, ScramMechanism::Sha256]
-        .into_iter()
-        .filter_map(|mechanism| {
-            let stored = store.scram_credential(&message.username, mechanism)?;
-            let given = ScramCredential::from_password(
-                mechanism,
-                &message.password,
-                &stored.salt,
-                stored.iterations,
-            )
-            .ok()?;
-            Some(given.stored_key == stored.stored_key)
-        })
-        .next();
-    match matches {
-        Some(true) => Ok(message.username),
-        _ => Err(SaslError::InvalidCredentials),
+    if verify_password(store, &message.username, &message.password) {
+        Ok(message.username)
+    } else {
+        Err(SaslError::InvalidCredentials)
     }
+}
+
+/// The salt of the credential a password of an unknown user is derived
+/// with, so that an unknown user costs what a known one does.
+const UNKNOWN_USER_SALT: &[u8] = b"strom-unknown-user";
+
+/// Whether `password` is `user`'s, as a SCRAM login would find: the
+/// password is salted with the salt and iterations of the user's stored
+/// credential (SCRAM-SHA-512 first, else SCRAM-SHA-256) and the resulting
+/// stored key compared with the stored one in constant time. A user
+/// without a credential is refused after the same derivation with a
+/// fixed salt, so that the time taken does not tell who exists. This is
+/// how PLAIN logins and HTTP Basic logins (the console's) are checked.
+pub fn verify_password(store: &dyn CredentialStore, user: &str, password: &str) -> bool {
+    let stored = [ScramMechanism::Sha512, ScramMechanism::Sha256]
+        .into_iter()
+        .find_map(|mechanism| Some((mechanism, store.scram_credential(user, mechanism)?)));
+    let Some((mechanism, stored)) = stored else {
+        let _ = ScramCredential::from_password(
+            ScramMechanism::Sha512,
+            password,
+            UNKNOWN_USER_SALT,
+            ScramMechanism::MIN_ITERATIONS,
+        );
+        return false;
+    };
+    match ScramCredential::from_password(mechanism, password, &stored.salt, stored.iterations) {
+        Ok(given) => constant_time_eq(&given.stored_key, &stored.stored_key),
+        Err(_) => false,
+    }
+}
+
+/// Equality in time independent of where the inputs differ.
+fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
+    left.len() == right.len()
+        && left
+            .iter()
+            .zip(right)
+            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
+            == 0
 }
 
 #[cfg(test)]

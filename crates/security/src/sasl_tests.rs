@@ -111,3 +111,30 @@ fn handshake_refusals() {
         SaslFailure::IllegalState { .. }
     ));
 }
+
+#[test]
+fn passwords_are_verified_against_the_stored_credential() {
+    let store = store();
+    assert!(verify_password(&store, "alice", "alice-secret"));
+    assert!(!verify_password(&store, "alice", "alice-secret "));
+    assert!(!verify_password(&store, "alice", ""));
+    assert!(!verify_password(&store, "bob", "alice-secret"));
+    let mut only_sha256 = BTreeMap::new();
+    only_sha256.insert(
+        ("carol".to_owned(), ScramMechanism::Sha256),
+        ScramCredential::from_password(ScramMechanism::Sha256, "carol-secret", b"s", 4096)
+            .expect("ok"),
+    );
+    let store = Store(only_sha256);
+    assert!(verify_password(&store, "carol", "carol-secret"));
+    assert!(!verify_password(&store, "carol", "alice-secret"));
+}
+
+#[test]
+fn keys_compare_equal_only_when_identical() {
+    assert!(constant_time_eq(b"", b""));
+    assert!(constant_time_eq(b"abc", b"abc"));
+    assert!(!constant_time_eq(b"abc", b"abd"));
+    assert!(!constant_time_eq(b"abc", b"ab"));
+    assert!(!constant_time_eq(b"xbc", b"abc"));
+}

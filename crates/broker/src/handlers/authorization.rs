@@ -9,6 +9,7 @@ use strom_network::RequestContext;
 use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
 use strom_protocol::error_code::ErrorCode;
 use strom_security::authorizer::{self, AclBinding, Action};
+use strom_security::Principal;
 
 use super::BrokerContext;
 
@@ -34,20 +35,37 @@ pub fn authorize(
     resource_type: i8,
     name: &str,
 ) -> bool {
-    let Some(settings) = &broker.config.security.authorizer else {
-        return true;
-    };
-    let image = broker.controller.image();
     let action = Action {
         operation,
         resource_type,
         name,
     };
+    authorize_principal(
+        broker,
+        &context.session.principal(),
+        &context.peer.ip().to_string(),
+        action,
+    )
+}
+
+/// Whether `principal`, connecting from `host`, may perform `action`
+/// (a Kafka connection's question, and the console's for its viewer);
+/// always true when no authorizer is configured.
+pub fn authorize_principal(
+    broker: &BrokerContext,
+    principal: &Principal,
+    host: &str,
+    action: Action<'_>,
+) -> bool {
+    let Some(settings) = &broker.config.security.authorizer else {
+        return true;
+    };
+    let image = broker.controller.image();
     authorizer::decide(
         settings,
         image.security().acls().map(binding),
-        &context.session.principal(),
-        &context.peer.ip().to_string(),
+        principal,
+        host,
         action,
     )
 }

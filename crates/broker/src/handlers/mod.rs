@@ -25,7 +25,7 @@ mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_user_scram_credentials;
 mod api_versions;
-mod authorization;
+pub(crate) mod authorization;
 mod authorize_request;
 mod authorized_operations;
 mod config_docs;

@@ -19,6 +19,19 @@
 //!   transaction;
 //! - `GET /api/history`: samples of the counters and lag of the last
 //!   [`HISTORY_SAMPLES`] × [`SAMPLE_INTERVAL`], for the charts.
+//!
+//! Behind an authenticating listener every view is cut to what the
+//! viewer's ACLs show a Kafka client of principal `User:NAME` ([`Access`]):
+//! topics need DESCRIBE on the topic (Metadata, ListOffsets), their
+//! configs DESCRIBE_CONFIGS (DescribeConfigs), their records READ (Fetch;
+//! 403 without), their sizes and segments DESCRIBE on the cluster
+//! (DescribeLogDirs); groups need DESCRIBE on the group (ListGroups,
+//! DescribeGroups; 403 without), and show offsets and lag of the topics
+//! the viewer may describe only (OffsetFetch); transactional ids need
+//! DESCRIBE on the id (ListTransactions); the cluster view shows brokers
+//! and the active controller to every viewer (DescribeCluster) and the
+//! metadata quorum with DESCRIBE on the cluster (DescribeQuorum). A topic
+//! or group the viewer may not describe is 403 whether it exists or not.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, Weak};
@@ -30,8 +43,10 @@ use strom_protocol::kafka::messages::ConsumerProtocolAssignment;
 use strom_protocol::kafka::protocol::Decodable;
 use strom_protocol::records::RecordBatches;
 
-use crate::lag::group_lags;
-use crate::view::{BrokerView, ClusterState, QuorumReplica, ViewSlot};
+use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
+
+use crate::lag::{group_lags, PartitionLag};
+use crate::view::{BrokerView, ClusterState, QuorumReplica, TopicState, ViewSlot, Viewer};
 
 /// The console page.
 pub const PAGE: &str = include_str!("console.html");
@@ -51,30 +66,101 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(2);
 /// Samples kept: ten minutes.
 pub const HISTORY_SAMPLES: usize = 300;
 
-/// Answers `/api/...`: `None` for an unknown path or resource.
+/// What an API request may see: the broker, through the ACLs of the
+/// viewer (`None`: the listener does not authenticate, everything is
+/// shown).
+pub(crate) struct Access<'a> {
+    /// The broker.
+    pub(crate) broker: &'a dyn BrokerView,
+    /// Who asks.
+    pub(crate) viewer: Option<&'a Viewer>,
+}
+
+impl Access<'_> {
+    /// Whether the viewer may perform `operation` on the resource.
+    fn may(&self, operation: i8, resource_type: i8, name: &str) -> bool {
+        self.viewer.is_none_or(|viewer| {
+            self.broker
+                .authorize(viewer, operation, resource_type, name)
+        })
+    }
+
+    fn may_describe_topic(&self, topic: &str) -> bool {
+        self.may(operation::DESCRIBE, resource::TOPIC, topic)
+    }
+
+    fn may_describe_group(&self, group: &str) -> bool {
+        self.may(operation::DESCRIBE, resource::GROUP, group)
+    }
+
+    fn may_describe_cluster(&self) -> bool {
+        self.may(operation::DESCRIBE, resource::CLUSTER, CLUSTER_NAME)
+    }
+
+    /// The topics the viewer may describe.
+    fn topics(&self) -> Vec<TopicState> {
+        let mut topics = self.broker.topics();
+        topics.retain(|topic| self.may_describe_topic(&topic.name));
+        topics
+    }
+
+    /// The lags of `group`'s partitions of topics the viewer may describe.
+    fn group_lags(&self, group: &str) -> Vec<PartitionLag> {
+        let mut lags = group_lags(self.broker, group);
+        lags.retain(|lag| self.may_describe_topic(&lag.topic));
+        lags
+    }
+}
+
+/// The answer to an API request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Answer {
+    /// 200 with this body.
+    Json(Value),
+    /// 404: no such path or resource.
+    NotFound,
+    /// 403: the viewer's ACLs do not allow it.
+    Forbidden,
+}
+
+impl From<Option<Value>> for Answer {
+    fn from(value: Option<Value>) -> Answer {
+        value.map_or(Answer::NotFound, Answer::Json)
+    }
+}
+
+/// Answers `/api/...`.
 pub(crate) fn api(
-    broker: &dyn BrokerView,
+    access: &Access<'_>,
     history: &History,
     path: &str,
     query: Option<&str>,
-) -> Option<Value> {
-    let rest = path.strip_prefix("/api/")?;
-    let parts: Vec<String> = rest.split('/').map(percent_decode).collect::<Option<_>>()?;
+) -> Answer {
+    let Some(rest) = path.strip_prefix("/api/") else {
+        return Answer::NotFound;
+    };
+    let Some(parts) = rest
+        .split('/')
+        .map(percent_decode)
+        .collect::<Option<Vec<String>>>()
+    else {
+        return Answer::NotFound;
+    };
     match parts
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["cluster"] => Some(cluster(broker)),
-        ["topics"] => Some(topics(broker)),
-        ["topics", name] => topic(broker, name),
-        ["topics", name, "records"] => records(broker, name, query),
-        ["groups"] => Some(groups(broker)),
-        ["groups", id] => group(broker, id),
-        ["transactions"] => Some(transactions(broker)),
-        ["history"] => Some(history.to_json()),
-        _ => None,
+        ["cluster"] => Answer::Json(cluster(access)),
+        ["topics"] => Answer::Json(topics(access)),
+        ["topics", name] => topic(access, name),
+        ["topics", name, "records"] => records(access, name, query),
+        ["groups"] => Answer::Json(groups(access)),
+        ["groups", id] => group(access, id),
+        ["transactions"] => Answer::Json(transactions(access)),
+        ["history"] => Answer::Json(history.to_json(access)),
+        _ => Answer::NotFound,
     }
 }
 
@@ -108,7 +194,8 @@ fn controller(broker: &dyn BrokerView, cluster: &ClusterState) -> Value {
     })
 }
 
-fn cluster(broker: &dyn BrokerView) -> Value {
+fn cluster(access: &Access<'_>) -> Value {
+    let broker = access.broker;
     let cluster = broker.cluster();
     let brokers: Vec<Value> = cluster
         .brokers
@@ -123,20 +210,41 @@ fn cluster(broker: &dyn BrokerView) -> Value {
             })
         })
         .collect();
+    let (topics, partitions) = if access.viewer.is_some() {
+        let visible = access.topics();
+        let partitions: usize = visible.iter().map(|topic| topic.partitions.len()).sum();
+        (visible.len(), partitions)
+    } else {
+        (cluster.topic_count, cluster.partition_count)
+    };
+    let controller = if access.may_describe_cluster() {
+        controller(broker, &cluster)
+    } else {
+        let active = broker.quorum().map_or(Some(broker.node_id()), |status| {
+            status.leader.and_then(|leader| i32::try_from(leader).ok())
+        });
+        json!({
+            "mode": "details need DESCRIBE on the cluster",
+            "active_controller": active,
+            "metadata_log_end_offset": null,
+        })
+    };
     json!({
         "cluster_id": broker.cluster_id(),
         "node_id": broker.node_id(),
         "brokers": brokers,
-        "controller": controller(broker, &cluster),
-        "topics": cluster.topic_count,
-        "partitions": cluster.partition_count,
+        "controller": controller,
+        "topics": topics,
+        "partitions": partitions,
     })
 }
 
-fn topics(broker: &dyn BrokerView) -> Value {
-    let topics = broker.topics();
+fn topics(access: &Access<'_>) -> Value {
+    let broker = access.broker;
+    let sizes = access.may_describe_cluster();
     let counts: BTreeMap<String, _> = broker.topic_counts().into_iter().collect();
-    let list: Vec<Value> = topics
+    let list: Vec<Value> = access
+        .topics()
         .iter()
         .map(|topic| {
             let size: u64 = (0..topic.partitions.len())
@@ -149,7 +257,7 @@ fn topics(broker: &dyn BrokerView) -> Value {
                 "id": topic.id,
                 "partitions": topic.partitions.len(),
                 "internal": topic.name.starts_with("__"),
-                "size_bytes": size,
+                "size_bytes": sizes.then_some(size),
                 "messages_in": count.messages_in,
                 "bytes_in": count.bytes_in,
                 "bytes_out": count.bytes_out,
@@ -159,8 +267,15 @@ fn topics(broker: &dyn BrokerView) -> Value {
     json!({ "topics": list })
 }
 
-fn topic(broker: &dyn BrokerView, name: &str) -> Option<Value> {
-    let topic = broker.topic(name)?;
+fn topic(access: &Access<'_>, name: &str) -> Answer {
+    if !access.may_describe_topic(name) {
+        return Answer::Forbidden;
+    }
+    let broker = access.broker;
+    let Some(topic) = broker.topic(name) else {
+        return Answer::NotFound;
+    };
+    let sizes = access.may_describe_cluster();
     let partitions: Vec<Value> = topic
         .partitions
         .iter()
@@ -168,6 +283,7 @@ fn topic(broker: &dyn BrokerView, name: &str) -> Option<Value> {
         .map(|(index, partition)| {
             // An offline partition shows no log figures.
             let log = broker.led_partition_log(name, index as i32);
+            let sized = log.as_ref().filter(|_| sizes);
             json!({
                 "partition": index,
                 "leader": partition.leader,
@@ -179,13 +295,17 @@ fn topic(broker: &dyn BrokerView, name: &str) -> Option<Value> {
                 "high_watermark": log.as_ref().map(|l| l.high_watermark),
                 "last_stable_offset": log.as_ref().map(|l| l.last_stable_offset),
                 "open_transactions": log.as_ref().map(|l| l.open_transactions),
-                "size_bytes": log.as_ref().map(|l| l.size_bytes),
-                "segments": log.as_ref().map(|l| l.segments),
+                "size_bytes": sized.map(|l| l.size_bytes),
+                "segments": sized.map(|l| l.segments),
             })
         })
         .collect();
-    let configs = broker.topic_configs(name);
-    Some(json!({
+    let configs = if access.may(operation::DESCRIBE_CONFIGS, resource::TOPIC, name) {
+        broker.topic_configs(name)
+    } else {
+        BTreeMap::new()
+    };
+    Answer::Json(json!({
         "name": name,
         "id": topic.id,
         "partitions": partitions,
@@ -201,7 +321,14 @@ fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
         .map(|(_, value)| value)
 }
 
-fn records(broker: &dyn BrokerView, name: &str, query: Option<&str>) -> Option<Value> {
+fn records(access: &Access<'_>, name: &str, query: Option<&str>) -> Answer {
+    if !access.may(operation::READ, resource::TOPIC, name) {
+        return Answer::Forbidden;
+    }
+    latest_records(access.broker, name, query).into()
+}
+
+fn latest_records(broker: &dyn BrokerView, name: &str, query: Option<&str>) -> Option<Value> {
     let partition: i32 = query_value(query, "partition").map_or(Some(0), |p| p.parse().ok())?;
     let limit: usize = query_value(query, "limit")
         .map_or(Some(20), |l| l.parse().ok())?
@@ -269,10 +396,18 @@ fn shown_bytes(bytes: Option<&[u8]>) -> Value {
 }
 
 /// The transactional ids this broker coordinates.
-fn transactions(broker: &dyn BrokerView) -> Value {
-    let list: Vec<Value> = broker
+fn transactions(access: &Access<'_>) -> Value {
+    let list: Vec<Value> = access
+        .broker
         .transactions()
         .into_iter()
+        .filter(|transaction| {
+            access.may(
+                operation::DESCRIBE,
+                resource::TRANSACTIONAL_ID,
+                &transaction.transactional_id,
+            )
+        })
         .map(|transaction| {
             json!({
                 "transactional_id": transaction.transactional_id,
@@ -286,13 +421,16 @@ fn transactions(broker: &dyn BrokerView) -> Value {
     json!({ "transactions": list })
 }
 
-fn groups(broker: &dyn BrokerView) -> Value {
+fn groups(access: &Access<'_>) -> Value {
     // An offline coordinator lists no groups.
-    let list: Vec<Value> = broker
+    let list: Vec<Value> = access
+        .broker
         .groups()
         .into_iter()
+        .filter(|listing| access.may_describe_group(&listing.group))
         .map(|listing| {
-            let lag: i64 = group_lags(broker, &listing.group)
+            let lag: i64 = access
+                .group_lags(&listing.group)
                 .iter()
                 .filter_map(|offset| offset.lag())
                 .sum();
@@ -307,8 +445,13 @@ fn groups(broker: &dyn BrokerView) -> Value {
     json!({ "groups": list })
 }
 
-fn group(broker: &dyn BrokerView, id: &str) -> Option<Value> {
-    let description = broker.describe_group(id)?;
+fn group(access: &Access<'_>, id: &str) -> Answer {
+    if !access.may_describe_group(id) {
+        return Answer::Forbidden;
+    }
+    let Some(description) = access.broker.describe_group(id) else {
+        return Answer::NotFound;
+    };
     let members: Vec<Value> = description
         .members
         .iter()
@@ -322,7 +465,8 @@ fn group(broker: &dyn BrokerView, id: &str) -> Option<Value> {
             })
         })
         .collect();
-    let offsets: Vec<Value> = group_lags(broker, id)
+    let offsets: Vec<Value> = access
+        .group_lags(id)
         .iter()
         .map(|offset| {
             json!({
@@ -334,7 +478,7 @@ fn group(broker: &dyn BrokerView, id: &str) -> Option<Value> {
             })
         })
         .collect();
-    Some(json!({
+    Answer::Json(json!({
         "group": id,
         "state": description.state,
         "protocol_type": description.protocol_type,
@@ -388,14 +532,26 @@ struct Sample {
     time_ms: i64,
     /// topic → (messages in, bytes in, bytes out), user topics only.
     topics: BTreeMap<String, (u64, u64, u64)>,
-    /// group → total lag.
-    lag: BTreeMap<String, i64>,
+    /// group → topic → lag, so that a viewer's chart sums the topics it
+    /// may describe only.
+    lag: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
 /// The last [`HISTORY_SAMPLES`] samples, taken every [`SAMPLE_INTERVAL`].
 #[derive(Debug, Default)]
 pub struct History {
     samples: Mutex<VecDeque<Sample>>,
+}
+
+/// Each name's lag summed over its partitions.
+fn lag_by_topic(lags: &[PartitionLag]) -> BTreeMap<String, i64> {
+    let mut by_topic = BTreeMap::new();
+    for lag in lags {
+        if let Some(value) = lag.lag() {
+            *by_topic.entry(lag.topic.clone()).or_insert(0) += value;
+        }
+    }
+    by_topic
 }
 
 impl History {
@@ -410,11 +566,8 @@ impl History {
             .groups()
             .into_iter()
             .map(|listing| {
-                let total = group_lags(broker, &listing.group)
-                    .iter()
-                    .filter_map(|o| o.lag())
-                    .sum();
-                (listing.group, total)
+                let by_topic = lag_by_topic(&group_lags(broker, &listing.group));
+                (listing.group, by_topic)
             })
             .collect();
         let time_ms = broker.now_ms();
@@ -432,22 +585,55 @@ impl History {
         });
     }
 
-    fn to_json(&self) -> Value {
+    /// The samples as the viewer of `access` may see them: the topics it
+    /// may describe, the groups it may describe with their lag summed
+    /// over those topics. Each name is asked about once.
+    fn to_json(&self, access: &Access<'_>) -> Value {
         let samples = self
             .samples
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut topic_allowed: BTreeMap<&str, bool> = BTreeMap::new();
+        let mut group_allowed: BTreeMap<&str, bool> = BTreeMap::new();
+        for sample in samples.iter() {
+            let lag_topics = sample.lag.values().flat_map(BTreeMap::keys);
+            for topic in sample.topics.keys().chain(lag_topics) {
+                topic_allowed
+                    .entry(topic)
+                    .or_insert_with(|| access.may_describe_topic(topic));
+            }
+            for group in sample.lag.keys() {
+                group_allowed
+                    .entry(group)
+                    .or_insert_with(|| access.may_describe_group(group));
+            }
+        }
+        let shown = |allowed: &BTreeMap<&str, bool>, name: &str| allowed.get(name) == Some(&true);
         let list: Vec<Value> = samples
             .iter()
             .map(|sample| {
                 let topics: BTreeMap<&String, Value> = sample
                     .topics
                     .iter()
+                    .filter(|(name, _)| shown(&topic_allowed, name))
                     .map(|(name, (messages, bytes_in, bytes_out))| {
                         (name, json!({ "messages_in": messages, "bytes_in": bytes_in, "bytes_out": bytes_out }))
                     })
                     .collect();
-                json!({ "time_ms": sample.time_ms, "topics": topics, "lag": sample.lag })
+                let lag: BTreeMap<&String, i64> = sample
+                    .lag
+                    .iter()
+                    .filter(|(group, _)| shown(&group_allowed, group))
+                    .map(|(group, by_topic)| {
+                        let total = by_topic
+                            .iter()
+                            .filter(|(topic, _)| shown(&topic_allowed, topic))
+                            .map(|(_, lag)| lag)
+                            .sum();
+                        (group, total)
+                    })
+                    .collect();
+                json!({ "time_ms": sample.time_ms, "topics": topics, "lag": lag })
             })
             .collect();
         json!({ "interval_ms": SAMPLE_INTERVAL.as_millis(), "samples": list })
@@ -472,84 +658,5 @@ pub(crate) async fn sample_history(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn get(path: &str, query: Option<&str>) -> Option<Value> {
-        api(
-            &crate::fake_broker::FakeBroker::default(),
-            &History::default(),
-            path,
-            query,
-        )
-    }
-
-    #[test]
-    fn the_api_answers_from_the_view() {
-        let cluster = get("/api/cluster", None).expect("cluster");
-        assert_eq!(cluster["cluster_id"], "fake-cluster");
-        assert_eq!(cluster["partitions"], 2);
-        assert_eq!(cluster["brokers"][1]["fenced"], true);
-        assert_eq!(
-            cluster["brokers"][0]["endpoints"][0],
-            "PLAINTEXT://127.0.0.1:9092"
-        );
-        assert_eq!(
-            cluster["controller"]["mode"],
-            "embedded single-node controller"
-        );
-        assert_eq!(cluster["controller"]["metadata_log_end_offset"], 42);
-        let topics = get("/api/topics", None).expect("topics");
-        assert_eq!(topics["topics"][0]["size_bytes"], 100);
-        assert_eq!(topics["topics"][0]["messages_in"], 10);
-        let topic = get("/api/topics/orders", None).expect("topic");
-        assert_eq!(topic["partitions"][0]["high_watermark"], 10);
-        assert_eq!(topic["partitions"][1]["high_watermark"], Value::Null);
-        assert_eq!(topic["configs"]["min.insync.replicas"], "2");
-        let records = get("/api/topics/orders/records", Some("partition=0")).expect("records");
-        assert_eq!(records["high_watermark"], 10);
-        assert_eq!(records["records"], json!([]));
-        let groups = get("/api/groups", None).expect("groups");
-        assert_eq!(groups["groups"][0]["lag"], 3);
-        let group = get("/api/groups/readers", None).expect("group");
-        assert_eq!(group["state"], "Stable");
-        assert_eq!(group["offsets"][1]["lag"], Value::Null);
-        let transactions = get("/api/transactions", None).expect("transactions");
-        assert_eq!(transactions["transactions"][0]["state"], "Ongoing");
-        assert_eq!(transactions["transactions"][0]["producer_id"], 4000);
-        let topic = get("/api/topics/orders", None).expect("topic");
-        assert_eq!(topic["partitions"][0]["last_stable_offset"], 8);
-        assert_eq!(topic["partitions"][0]["open_transactions"], 1);
-        for missing in [
-            "/api/topics/nope",
-            "/api/topics/orders/records?partition=1",
-            "/api/groups/nope%zz",
-            "/api/nothing",
-        ] {
-            let (path, query) = missing
-                .split_once('?')
-                .map_or((missing, None), |(path, query)| (path, Some(query)));
-            assert_eq!(get(path, query), None, "{missing}");
-        }
-    }
-
-    #[test]
-    fn path_segments_are_percent_decoded() {
-        assert_eq!(percent_decode("my%20group").as_deref(), Some("my group"));
-        assert_eq!(percent_decode("plain").as_deref(), Some("plain"));
-        assert_eq!(percent_decode("bad%2"), None);
-        assert_eq!(percent_decode("bad%zz"), None);
-        assert_eq!(percent_decode("%ff"), None);
-    }
-
-    #[test]
-    fn shown_bytes_are_text_or_hex_and_cut() {
-        assert_eq!(shown_bytes(None), Value::Null);
-        assert_eq!(shown_bytes(Some(b"hi"))["text"], "hi");
-        assert_eq!(shown_bytes(Some(&[0xff, 0x00]))["text"], "0xff00");
-        let long = vec![b'a'; MAX_SHOWN_BYTES + 1];
-        let shown = shown_bytes(Some(&long));
-        assert_eq!(shown["truncated"], true);
-        assert_eq!(shown["text"].as_str().map(str::len), Some(MAX_SHOWN_BYTES));
-    }
-}
+#[path = "console_tests.rs"]
+mod tests;

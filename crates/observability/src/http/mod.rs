@@ -10,12 +10,16 @@
 //! - `GET /console` and `GET /api/...`: the web console ([`console`]).
 //!
 //! Everything else is 404 (405 for a method other than GET and HEAD).
+//! Without `strom.http.authentication=basic` ([`auth`]) nothing asks who
+//! the client is: the console then shows every topic's records to whoever
+//! reaches the port, so such a listener belongs on a loopback address.
 //! It is hyper's HTTP/1 server with tight limits, so that a bad client
 //! never disturbs the Kafka listeners: headers are capped at
 //! [`MAX_HEADER_BYTES`] (more is answered 431), a client has
 //! [`HEADER_READ_TIMEOUT`] to send its headers and [`CONNECTION_LIFETIME`]
 //! in all, and at most [`MAX_CONNECTIONS`] connections are served at once.
 
+pub mod auth;
 pub mod console;
 mod routes;
 
@@ -31,12 +35,13 @@ use strom_protocol::kafka::messages::ApiKey;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::collect::{BrokerCollector, NetworkSource};
 use crate::error::{BindError, ListenerAddressError};
 use crate::metrics::BrokerMetrics;
 use crate::view::{BrokerView, Registration, ViewSlot};
+use auth::{HttpAuthentication, HttpSecurity};
 
 /// The property naming the listener.
 pub const LISTENER_KEY: &str = "strom.metrics.listener";
@@ -117,9 +122,35 @@ pub(crate) struct HttpState {
     broker: Arc<ViewSlot>,
     readiness: Arc<Readiness>,
     history: Arc<console::History>,
+    security: HttpSecurity,
+    authentication_failures: prometheus_client::metrics::counter::Counter,
 }
 
 impl HttpState {
+    fn new(
+        collector: BrokerCollector,
+        broker: Arc<ViewSlot>,
+        readiness: Arc<Readiness>,
+        history: Arc<console::History>,
+        security: HttpSecurity,
+    ) -> HttpState {
+        let mut registry = crate::collect::registry(collector);
+        let authentication_failures = prometheus_client::metrics::counter::Counter::default();
+        registry.register(
+            "strom_http_authentication_failures",
+            "HTTP Basic logins to this listener refused for a wrong user or password",
+            authentication_failures.clone(),
+        );
+        HttpState {
+            registry,
+            broker,
+            readiness,
+            history,
+            security,
+            authentication_failures,
+        }
+    }
+
     fn broker(&self) -> Option<Arc<dyn BrokerView>> {
         self.broker.get().and_then(Weak::upgrade)
     }
@@ -162,6 +193,36 @@ struct HttpListener {
     sampler: JoinHandle<()>,
 }
 
+impl HttpListener {
+    async fn bind(address: SocketAddr, state: HttpState) -> Result<HttpListener, BindError> {
+        let tcp = TcpListener::bind(address)
+            .await
+            .map_err(|source| BindError { address, source })?;
+        let bound = tcp.local_addr().unwrap_or(address);
+        let unauthenticated = state.security.authentication == HttpAuthentication::None;
+        if unauthenticated && !bound.ip().is_loopback() {
+            warn!(
+                address = %bound,
+                "the HTTP listener is not on a loopback address and does not authenticate: \
+                 anyone who reaches it reads every topic through the console; \
+                 set strom.http.authentication=basic"
+            );
+        }
+        let history = Arc::clone(&state.history);
+        let broker = Arc::clone(&state.broker);
+        let (shutdown, receiver) = watch::channel(false);
+        let task = tokio::spawn(accept_loop(tcp, Arc::new(state), receiver));
+        let sampler = tokio::spawn(console::sample_history(history, broker));
+        info!(address = %bound, "metrics and health listener started");
+        Ok(HttpListener {
+            address: bound,
+            shutdown,
+            task,
+            sampler,
+        })
+    }
+}
+
 impl Drop for HttpListener {
     fn drop(&mut self) {
         self.task.abort();
@@ -171,10 +232,12 @@ impl Drop for HttpListener {
 
 impl Observability {
     /// Creates the metrics of the APIs in `apis` and binds the listener if
-    /// `address` (from [`listener_address`]) names one; metrics are only
-    /// counted when it does. `network` reads the network counters.
+    /// `address` (from [`listener_address`]) names one, with `security`;
+    /// metrics are only counted when it does. `network` reads the network
+    /// counters.
     pub async fn start(
         address: Option<SocketAddr>,
+        security: HttpSecurity,
         apis: &[ApiKey],
         network: NetworkSource,
     ) -> Result<Observability, BindError> {
@@ -184,31 +247,16 @@ impl Observability {
         let listener = match address {
             None => None,
             Some(address) => {
-                let tcp = TcpListener::bind(address)
-                    .await
-                    .map_err(|source| BindError { address, source })?;
-                let bound = tcp.local_addr().unwrap_or(address);
-                let history = Arc::new(console::History::default());
-                let state = Arc::new(HttpState {
-                    registry: crate::collect::registry(BrokerCollector::new(
-                        Arc::clone(&metrics),
-                        network,
-                        Arc::clone(&broker),
-                    )),
-                    broker: Arc::clone(&broker),
-                    readiness: Arc::clone(&readiness),
-                    history: Arc::clone(&history),
-                });
-                let (shutdown, receiver) = watch::channel(false);
-                let task = tokio::spawn(accept_loop(tcp, state, receiver));
-                let sampler = tokio::spawn(console::sample_history(history, Arc::clone(&broker)));
-                info!(address = %bound, "metrics and health listener started");
-                Some(HttpListener {
-                    address: bound,
-                    shutdown,
-                    task,
-                    sampler,
-                })
+                let collector =
+                    BrokerCollector::new(Arc::clone(&metrics), network, Arc::clone(&broker));
+                let state = HttpState::new(
+                    collector,
+                    Arc::clone(&broker),
+                    Arc::clone(&readiness),
+                    Arc::new(console::History::default()),
+                    security,
+                );
+                Some(HttpListener::bind(address, state).await?)
             }
         };
         Ok(Observability {
@@ -299,7 +347,7 @@ async fn accept_loop(
 async fn serve(stream: tokio::net::TcpStream, peer: SocketAddr, state: Arc<HttpState>) {
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, std::convert::Infallible>(routes::route(&state, &request)) }
+        async move { Ok::<_, std::convert::Infallible>(routes::respond(&state, request, peer).await) }
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
@@ -355,6 +403,8 @@ mod tests {
                 broker: slot,
                 readiness: Arc::new(Readiness::default()),
                 history: Arc::new(console::History::default()),
+                security: HttpSecurity::default(),
+                authentication_failures: Default::default(),
             };
             http.readiness.logs_loaded.store(true, Ordering::Release);
             (http.ready_state(), broker)
@@ -363,6 +413,7 @@ mod tests {
         assert!(starting.logs_loaded && !starting.listeners_accepting && !starting.registered);
         let (fenced, _broker) = state(Some(Arc::new(crate::fake_broker::FakeBroker {
             fenced: true,
+            ..Default::default()
         })));
         assert!(fenced.listeners_accepting && fenced.registered && !fenced.unfenced);
         let (serving, _broker) = state(Some(Arc::default()));

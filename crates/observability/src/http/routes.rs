@@ -2,10 +2,13 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::auth::{Refusal, CHALLENGE};
+use super::console::{Access, Answer};
 use super::HttpState;
+use crate::view::Viewer;
 
 /// The exposition's content type when the client asks for OpenMetrics
 /// (Prometheus does).
@@ -14,14 +17,42 @@ const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.
 /// The content type of Prometheus' classic text format, served otherwise.
 const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Answers one request.
-pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full<Bytes>> {
+/// Answers one request from `peer`: asks for credentials where the
+/// listener's security settings want them, then routes it.
+pub(crate) async fn respond<B>(
+    state: &HttpState,
+    request: Request<B>,
+    peer: std::net::SocketAddr,
+) -> Response<Full<Bytes>> {
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return text(
             StatusCode::METHOD_NOT_ALLOWED,
             "only GET and HEAD are served\n",
         );
     }
+    match super::auth::login(state, &request, peer).await {
+        Ok(viewer) => route(state, &request, viewer.as_ref()),
+        Err(Refusal::Unauthenticated) => challenge(),
+        Err(Refusal::Starting) => text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n"),
+    }
+}
+
+/// A 401 answer with the Basic challenge.
+fn challenge() -> Response<Full<Bytes>> {
+    let mut response = text(StatusCode::UNAUTHORIZED, "authentication required\n");
+    response
+        .headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+    response
+}
+
+/// Answers one request of `viewer` (`None`: a request that needed no
+/// credentials, shown everything).
+pub(crate) fn route<B>(
+    state: &HttpState,
+    request: &Request<B>,
+    viewer: Option<&Viewer>,
+) -> Response<Full<Bytes>> {
     match request.uri().path() {
         "/metrics" => metrics(state, wants_openmetrics(request)),
         "/health/live" => text(StatusCode::OK, "live\n"),
@@ -31,18 +62,33 @@ pub(crate) fn route<B>(state: &HttpState, request: &Request<B>) -> Response<Full
             "text/html; charset=utf-8",
             Bytes::from_static(super::console::PAGE.as_bytes()),
         ),
-        path if path.starts_with("/api/") => console_api(state, path, request.uri().query()),
+        path if path.starts_with("/api/") => {
+            console_api(state, viewer, path, request.uri().query())
+        }
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
 
-fn console_api(state: &HttpState, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+fn console_api(
+    state: &HttpState,
+    viewer: Option<&Viewer>,
+    path: &str,
+    query: Option<&str>,
+) -> Response<Full<Bytes>> {
     let Some(broker) = state.broker() else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n");
     };
-    match super::console::api(broker.as_ref(), &state.history, path, query) {
-        Some(body) => json(StatusCode::OK, &body),
-        None => text(StatusCode::NOT_FOUND, "not found\n"),
+    let access = Access {
+        broker: broker.as_ref(),
+        viewer,
+    };
+    match super::console::api(&access, &state.history, path, query) {
+        Answer::Json(body) => json(StatusCode::OK, &body),
+        Answer::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
+        Answer::Forbidden => text(
+            StatusCode::FORBIDDEN,
+            "the authenticated user's ACLs do not allow this\n",
+        ),
     }
 }
 
@@ -117,3 +163,7 @@ pub(crate) fn with_type(
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
+
+#[cfg(test)]
+#[path = "routes_tests.rs"]
+mod tests;
