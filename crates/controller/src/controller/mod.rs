@@ -128,6 +128,12 @@ pub struct Controller {
     /// Last heartbeat time per broker, in `now_ms` units. Not part of the
     /// image: liveness is the active controller's own observation.
     last_heartbeat_ms: BTreeMap<BrokerId, u64>,
+    /// Brokers that asked to shut down (controlled shutdown), with the
+    /// broker epoch they asked at: they stay fenced, and so never lead or
+    /// join an ISR, until they register again. Like `last_heartbeat_ms`,
+    /// the active controller's own observation (a broker's fence record is
+    /// in the image).
+    shutting_down: BTreeMap<BrokerId, i64>,
     /// When the leader imbalance was last checked (`None`: not since this
     /// controller became active; the first check is an interval later).
     last_rebalance_check_ms: Option<u64>,
@@ -139,6 +145,7 @@ impl std::fmt::Debug for Controller {
             .debug_struct("Controller")
             .field("config", &self.config)
             .field("last_heartbeat_ms", &self.last_heartbeat_ms)
+            .field("shutting_down", &self.shutting_down)
             .finish_non_exhaustive()
     }
 }
@@ -151,6 +158,7 @@ impl Controller {
             config,
             random,
             last_heartbeat_ms: BTreeMap::new(),
+            shutting_down: BTreeMap::new(),
             last_rebalance_check_ms: None,
         }
     }
@@ -170,6 +178,12 @@ impl Controller {
     /// the next [`Controller::tick`].
     pub fn last_heartbeat_ms(&self, broker_id: BrokerId) -> Option<u64> {
         self.last_heartbeat_ms.get(&broker_id).copied()
+    }
+
+    /// Whether `broker_id` asked to shut down at `broker_epoch` (and has
+    /// not registered again since).
+    pub fn is_shutting_down(&self, broker_id: BrokerId, broker_epoch: i64) -> bool {
+        self.shutting_down.get(&broker_id) == Some(&broker_epoch)
     }
 
     /// The configuration.
