@@ -59,12 +59,13 @@ pub mod replica_fetch;
 pub mod replica_manager;
 pub mod security;
 pub mod settings;
+pub mod shutdown;
 pub mod start_error;
 pub mod transactions;
 
 pub use strom_broker_config::{cluster_config, config, config_builder};
 
-pub use broker::{start, start_with, RegistrationStep, RunningBroker, StartError};
+pub use broker::{start, start_with, RegistrationStep, RunningBroker, ShutdownReport, StartError};
 pub use config::BrokerConfig;
 pub use config_builder::{BrokerConfigBuilder, BuildError, ByteSize};
 pub use environment::Environment;

@@ -143,6 +143,9 @@ pub struct TransactionService {
     owned: Mutex<BTreeMap<i32, i32>>,
     /// Claimed partitions whose load has not started yet.
     unloaded: Mutex<BTreeSet<i32>>,
+    /// Set by [`TransactionService::resign_all`]: no partition is claimed
+    /// again (an image applied late while the broker stops).
+    resigned: std::sync::atomic::AtomicBool,
 }
 
 /// Locks one of the service's maps (changed by single inserts and
@@ -177,6 +180,7 @@ impl TransactionService {
             node_id: config.node_id,
             owned: Mutex::new(BTreeMap::new()),
             unloaded: Mutex::new(BTreeSet::new()),
+            resigned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -184,8 +188,11 @@ impl TransactionService {
     /// (their ids answer COORDINATOR_LOAD_IN_PROGRESS until loaded) and
     /// gives up those no longer led here, or led at another epoch.
     pub fn claim(&self, image: &MetadataImage) {
-        let led = led_partitions(image, self.node_id);
         let mut owned = lock(&self.owned);
+        if self.resigned.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let led = led_partitions(image, self.node_id);
         let mut unloaded = lock(&self.unloaded);
         for (partition, epoch) in owned.iter() {
             if led.get(partition) != Some(epoch) {
@@ -205,6 +212,25 @@ impl TransactionService {
             }
         }
         *owned = led;
+    }
+
+    /// Gives up every `__transaction_state` partition, as when another
+    /// broker takes them over: the broker is stopping. The coordinator's
+    /// marker tasks see their transactions gone and end (a restarted
+    /// coordinator loads the partition again and resumes them).
+    pub fn resign_all(&self) {
+        let mut owned = lock(&self.owned);
+        self.resigned
+            .store(true, std::sync::atomic::Ordering::Release);
+        lock(&self.unloaded).clear();
+        for (partition, epoch) in std::mem::take(&mut *owned) {
+            self.coordinator.unload(partition);
+            debug!(
+                partition,
+                coordinator_epoch = epoch,
+                "__transaction_state partition given up at shutdown"
+            );
+        }
     }
 
     /// Follows a new metadata image (after the replica manager applied

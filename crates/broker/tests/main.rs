@@ -17,6 +17,7 @@ mod metrics_http;
 mod quorum;
 mod replication;
 mod routing;
+mod shutdown;
 mod start;
 mod topic_configs;
 mod unknown_resources;
