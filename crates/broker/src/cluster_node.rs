@@ -304,7 +304,7 @@ async fn wait_for_own_fence(
         let fenced = images
             .borrow_and_update()
             .broker(broker_id)
-            .map_or(true, |broker| broker.fenced || broker.epoch != broker_epoch);
+            .is_none_or(|broker| broker.fenced || broker.epoch != broker_epoch);
         if fenced {
             return;
         }

@@ -8,7 +8,8 @@
 //! in [`replica_fetch`] and ISR changes in [`isr`]), the group coordinator's
 //! `__consumer_offsets` storage ([`groups`]), the cluster node's quorum
 //! member and registration ([`cluster_node`]), and [`broker::start`] and
-//! [`broker::RunningBroker::shutdown`].
+//! [`broker::RunningBroker::shutdown`] (its last steps, which close the
+//! logs cleanly, in [`shutdown`]).
 //!
 //! It deliberately owns no protocol, storage, replication, controller,
 //! group, security, network or metrics logic, nor the configuration:
