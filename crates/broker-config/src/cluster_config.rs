@@ -31,6 +31,7 @@ pub const CLUSTER_KEYS: &[(&str, &str)] = &[
     ("auto.leader.rebalance.enable", "true"),
     ("leader.imbalance.per.broker.percentage", "10"),
     ("leader.imbalance.check.interval.seconds", "300"),
+    ("strom.controller.fence.unreachable.brokers", "true"),
 ];
 
 /// What `process.roles` asks this node to be.
@@ -133,6 +134,10 @@ pub struct ClusterConfig {
     pub leader_imbalance_per_broker_percentage: u32,
     /// `leader.imbalance.check.interval.seconds`.
     pub leader_imbalance_check_interval: Duration,
+    /// `strom.controller.fence.unreachable.brokers`: the active controller
+    /// fences a broker at once when its heartbeat connection closed and
+    /// its listener refuses connections (docs/replication.md).
+    pub fence_unreachable_brokers: bool,
 }
 
 impl ClusterConfig {
@@ -243,6 +248,7 @@ pub fn parse(
             1,
             i64::from(u32::MAX),
         )?),
+        fence_unreachable_brokers: lookup.boolean("strom.controller.fence.unreachable.brokers")?,
     }))
 }
 

@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strom_clock::Clock;
 use strom_config::meta_properties;
 use strom_controller::producer_ids::ProducerIdManager;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
@@ -28,6 +27,10 @@ use crate::replica_manager::{topic_log_config, ReplicaManager};
 use crate::settings::{
     controller_settings, create_log_dirs, default_log_config, heartbeat_interval,
     log_manager_config, METADATA_DIR,
+};
+pub use crate::shutdown::ShutdownReport;
+use crate::shutdown::{
+    close_logs, stop_background_work, stop_scheduler, wait_for_sole_owner, Holders, HOLDER_WAIT,
 };
 pub use crate::start_error::{RegistrationStep, StartError};
 use crate::transactions::TransactionService;
@@ -445,9 +448,11 @@ impl RunningBroker {
         &self.context.cluster_id
     }
 
-    /// Graceful shutdown: stop accepting, answer in-flight requests, flush
-    /// every log, write checkpoints and the clean-shutdown marker.
-    pub async fn shutdown(self) {
+    /// Graceful shutdown: stop taking leadership, move the leaderships
+    /// away (controlled shutdown, in a cluster), stop accepting, answer
+    /// in-flight requests, stop every task, and close every log with its
+    /// checkpoints and the clean-shutdown marker (see [`crate::shutdown`]).
+    pub async fn shutdown(self) -> ShutdownReport {
         let RunningBroker {
             server,
             context,
@@ -461,6 +466,8 @@ impl RunningBroker {
             observability,
         } = self;
         let node_id = context.config.node_id;
+        let replicas = Arc::clone(&context.replicas);
+        let _ = tokio::task::spawn_blocking(move || replicas.stop_taking_leadership()).await;
         if let Some(heartbeats) = heartbeats {
             heartbeats.abort();
             let _ = heartbeats.await;
@@ -484,59 +491,28 @@ impl RunningBroker {
             announce_shutdown(controller.as_ref(), node_id, broker_epoch).await;
         }
         let clock = Arc::clone(context.replicas.clock());
+        let leaderships_declined = context.replicas.leaderships_declined();
+        let leaderships_taken_while_stopping = context.replicas.leaderships_taken_while_stopping();
+        let holders = Holders::of(&context);
         drop(context);
         drop(controller);
-        let result = close_logs(scheduler, logs, clock).await;
+        stop_scheduler(scheduler).await;
+        wait_for_sole_owner(&logs, &holders, HOLDER_WAIT).await;
+        let logs_closed_cleanly = close_logs(logs, clock).await;
         if let Some(quorum) = quorum {
             quorum.shutdown().await;
         }
-        match result {
-            Ok(Ok(())) => info!("Strom broker stopped cleanly"),
-            Ok(Err(error)) => warn!(%error, "error while closing logs"),
-            Err(error) => warn!(%error, "log shutdown task failed"),
+        if logs_closed_cleanly {
+            info!("Strom broker stopped cleanly");
+        } else {
+            warn!("Strom broker stopped; the next start recovers its logs");
+        }
+        ShutdownReport {
+            logs_closed_cleanly,
+            leaderships_declined,
+            leaderships_taken_while_stopping,
         }
     }
-}
-
-/// Stops the follower fetchers and the background tasks, and waits until
-/// the aborted tasks are dropped, so that their handles on the log manager
-/// are gone before it is closed.
-async fn stop_background_work(context: &BrokerContext, mut tasks: Vec<JoinHandle<()>>) {
-    if let Some(fetchers) = context.replicas.fetchers() {
-        fetchers.shutdown().await;
-    }
-    for task in &tasks {
-        task.abort();
-    }
-    for task in tasks.drain(..) {
-        let _ = task.await;
-    }
-}
-
-/// Stops the log scheduler and closes the logs on the blocking pool: a
-/// clean shutdown writes every checkpoint and the clean-shutdown marker.
-async fn close_logs(
-    scheduler: Scheduler,
-    logs: Arc<LogManager>,
-    clock: Arc<dyn Clock>,
-) -> Result<Result<(), strom_storage::error::ManagerError>, tokio::task::JoinError> {
-    tokio::task::spawn_blocking(move || {
-        scheduler.stop();
-        let now_ms = clock.wall_ms();
-        match Arc::try_unwrap(logs) {
-            Ok(logs) => logs.shutdown(now_ms),
-            Err(shared) => {
-                // Still referenced by an aborted task that has not been
-                // dropped yet: flush everything and write every
-                // checkpoint through the shared handle (a plain tick
-                // wrote checkpoints only when due, so a DeleteRecords
-                // just before shutdown could be forgotten).
-                warn!("log manager still shared at shutdown: flushing without the clean-shutdown marker");
-                shared.flush_and_checkpoint(now_ms)
-            }
-        }
-    })
-    .await
 }
 
 async fn start_controller(

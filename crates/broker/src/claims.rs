@@ -32,6 +32,9 @@ pub struct Claims {
     owned: Mutex<BTreeMap<i32, i32>>,
     /// Claimed partitions whose load has not started yet.
     unloaded: Mutex<BTreeSet<i32>>,
+    /// Set by [`Claims::resign`]: nothing is claimed again (an image
+    /// applied late while the broker stops).
+    resigned: std::sync::atomic::AtomicBool,
 }
 
 /// Locks one of the claims' maps: each is changed by single inserts and
@@ -56,6 +59,9 @@ impl Claims {
         mut claim: impl FnMut(i32, i32),
     ) {
         let mut owned = lock(&self.owned);
+        if self.resigned.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         let mut unloaded = lock(&self.unloaded);
         for (partition, epoch) in owned.iter() {
             if led.get(partition) != Some(epoch) {
@@ -70,6 +76,18 @@ impl Claims {
             }
         }
         *owned = led;
+    }
+
+    /// Gives up every claimed partition (`give_up` for each) for good: the
+    /// broker is stopping, and no later image claims one again.
+    pub fn resign(&self, mut give_up: impl FnMut(i32, i32)) {
+        let mut owned = lock(&self.owned);
+        self.resigned
+            .store(true, std::sync::atomic::Ordering::Release);
+        lock(&self.unloaded).clear();
+        for (partition, epoch) in std::mem::take(&mut *owned) {
+            give_up(partition, epoch);
+        }
     }
 
     /// The claimed partitions whose load has not started, with their
@@ -112,5 +130,17 @@ mod tests {
         assert_eq!(given_up, vec![(0, 1), (1, 1)]);
         assert_eq!(claimed, vec![(0, 2)]);
         assert_eq!(claims.take_unloaded(), vec![(0, 2)]);
+        // Resigned: everything given up, nothing claimed again.
+        given_up.clear();
+        claims.resign(|p, e| given_up.push((p, e)));
+        assert_eq!(given_up, vec![(0, 2)]);
+        claimed.clear();
+        claims.update(
+            BTreeMap::from([(0, 3)]),
+            |p, e| given_up.push((p, e)),
+            |p, e| claimed.push((p, e)),
+        );
+        assert!(claimed.is_empty());
+        assert!(claims.take_unloaded().is_empty());
     }
 }

@@ -57,6 +57,7 @@ fn quorum_config(config: &BrokerConfig, cluster: &ClusterConfig) -> QuorumConfig
         auto_leader_rebalance_enable: cluster.auto_leader_rebalance_enable,
         leader_imbalance_per_broker_percentage: cluster.leader_imbalance_per_broker_percentage,
         leader_imbalance_check_interval_ms: millis(cluster.leader_imbalance_check_interval),
+        fence_unreachable_brokers: cluster.fence_unreachable_brokers,
         ..controller_settings(config)
     };
     quorum.election_timeout_ms = millis(cluster.election_timeout);
@@ -263,6 +264,7 @@ pub async fn controlled_shutdown(
         match controller.broker_heartbeat(request).await {
             Ok(Ok(reply)) if reply.should_shut_down => {
                 info!("controlled shutdown complete: this broker leads no partition");
+                wait_for_own_fence(controller, broker_id, broker_epoch, deadline).await;
                 return;
             }
             Ok(Ok(_)) => failures = 0,
@@ -284,6 +286,35 @@ pub async fn controlled_shutdown(
             return;
         }
         tokio::time::sleep(interval.min(Duration::from_millis(200))).await;
+    }
+}
+
+/// Waits (until `deadline` at the latest) for this node's image to show the
+/// broker fenced: the image in which its leaderships moved away has then
+/// reached it, and it answers Metadata with the new leaders. As Kafka's
+/// controller does before it lets a broker stop (the broker's metadata
+/// offset must reach its controlled shutdown).
+async fn wait_for_own_fence(
+    controller: &dyn ControllerClient,
+    broker_id: i32,
+    broker_epoch: i64,
+    deadline: Instant,
+) {
+    let mut images = controller.subscribe();
+    loop {
+        let fenced = images
+            .borrow_and_update()
+            .broker(broker_id)
+            .is_none_or(|broker| broker.fenced || broker.epoch != broker_epoch);
+        if fenced {
+            return;
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let changed = tokio::time::timeout(remaining, images.changed()).await;
+        if !matches!(changed, Ok(Ok(()))) {
+            warn!("this node's metadata did not show the controlled shutdown in time");
+            return;
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! in [`replica_fetch`] and ISR changes in [`isr`]), the group coordinator's
 //! `__consumer_offsets` storage ([`groups`]), the cluster node's quorum
 //! member and registration ([`cluster_node`]), and [`broker::start`] and
-//! [`broker::RunningBroker::shutdown`].
+//! [`broker::RunningBroker::shutdown`] (its last steps, which close the
+//! logs cleanly, in [`shutdown`]).
 //!
 //! It deliberately owns no protocol, storage, replication, controller,
 //! group, security, network or metrics logic, nor the configuration:
@@ -60,12 +61,13 @@ pub mod replica_fetch;
 pub mod replica_manager;
 pub mod security;
 pub mod settings;
+pub mod shutdown;
 pub mod start_error;
 pub mod transactions;
 
 pub use strom_broker_config::{cluster_config, config, config_builder};
 
-pub use broker::{start, start_with, RegistrationStep, RunningBroker, StartError};
+pub use broker::{start, start_with, RegistrationStep, RunningBroker, ShutdownReport, StartError};
 pub use config::BrokerConfig;
 pub use config_builder::{BrokerConfigBuilder, BuildError, ByteSize};
 pub use environment::Environment;

@@ -79,6 +79,14 @@ pub struct ReplicaManager {
     /// controller committed (Kafka's IsrShrinksPerSec / IsrExpandsPerSec).
     isr_shrinks: std::sync::atomic::AtomicU64,
     isr_expands: std::sync::atomic::AtomicU64,
+    /// Set when the broker begins to stop: from then on it takes no new
+    /// leadership (see [`ReplicaManager::stop_taking_leadership`]).
+    stopping: std::sync::atomic::AtomicBool,
+    /// New leaderships an image offered after `stopping` was set, declined.
+    leaderships_declined: std::sync::atomic::AtomicU64,
+    /// New leaderships taken after `stopping` was set: none while the
+    /// guard in `lead` holds; counted apart from it so tests notice if not.
+    leaderships_taken_while_stopping: std::sync::atomic::AtomicU64,
 }
 
 /// The follower fetchers of a broker.
@@ -105,7 +113,46 @@ impl ReplicaManager {
             fetchers: OnceLock::new(),
             isr_shrinks: std::sync::atomic::AtomicU64::new(0),
             isr_expands: std::sync::atomic::AtomicU64::new(0),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+            leaderships_declined: std::sync::atomic::AtomicU64::new(0),
+            leaderships_taken_while_stopping: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Marks the broker as stopping: images applied from now on never make
+    /// it the leader of a partition it does not lead already (those it
+    /// leads keep their ISR changes until the controller moves them). A
+    /// broker whose controlled shutdown is under way may still be named
+    /// leader by an image the controller wrote before it heard of the
+    /// shutdown (another stopping broker's controlled shutdown, or an image
+    /// this broker applies late); taking that leadership would only move
+    /// it again a moment later, with clients sent to a broker going away.
+    /// Blocking: waits for an image being applied to finish, so that no
+    /// image is applied half before and half after.
+    pub fn stop_taking_leadership(&self) {
+        let _applying = self
+            .applied
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    /// Whether [`ReplicaManager::stop_taking_leadership`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// New leaderships images offered after the broker began to stop, and
+    /// that it declined.
+    pub fn leaderships_declined(&self) -> u64 {
+        self.leaderships_declined.load(Ordering::Relaxed)
+    }
+
+    /// New leaderships taken after the broker began to stop (zero, unless
+    /// the guard of [`ReplicaManager::stop_taking_leadership`] fails).
+    pub fn leaderships_taken_while_stopping(&self) -> u64 {
+        self.leaderships_taken_while_stopping
+            .load(Ordering::Relaxed)
     }
 
     /// This broker's id.
@@ -327,6 +374,7 @@ impl ReplicaManager {
     /// ISR changes), or becomes leader at the new one.
     fn lead(&self, plan: &ImagePlan, now_ms: i64) {
         let mut became_leader = 0usize;
+        let mut declined = 0u64;
         for (topic_partition, topic_id, wanted) in &plan.roles {
             let WantedRole::Lead(assignment) = wanted else {
                 continue;
@@ -341,9 +389,19 @@ impl ReplicaManager {
             if kept {
                 continue;
             }
+            // `apply_image` holds `applied`, so the flag cannot change
+            // while an image is applied.
+            if self.is_stopping() {
+                declined += 1;
+                continue;
+            }
             match replica.become_leader(assignment, now_ms) {
                 Ok(()) => {
                     became_leader += 1;
+                    if self.is_stopping() {
+                        self.leaderships_taken_while_stopping
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
                     debug!(%topic_partition, leader_epoch = assignment.leader_epoch,
                         high_watermark = replica.high_watermark.current(), "leading partition");
                 }
@@ -352,6 +410,14 @@ impl ReplicaManager {
         }
         if became_leader > 0 {
             info!(partitions = became_leader, "leading new partitions");
+        }
+        if declined > 0 {
+            self.leaderships_declined
+                .fetch_add(declined, Ordering::Relaxed);
+            info!(
+                partitions = declined,
+                "not taking the leadership of partitions: this broker is stopping"
+            );
         }
     }
 

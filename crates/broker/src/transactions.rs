@@ -188,6 +188,21 @@ impl TransactionService {
         );
     }
 
+    /// Gives up every `__transaction_state` partition, as when another
+    /// broker takes them over: the broker is stopping. The coordinator's
+    /// marker tasks see their transactions gone and end (a restarted
+    /// coordinator loads the partition again and resumes them).
+    pub fn resign_all(&self) {
+        self.claims.resign(|partition, epoch| {
+            self.coordinator.unload(partition);
+            debug!(
+                partition,
+                coordinator_epoch = epoch,
+                "__transaction_state partition given up at shutdown"
+            );
+        });
+    }
+
     /// Follows a new metadata image (after the replica manager applied
     /// it): claims partitions, then loads every claimed partition not
     /// loaded yet. Blocking: call it from a blocking-tolerant context

@@ -17,12 +17,12 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
 
 const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
-struct Ports {
+pub(crate) struct Ports {
     voters: String,
     controller: BTreeMap<u32, u16>,
 }
 
-fn ports(voters: u32) -> Ports {
+pub(crate) fn ports(voters: u32) -> Ports {
     let controller: BTreeMap<u32, u16> = (1..=voters).map(|id| (id, free_port())).collect();
     let voters = controller
         .iter()
@@ -32,7 +32,12 @@ fn ports(voters: u32) -> Ports {
     Ports { voters, controller }
 }
 
-fn node_config(dir: &std::path::Path, id: u32, ports: &Ports, roles: &str) -> BrokerConfig {
+pub(crate) fn node_config(
+    dir: &std::path::Path,
+    id: u32,
+    ports: &Ports,
+    roles: &str,
+) -> BrokerConfig {
     let mut listeners = "PLAINTEXT://127.0.0.1:0".to_owned();
     if let Some(port) = ports.controller.get(&id) {
         listeners.push_str(&format!(",CONTROLLER://127.0.0.1:{port}"));
@@ -74,7 +79,7 @@ async fn metadata(broker: &RunningBroker, topics: Option<Vec<&str>>) -> Metadata
         other => panic!("not a Metadata response: {other:?}"),
     }
 }
-async fn start_all(configs: Vec<BrokerConfig>) -> Vec<RunningBroker> {
+pub(crate) async fn start_all(configs: Vec<BrokerConfig>) -> Vec<RunningBroker> {
     // The voters start together: each waits for the quorum to register.
     let handles: Vec<_> = configs
         .into_iter()

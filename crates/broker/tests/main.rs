@@ -18,6 +18,7 @@ mod metrics_http;
 mod quorum;
 mod replication;
 mod routing;
+mod shutdown;
 mod start;
 mod topic_configs;
 mod transactions;

@@ -9,6 +9,17 @@
 //! out of ISRs, except where it is the last member: that ISR is kept, the
 //! partition becomes leaderless, and the broker is elected again when it
 //! comes back (without unclean election, no other replica may take over).
+//!
+//! A broker that asks to shut down (controlled shutdown) is fenced at once,
+//! its leaderships moving with the controlled shutdown policy, and it stays
+//! fenced until it registers again, whatever its later heartbeats say.
+//! Fenced brokers are never elected nor taken into an ISR, so when several
+//! brokers stop together, the controlled shutdown of one never elects
+//! another that already asked to stop. Where no other in-sync replica is
+//! live, the partition becomes leaderless with its ISR kept, rather than
+//! led for the seconds it has left by a broker that is going away (as
+//! Kafka's controller does): its last in-sync replica leads it again when
+//! it comes back.
 
 use uuid::Uuid;
 
@@ -153,6 +164,7 @@ impl Controller {
         ))])?;
         self.last_heartbeat_ms.insert(broker_id, now_ms);
         self.last_heard_ms.insert(broker_id, now_ms);
+        self.shutting_down.remove(&broker_id);
         Ok(pending.finish(Ok(BrokerRegistrationReply { broker_epoch }), false))
     }
 
@@ -173,7 +185,14 @@ impl Controller {
         self.last_heartbeat_ms.insert(broker_id, now_ms);
         self.last_heard_ms.insert(broker_id, now_ms);
         let (epoch, fenced) = (broker.epoch, broker.fenced);
-        let reply = if request.want_shutdown {
+        // Once a broker asked to shut down, every later heartbeat of the
+        // same registration is answered as a shutdown: a heartbeat sent
+        // before the request but delivered after it (or a confused broker)
+        // must not unfence it and make it the leader of partitions that
+        // wait for one, while it is going away.
+        let shutting_down = request.want_shutdown || self.is_shutting_down(broker_id, epoch);
+        let reply = if shutting_down {
+            self.shutting_down.insert(broker_id, epoch);
             if !fenced {
                 self.fence(&mut pending, broker_id, epoch, Departure::Shutdown)?;
             }

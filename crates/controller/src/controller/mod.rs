@@ -75,6 +75,10 @@ pub struct ControllerConfig {
     /// `leader.imbalance.check.interval.seconds`, in milliseconds: how
     /// often [`Controller::tick`] checks the imbalance.
     pub leader_imbalance_check_interval_ms: u64,
+    /// `strom.controller.fence.unreachable.brokers`: fence a broker at
+    /// once on evidence that its process is gone (see
+    /// `quorum::liveness`); otherwise only its session expiry fences it.
+    pub fence_unreachable_brokers: bool,
 }
 
 impl Default for ControllerConfig {
@@ -88,6 +92,7 @@ impl Default for ControllerConfig {
             auto_leader_rebalance_enable: true,
             leader_imbalance_per_broker_percentage: 10,
             leader_imbalance_check_interval_ms: 300_000,
+            fence_unreachable_brokers: true,
         }
     }
 }
@@ -133,6 +138,12 @@ pub struct Controller {
     /// never set by the grace a new controller gives, so that it tells
     /// which brokers have really spoken (see `quorum::liveness`).
     last_heard_ms: BTreeMap<BrokerId, u64>,
+    /// Brokers that asked to shut down (controlled shutdown), with the
+    /// broker epoch they asked at: they stay fenced, and so never lead or
+    /// join an ISR, until they register again. Like `last_heartbeat_ms`,
+    /// the active controller's own observation (a broker's fence record is
+    /// in the image).
+    shutting_down: BTreeMap<BrokerId, i64>,
     /// When the leader imbalance was last checked (`None`: not since this
     /// controller became active; the first check is an interval later).
     last_rebalance_check_ms: Option<u64>,
@@ -144,6 +155,7 @@ impl std::fmt::Debug for Controller {
             .debug_struct("Controller")
             .field("config", &self.config)
             .field("last_heartbeat_ms", &self.last_heartbeat_ms)
+            .field("shutting_down", &self.shutting_down)
             .finish_non_exhaustive()
     }
 }
@@ -157,6 +169,7 @@ impl Controller {
             random,
             last_heartbeat_ms: BTreeMap::new(),
             last_heard_ms: BTreeMap::new(),
+            shutting_down: BTreeMap::new(),
             last_rebalance_check_ms: None,
         }
     }
@@ -177,6 +190,12 @@ impl Controller {
     /// the next [`Controller::tick`].
     pub fn last_heartbeat_ms(&self, broker_id: BrokerId) -> Option<u64> {
         self.last_heartbeat_ms.get(&broker_id).copied()
+    }
+
+    /// Whether `broker_id` asked to shut down at `broker_epoch` (and has
+    /// not registered again since).
+    pub fn is_shutting_down(&self, broker_id: BrokerId, broker_epoch: i64) -> bool {
+        self.shutting_down.get(&broker_id) == Some(&broker_epoch)
     }
 
     /// The configuration.

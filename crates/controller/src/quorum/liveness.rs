@@ -35,6 +35,10 @@ use crate::runtime::CommandRunner;
 pub trait ActiveController: CommandRunner + 'static {
     /// Whether this node is the active controller.
     fn is_active(&self) -> bool;
+
+    /// Whether it fences brokers on evidence at all
+    /// (`strom.controller.fence.unreachable.brokers`).
+    fn fences_unreachable_brokers(&self) -> bool;
 }
 
 /// Connection attempts made to a suspected broker; all must be refused.
@@ -106,7 +110,7 @@ pub fn check_broker<C: ActiveController>(
     tokio::spawn(async move {
         let Some(address) = node
             .upgrade()
-            .filter(|node| node.is_active())
+            .filter(|node| node.is_active() && node.fences_unreachable_brokers())
             .and_then(|node| listener_address(&node.current_image(), broker_id, broker_epoch))
         else {
             return;
@@ -136,7 +140,10 @@ pub fn check_broker<C: ActiveController>(
 pub fn check_silent_brokers<C: ActiveController>(node: Weak<C>, since_ms: u64) {
     tokio::spawn(async move {
         tokio::time::sleep(ACTIVATION_GRACE).await;
-        let Some(strong) = node.upgrade().filter(|node| node.is_active()) else {
+        let Some(strong) = node
+            .upgrade()
+            .filter(|node| node.is_active() && node.fences_unreachable_brokers())
+        else {
             return;
         };
         let silent = strong

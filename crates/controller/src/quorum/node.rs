@@ -163,6 +163,8 @@ pub struct QuorumController {
     request_timeout: Duration,
     recovery: LogRecovery,
     liveness_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// `ControllerConfig::fence_unreachable_brokers`.
+    fence_unreachable_brokers: bool,
     /// Set to `true` by [`QuorumController::shutdown`]; connections serving
     /// this node close when they see it.
     stopped: watch::Sender<bool>,
@@ -225,6 +227,7 @@ impl QuorumController {
             request_timeout: Duration::from_millis(config.request_timeout_ms.max(1)),
             recovery,
             liveness_task: std::sync::Mutex::new(None),
+            fence_unreachable_brokers: config.controller.fence_unreachable_brokers,
             stopped: watch::channel(false).0,
         });
         node.initialize_if_new(&config).await?;
@@ -492,6 +495,10 @@ impl CommandRunner for QuorumController {
 impl crate::quorum::liveness::ActiveController for QuorumController {
     fn is_active(&self) -> bool {
         QuorumController::is_active(self)
+    }
+
+    fn fences_unreachable_brokers(&self) -> bool {
+        self.fence_unreachable_brokers
     }
 }
 

@@ -115,6 +115,9 @@ impl Cluster {
             config.heartbeat_interval_ms = (timeout_ms / 5).max(1);
         }
         config.controller.broker_session_timeout_ms = 120_000;
+        // The brokers here are registrations without processes: nothing
+        // listens at their endpoints, which would read as a dead broker.
+        config.controller.fence_unreachable_brokers = false;
         config
     }
 

@@ -219,6 +219,89 @@ fn controlled_shutdown_moves_leadership_first() {
     }
 }
 
+/// The leaders of every partition of `topic`.
+fn leaders(harness: &Harness, topic: &str, partitions: i32) -> Vec<Option<BrokerId>> {
+    (0..partitions)
+        .map(|index| harness.partition(topic, index).leader)
+        .collect()
+}
+
+#[test]
+fn brokers_stopping_together_never_lead_each_others_partitions() {
+    let mut harness = Harness::with_brokers(3);
+    harness.create_one(topic("t", 6, 3)).unwrap();
+    let mut stopped = Vec::new();
+    for broker_id in [1, 2, 3] {
+        let reply = harness.heartbeat(broker_id, false, true).unwrap();
+        assert!(reply.should_shut_down && reply.is_fenced);
+        stopped.push(broker_id);
+        for index in 0..6 {
+            let partition = harness.partition("t", index);
+            assert!(
+                partition
+                    .leader
+                    .is_none_or(|leader| !stopped.contains(&leader)),
+                "partition {index} led by a stopping broker: {partition:?}"
+            );
+            assert!(
+                partition.isr.iter().all(|id| !stopped.contains(id))
+                    || partition.isr == vec![broker_id],
+                "only the last in-sync replica stays in the ISR: {partition:?}"
+            );
+        }
+    }
+    // Broker 3 was the last in-sync replica everywhere: the partitions wait
+    // for it, leaderless, instead of being led by a stopping broker.
+    assert_eq!(leaders(&harness, "t", 6), vec![None; 6]);
+    for index in 0..6 {
+        assert_eq!(harness.partition("t", index).isr, vec![3]);
+    }
+}
+
+#[test]
+fn a_heartbeat_after_controlled_shutdown_does_not_unfence_the_broker() {
+    let mut harness = Harness::with_brokers(2);
+    harness.create_one(topic("t", 2, 2)).unwrap();
+    harness.heartbeat(2, false, true).unwrap();
+    harness.heartbeat(1, false, true).unwrap();
+    assert_eq!(leaders(&harness, "t", 2), vec![None, None]);
+    // A heartbeat sent before the shutdown request but delivered after it:
+    // without the shutdown it would unfence broker 1 and make it leader of
+    // both partitions (it is their last in-sync replica).
+    let offset = harness.image.last_offset();
+    let reply = harness.heartbeat(1, false, false).unwrap();
+    assert_eq!(
+        reply,
+        BrokerHeartbeatReply {
+            is_fenced: true,
+            should_shut_down: true
+        }
+    );
+    assert_eq!(harness.image.last_offset(), offset, "nothing written");
+    assert!(harness.image.broker(1).unwrap().fenced);
+    assert_eq!(leaders(&harness, "t", 2), vec![None, None]);
+    // Nor does a want_fence heartbeat change that.
+    assert!(harness.heartbeat(1, true, false).unwrap().should_shut_down);
+}
+
+#[test]
+fn a_broker_registered_again_after_controlled_shutdown_leads_again() {
+    let mut harness = Harness::with_brokers(2);
+    harness.create_one(topic("t", 2, 2)).unwrap();
+    harness.heartbeat(2, false, true).unwrap();
+    harness.heartbeat(1, false, true).unwrap();
+    let old_epoch = harness.image.broker(1).unwrap().epoch;
+    assert!(harness.controller.is_shutting_down(1, old_epoch));
+    // The restarted process: a new incarnation, a new epoch.
+    harness.register(1, 4242).unwrap();
+    assert!(!harness.heartbeat(1, false, false).unwrap().is_fenced);
+    let epoch = harness.image.broker(1).unwrap().epoch;
+    assert_ne!(epoch, old_epoch);
+    assert!(!harness.controller.is_shutting_down(1, epoch));
+    assert!(!harness.image.broker(1).unwrap().fenced);
+    assert_eq!(leaders(&harness, "t", 2), vec![Some(1), Some(1)]);
+}
+
 #[test]
 fn want_fence_fences_and_keeps_the_broker_fenced() {
     let mut harness = Harness::with_brokers(1);
