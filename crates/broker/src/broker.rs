@@ -119,7 +119,7 @@ pub async fn start_with(
         .await?,
     );
     context.replicas.set_broker_epoch(broker_epoch);
-    let (server, tasks) = serve(&context, server, prepared.inter_broker, &observability);
+    let (server, tasks) = serve(&context, server, prepared.inter_broker, &observability)?;
     let heartbeats = heartbeats.keep();
     Ok(RunningBroker {
         server,
@@ -135,15 +135,20 @@ pub async fn start_with(
     })
 }
 
-/// Starts what runs beside the request path (follower fetchers, the
-/// metadata follower, the coordinator's timer, ISR shrinking) and then the
-/// listeners.
+/// Listens on the client and inter-broker listeners (refusing connections
+/// until now: see [`strom_network::Server`]), starts what runs beside the
+/// request path (follower fetchers, the metadata follower, the
+/// coordinator's timer, ISR shrinking) and then accepts.
 fn serve(
     context: &Arc<BrokerContext>,
     server: Server,
     inter_broker: Option<Arc<strom_security::peer::PeerConnector>>,
     observability: &Observability,
-) -> (ServerHandle, Vec<JoinHandle<()>>) {
+) -> Result<(ServerHandle, Vec<JoinHandle<()>>), StartError> {
+    let server = server.listen().map_err(|error| StartError::Bind {
+        address: error.address,
+        source: error.source,
+    })?;
     if let Some(connector) = inter_broker {
         start_replica_fetchers(context, connector);
     }
@@ -160,7 +165,7 @@ fn serve(
         partitions = context.replicas.logs().partitions().len(),
         "Strom broker started"
     );
-    (server, tasks)
+    Ok((server, tasks))
 }
 
 /// What is settled before anything starts.
@@ -203,7 +208,10 @@ fn prepare(config: &BrokerConfig) -> Result<Prepared, StartError> {
     })
 }
 
-/// Binds every listener (the server does not accept until started).
+/// Binds every client and inter-broker listener, early so that the
+/// registration advertises their ports; nothing listens (connections are
+/// refused) until [`serve`]. The controller listener of a cluster node is
+/// the quorum member's, bound and served at once.
 async fn bind(config: &BrokerConfig) -> Result<Server, StartError> {
     let addresses = config
         .listeners

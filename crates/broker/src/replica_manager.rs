@@ -371,14 +371,64 @@ impl ReplicaManager {
     }
 
     /// Leads what the plan says: keeps leading at the same epoch (applying
-    /// ISR changes), or becomes leader at the new one.
+    /// ISR changes), or becomes leader at the new one. Becoming leader
+    /// writes the partition's leader epoch checkpoint (two fsyncs): when
+    /// many partitions change at once (a broker's restart elects it for
+    /// all it hosts), several threads write them, since the fsyncs wait
+    /// on the device rather than on a core.
     fn lead(&self, plan: &ImagePlan, now_ms: i64) {
-        let mut became_leader = 0usize;
-        let mut declined = 0u64;
-        for (topic_partition, topic_id, wanted) in &plan.roles {
-            let WantedRole::Lead(assignment) = wanted else {
-                continue;
-            };
+        let leads: Vec<(&TopicPartition, Uuid, &LeaderAssignment)> = plan
+            .roles
+            .iter()
+            .filter_map(|(topic_partition, topic_id, wanted)| match wanted {
+                WantedRole::Lead(assignment) => Some((topic_partition, *topic_id, assignment)),
+                _ => None,
+            })
+            .collect();
+        let (became_leader, declined) = if leads.len() < PARALLEL_LEAD_MIN {
+            self.lead_each(&leads, now_ms)
+        } else {
+            let chunk = leads.len().div_ceil(LEAD_THREADS);
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = leads
+                    .chunks(chunk)
+                    .map(|part| scope.spawn(move || self.lead_each(part, now_ms)))
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|worker| {
+                        worker
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .fold((0, 0), |(led, refused), (more_led, more_refused)| {
+                        (led + more_led, refused + more_refused)
+                    })
+            })
+        };
+        if became_leader > 0 {
+            info!(partitions = became_leader, "leading new partitions");
+        }
+        if declined > 0 {
+            self.leaderships_declined
+                .fetch_add(declined, Ordering::Relaxed);
+            info!(
+                partitions = declined,
+                "not taking the leadership of partitions: this broker is stopping"
+            );
+        }
+    }
+
+    /// [`Self::lead`] for `leads`, one after the other; returns how many
+    /// became leader and how many leaderships were declined because the
+    /// broker is stopping.
+    fn lead_each(
+        &self,
+        leads: &[(&TopicPartition, Uuid, &LeaderAssignment)],
+        now_ms: i64,
+    ) -> (usize, u64) {
+        let (mut became_leader, mut declined) = (0usize, 0u64);
+        for (topic_partition, topic_id, assignment) in leads {
             let Some(replica) = self.host(topic_partition, *topic_id, now_ms) else {
                 continue;
             };
@@ -408,17 +458,7 @@ impl ReplicaManager {
                 Err(error) => warn!(%topic_partition, %error, "cannot lead partition"),
             }
         }
-        if became_leader > 0 {
-            info!(partitions = became_leader, "leading new partitions");
-        }
-        if declined > 0 {
-            self.leaderships_declined
-                .fetch_add(declined, Ordering::Relaxed);
-            info!(
-                partitions = declined,
-                "not taking the leadership of partitions: this broker is stopping"
-            );
-        }
+        (became_leader, declined)
     }
 
     /// The hosted replica of `topic_partition` for topic `topic_id`,
@@ -506,16 +546,18 @@ impl ReplicaManager {
         any_topics: bool,
         now_ms: i64,
     ) {
+        let kept_topics: std::collections::HashSet<&str> = if removed.is_empty() {
+            std::collections::HashSet::new()
+        } else {
+            assigned.keys().map(|kept| kept.topic.as_str()).collect()
+        };
         for replica in removed {
             let topic_partition = &replica.topic_partition;
             match self.logs.delete(topic_partition, now_ms) {
                 Ok(_) => info!(%topic_partition, "deleted a partition no longer assigned here"),
                 Err(error) => warn!(%topic_partition, %error, "cannot delete partition"),
             }
-            if !assigned
-                .keys()
-                .any(|kept| kept.topic == topic_partition.topic)
-            {
+            if !kept_topics.contains(topic_partition.topic.as_str()) {
                 self.topic_metrics.remove(&topic_partition.topic);
             }
         }
@@ -533,6 +575,14 @@ impl ReplicaManager {
         }
     }
 }
+
+/// Partitions becoming leader in one image from which [`ReplicaManager`]
+/// leads them with several threads.
+const PARALLEL_LEAD_MIN: usize = 64;
+
+/// The threads that lead many partitions at once (their work is mostly
+/// waiting for fsyncs).
+const LEAD_THREADS: usize = 8;
 
 /// The role an image gives a replica hosted here.
 enum WantedRole {

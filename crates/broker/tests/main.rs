@@ -14,6 +14,7 @@ mod elections;
 mod fetch_sessions;
 mod groups;
 mod injected_environment;
+mod late_listeners;
 mod metrics_http;
 mod quorum;
 mod replication;

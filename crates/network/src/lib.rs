@@ -48,4 +48,4 @@ mod server;
 pub use error::BindError;
 pub use region::{FileRegion, Region};
 pub use request::{Answer, DeferredReply, Reply, RequestContext, RequestHandler};
-pub use server::{NetworkConfig, Server, ServerHandle};
+pub use server::{ListeningServer, NetworkConfig, Server, ServerHandle};

@@ -1,4 +1,15 @@
 //! Listeners and the accept loop.
+//!
+//! Binding and listening are two steps. [`Server::bind`] binds each
+//! address (so a port of 0 gets its number, which the broker registers
+//! with the controller) but does not listen: a client connecting then is
+//! refused by the kernel, as by a broker that is not running. Only once
+//! the broker can answer does it call [`Server::listen`] and
+//! [`ListeningServer::start`]. A socket listening earlier would let the
+//! kernel complete connections into its accept backlog while the broker
+//! is still loading its logs, and those clients would wait for answers
+//! that do not come (Kafka, too, starts its acceptors after log
+//! recovery).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -6,7 +17,7 @@ use std::time::Duration;
 
 use strom_security::principal::certificate_subject;
 use strom_security::{ListenerRuntime, Principal, Session};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -22,6 +33,10 @@ const TLS_READ_BUFFER_BYTES: usize = 256 * 1024;
 /// How long a TLS handshake may take before the connection is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The accept backlog of a listening socket (the kernel caps it at
+/// `net.core.somaxconn`).
+const ACCEPT_BACKLOG: u32 = 1024;
+
 /// Network settings, from the broker configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct NetworkConfig {
@@ -33,10 +48,19 @@ pub struct NetworkConfig {
     pub max_connections: usize,
 }
 
-/// A bound listener, ready to serve.
+/// Bound listeners, not yet listening: connections to them are refused
+/// until [`Server::listen`].
 pub struct Server {
-    listeners: Vec<(TcpListener, Arc<ListenerRuntime>)>,
+    sockets: Vec<BoundSocket>,
     config: NetworkConfig,
+}
+
+/// One bound, not yet listening, socket.
+struct BoundSocket {
+    socket: TcpSocket,
+    /// The address bound (port 0 resolved; a failed `listen` names it).
+    local: SocketAddr,
+    runtime: Arc<ListenerRuntime>,
 }
 
 /// A running server: its addresses and the means to stop it.
@@ -49,48 +73,89 @@ pub struct ServerHandle {
 impl Server {
     /// Binds every address (port 0 picks a free port), each served with
     /// the security of its listener (`runtimes` in the same order; an
-    /// address without one is PLAINTEXT).
+    /// address without one is PLAINTEXT). Nothing listens yet: connecting
+    /// is refused until [`Server::listen`]. The sockets are bound with
+    /// `SO_REUSEADDR`, as a listener would be, so a broker restarted at
+    /// once binds its port despite connections of its previous run left
+    /// in `TIME_WAIT`.
     pub async fn bind(
         addresses: &[SocketAddr],
         runtimes: Vec<Arc<ListenerRuntime>>,
         config: NetworkConfig,
     ) -> Result<Server, BindError> {
-        let mut listeners = Vec::with_capacity(addresses.len());
+        let mut sockets = Vec::with_capacity(addresses.len());
         let mut runtimes = runtimes.into_iter();
         for address in addresses {
             let runtime = runtimes
                 .next()
                 .unwrap_or_else(|| Arc::new(ListenerRuntime::plaintext("PLAINTEXT")));
-            let listener = TcpListener::bind(address)
-                .await
-                .map_err(|source| BindError {
-                    address: *address,
-                    source,
-                })?;
-            listeners.push((listener, runtime));
+            let (socket, local) = bind_socket(*address).map_err(|source| BindError {
+                address: *address,
+                source,
+            })?;
+            sockets.push(BoundSocket {
+                socket,
+                local,
+                runtime,
+            });
         }
-        Ok(Server { listeners, config })
+        Ok(Server { sockets, config })
     }
 
     /// The bound addresses.
     pub fn local_addresses(&self) -> Vec<SocketAddr> {
-        self.listeners
-            .iter()
-            .filter_map(|(listener, _)| listener.local_addr().ok())
-            .collect()
+        self.sockets.iter().map(|bound| bound.local).collect()
+    }
+
+    /// Listens on every bound socket: from here the kernel completes
+    /// connections into the accept backlog, so the caller starts the
+    /// returned server as soon as it can. Fails when a socket cannot
+    /// listen (another socket took the port and listens on it meanwhile).
+    pub fn listen(self) -> Result<ListeningServer, BindError> {
+        let addresses = self.local_addresses();
+        let mut listeners = Vec::with_capacity(self.sockets.len());
+        for bound in self.sockets {
+            let listener = bound
+                .socket
+                .listen(ACCEPT_BACKLOG)
+                .map_err(|source| BindError {
+                    address: bound.local,
+                    source,
+                })?;
+            listeners.push((listener, bound.runtime));
+        }
+        Ok(ListeningServer {
+            addresses,
+            listeners,
+            config: self.config,
+        })
+    }
+}
+
+/// Listening sockets, not yet accepting.
+pub struct ListeningServer {
+    addresses: Vec<SocketAddr>,
+    listeners: Vec<(TcpListener, Arc<ListenerRuntime>)>,
+    config: NetworkConfig,
+}
+
+impl ListeningServer {
+    /// The listening addresses.
+    pub fn local_addresses(&self) -> &[SocketAddr] {
+        &self.addresses
     }
 
     /// Starts accepting connections and serving them with `handler`.
     pub fn start(self, handler: Arc<dyn RequestHandler>) -> ServerHandle {
-        let addresses = self.local_addresses();
         let (shutdown, shutdown_receiver) = watch::channel(false);
         let config = self.config;
+        let listeners = self.listeners;
         let task = tokio::spawn(async move {
             let permits = Arc::new(Semaphore::new(
                 config.max_connections.min(Semaphore::MAX_PERMITS),
             ));
             let mut accept_loops = JoinSet::new();
-            for (listener, runtime) in self.listeners {
+            for (listener, runtime) in listeners {
                 accept_loops.spawn(accept_loop(
                     listener,
                     runtime,
@@ -103,11 +168,25 @@ impl Server {
             while accept_loops.join_next().await.is_some() {}
         });
         ServerHandle {
-            addresses,
+            addresses: self.addresses,
             shutdown,
             task,
         }
     }
+}
+
+/// A socket bound to `address` with `SO_REUSEADDR`, not listening, and
+/// the address it got.
+fn bind_socket(address: SocketAddr) -> std::io::Result<(TcpSocket, SocketAddr)> {
+    let socket = if address.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    let local = socket.local_addr()?;
+    Ok((socket, local))
 }
 
 impl ServerHandle {
@@ -235,3 +314,7 @@ async fn serve_accepted(
     };
     serve_tls(stream, parts, shutdown).await;
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

@@ -95,9 +95,7 @@ impl LeaderEpochCache {
 
     /// Removes entries starting at or after `end_offset` (log truncation).
     pub fn truncate_from_end(&mut self, end_offset: i64) -> Result<(), CheckpointError> {
-        let before = self.entries.len();
-        self.entries.retain(|entry| entry.start_offset < end_offset);
-        if self.entries.len() != before {
+        if self.drop_from_end(end_offset) {
             self.file.write(&self.entries)?;
         }
         Ok(())
@@ -106,13 +104,40 @@ impl LeaderEpochCache {
     /// Drops entries wholly before `start_offset`; the last of them is kept
     /// and moved to start at `start_offset` (log start offset advanced).
     pub fn truncate_from_start(&mut self, start_offset: i64) -> Result<(), CheckpointError> {
+        if self.drop_before(start_offset) {
+            self.file.write(&self.entries)?;
+        }
+        Ok(())
+    }
+
+    /// At open: bounds the entries by the log's start and end offsets in
+    /// memory only. The file is not rewritten (two fsyncs a partition, and
+    /// a restart reopens every partition): the entries it keeps past the
+    /// bounds are dropped the same way at every open, and the file is
+    /// rewritten whole at the next change. Returns whether anything went.
+    pub(crate) fn bound_at_open(&mut self, start_offset: i64, end_offset: i64) -> bool {
+        let from_end = self.drop_from_end(end_offset);
+        let before = self.drop_before(start_offset);
+        from_end || before
+    }
+
+    /// [`Self::truncate_from_end`] in memory; returns whether anything went.
+    fn drop_from_end(&mut self, end_offset: i64) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|entry| entry.start_offset < end_offset);
+        self.entries.len() != before
+    }
+
+    /// [`Self::truncate_from_start`] in memory; returns whether anything
+    /// changed.
+    fn drop_before(&mut self, start_offset: i64) -> bool {
         let before_start = self
             .entries
             .iter()
             .take_while(|entry| entry.start_offset < start_offset)
             .count();
         if before_start == 0 {
-            return Ok(());
+            return false;
         }
         let mut moved = self.entries[before_start - 1];
         moved.start_offset = start_offset;
@@ -124,8 +149,7 @@ impl LeaderEpochCache {
         {
             self.entries.insert(0, moved);
         }
-        self.file.write(&self.entries)?;
-        Ok(())
+        true
     }
 
     /// Removes every entry (the log was deleted or fully truncated).
@@ -197,5 +221,39 @@ mod tests {
         assert_eq!(cache.entries(), &[entry(2, 15)]);
         let reopened = LeaderEpochCache::open(dir.path()).expect("reopen");
         assert_eq!(reopened.entries(), &[entry(2, 15)]);
+    }
+
+    #[test]
+    fn bounding_at_open_leaves_the_file_and_a_reopen_bounds_it_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cache = LeaderEpochCache::open(dir.path()).expect("open");
+        assert!(cache.assign(1, 0).expect("assign"));
+        assert!(cache.assign(2, 10).expect("assign"));
+        assert!(cache.assign(3, 20).expect("assign"));
+        let on_disk = std::fs::read(dir.path().join(LEADER_EPOCH_CHECKPOINT)).expect("read");
+        assert!(cache.bound_at_open(5, 20));
+        let bounded = [(1, 5), (2, 10)];
+        let entries = |cache: &LeaderEpochCache| {
+            cache
+                .entries()
+                .iter()
+                .map(|entry| (entry.epoch, entry.start_offset))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(entries(&cache), bounded);
+        assert_eq!(
+            std::fs::read(dir.path().join(LEADER_EPOCH_CHECKPOINT)).expect("read"),
+            on_disk,
+            "bounding at open writes nothing"
+        );
+        assert!(!cache.bound_at_open(5, 20), "nothing more to drop");
+        let mut reopened = LeaderEpochCache::open(dir.path()).expect("reopen");
+        assert!(reopened.bound_at_open(5, 20));
+        assert_eq!(entries(&reopened), bounded);
+        // The next change writes the bounded entries.
+        assert!(reopened.assign(4, 20).expect("assign"));
+        let mut third = LeaderEpochCache::open(dir.path()).expect("reopen");
+        assert!(!third.bound_at_open(5, 21));
+        assert_eq!(entries(&third), [(1, 5), (2, 10), (4, 20)]);
     }
 }

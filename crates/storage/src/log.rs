@@ -1029,7 +1029,16 @@ impl Log {
         {
             segment.seal()?;
         }
-        self.flush(now_ms)?;
+        // A log with nothing past its recovery point has nothing to make
+        // durable: its segments were flushed, and the directory synced with
+        // them, before the recovery point reached the log end (what the
+        // trims above change is checked at the next open, whose index
+        // sanity checks rebuild an index left long). Skipping the fsyncs
+        // is what keeps stopping many idle partitions quick.
+        let unflushed = self.recovery_point < self.log_end_offset || self.unflushed_messages > 0;
+        if unflushed {
+            self.flush(now_ms)?;
+        }
         // A snapshot bounds the header scan at the next open; an empty log
         // has nothing to scan, and an existing snapshot at the log end is current.
         let latest_snapshot = list_snapshots(&self.dir)?.keys().next_back().copied();
@@ -1040,8 +1049,11 @@ impl Log {
                 .write_snapshot(&self.dir, self.log_end_offset)?;
         }
         // Background flushes of recent rolls may not have synced the
-        // directory yet (the new segments' names).
-        crate::checkpoint::sync_directory(&self.dir)?;
+        // directory yet (the new segments' names), nor has anything synced
+        // the renames of segments retention deleted.
+        if unflushed || !self.pending_deletes.is_empty() {
+            crate::checkpoint::sync_directory(&self.dir)?;
+        }
         self.delete_pending_files(i64::MAX)
     }
 }

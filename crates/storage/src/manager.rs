@@ -371,6 +371,7 @@ impl LogManager {
             .iter()
             .map(|path| lock_directory(path))
             .collect::<Result<Vec<_>, _>>()?;
+        let started = std::time::Instant::now();
         let results = load_directories(&directories, &config, &topic_configs, now_ms);
         let page_cache = if config.page_cache.is_enabled() {
             Some(WriteBehind::start().map_err(|source| ManagerError::Thread {
@@ -399,6 +400,12 @@ impl LogManager {
                 .pending_directory_deletes
                 .extend(doomed.into_iter().map(|path| (now_ms, path)));
         }
+        tracing::info!(
+            logs = logs.len(),
+            directories = directories.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "loaded partition logs"
+        );
         Ok(LogManager {
             config,
             directories,
@@ -506,11 +513,15 @@ impl LogManager {
 
     /// Sets (or replaces) a topic's configuration, for existing and future logs.
     pub fn set_topic_config(&self, topic: &str, config: LogConfig) {
-        for (partition, (_, log)) in self.logs_read().iter() {
-            if partition.topic == topic {
-                if let Some(mut log) = write_log(log) {
-                    log.set_config(config.clone());
-                }
+        // Partitions sort by topic first: the topic's logs are one range,
+        // so applying every topic's config visits each log once.
+        let first = TopicPartition::new(topic.to_owned(), i32::MIN);
+        for (partition, (_, log)) in self.logs_read().range(first..) {
+            if partition.topic != topic {
+                break;
+            }
+            if let Some(mut log) = write_log(log) {
+                log.set_config(config.clone());
             }
         }
         // Single inserts: reused after a panic (module docs).
@@ -536,13 +547,7 @@ impl LogManager {
         if let Some((_, log)) = logs.get(partition) {
             return Ok(Arc::clone(log));
         }
-        let mut counts = vec![0usize; self.directories.len()];
-        for (index, _) in logs.values() {
-            counts[*index] += 1;
-        }
-        let index = (0..counts.len())
-            .min_by_key(|index| counts[*index])
-            .unwrap_or(0);
+        let index = self.emptiest_directory(&logs);
         let config = self
             .topic_configs
             // Single inserts: reused after a panic (module docs).
@@ -574,6 +579,23 @@ impl LogManager {
         let handle = Arc::new(RwLock::new(log));
         logs.insert(partition.clone(), (index, Arc::clone(&handle)));
         Ok(handle)
+    }
+
+    /// The index of the directory holding the fewest logs (counting is
+    /// skipped with one directory: creating many partitions stays linear).
+    fn emptiest_directory(&self, logs: &BTreeMap<TopicPartition, (usize, LogHandle)>) -> usize {
+        if self.directories.len() <= 1 {
+            return 0;
+        }
+        let mut counts = vec![0usize; self.directories.len()];
+        for (index, _) in logs.values() {
+            if let Some(count) = counts.get_mut(*index) {
+                *count += 1;
+            }
+        }
+        (0..counts.len())
+            .min_by_key(|index| counts[*index])
+            .unwrap_or(0)
     }
 
     /// Removes a partition's log: its directory is renamed to
@@ -731,49 +753,60 @@ impl LogManager {
     }
 
     /// Flushes and closes every log, writes all checkpoints and the
-    /// clean-shutdown marker.
+    /// clean-shutdown marker. The logs are closed by
+    /// `num.recovery.threads.per.data.dir` threads per directory, as they
+    /// are opened; a log with nothing unflushed costs no fsync (see
+    /// [`Log::close`]).
     pub fn shutdown(self, now_ms: i64) -> Result<(), ManagerError> {
-        let logs = std::mem::take(&mut *self.logs_write());
+        let started = std::time::Instant::now();
+        let logs: Vec<(TopicPartition, (usize, LogHandle))> =
+            std::mem::take(&mut *self.logs_write())
+                .into_iter()
+                .collect();
+        let count = logs.len();
         self.report_poisoned_logs();
+        let threads = self.config.recovery_threads_per_data_dir.max(1) * self.directories.len();
+        let results: Vec<Vec<Result<Closed, ManagerError>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = split_evenly(logs, threads)
+                .into_iter()
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.into_iter()
+                            .map(|(partition, (index, handle))| {
+                                close_log(partition, index, handle, now_ms)
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            join_all(workers)
+        });
         let mut closed: BTreeMap<TopicPartition, (usize, i64, i64, i64)> = BTreeMap::new();
         let mut unclean = vec![false; self.directories.len()];
-        for (partition, (index, handle)) in logs {
-            let log = match Arc::try_unwrap(handle) {
-                Ok(lock) => match lock.into_inner() {
-                    Ok(log) => log,
-                    Err(_poisoned) => {
-                        unclean[index] = true;
-                        continue;
-                    }
-                },
-                Err(shared) => {
-                    // Someone still holds the handle: flush through it instead.
-                    let Some(mut log) = write_log(&shared) else {
-                        unclean[index] = true;
-                        continue;
-                    };
-                    log.flush(now_ms)?;
-                    closed.insert(
-                        partition,
-                        (
-                            index,
-                            log.recovery_point(),
-                            log.log_start_offset(),
-                            log.high_watermark(),
-                        ),
-                    );
-                    continue;
+        for result in results.into_iter().flatten() {
+            match result? {
+                Closed::Offsets(partition, offsets) => {
+                    closed.insert(partition, offsets);
                 }
-            };
-            let offsets = (
-                index,
-                log.log_end_offset(),
-                log.log_start_offset(),
-                log.high_watermark(),
-            );
-            log.close(now_ms)?;
-            closed.insert(partition, offsets);
+                Closed::Poisoned(index) => unclean[index] = true,
+            }
         }
+        self.write_shutdown_files(&closed, &unclean)?;
+        tracing::info!(
+            logs = count,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "closed partition logs"
+        );
+        Ok(())
+    }
+
+    /// The checkpoints of the closed logs and, in each directory without
+    /// a poisoned log, the clean-shutdown marker.
+    fn write_shutdown_files(
+        &self,
+        closed: &BTreeMap<TopicPartition, (usize, i64, i64, i64)>,
+        unclean: &[bool],
+    ) -> Result<(), ManagerError> {
         for (directory_index, directory) in self.directories.iter().enumerate() {
             let select = |pick: fn(&(usize, i64, i64, i64)) -> i64| {
                 closed
@@ -788,7 +821,7 @@ impl LogManager {
                 .write(&select(|entry| entry.2))?;
             OffsetCheckpointFile::new(directory.path.join(REPLICATION_OFFSET_CHECKPOINT))
                 .write(&select(|entry| entry.3))?;
-            if unclean[directory_index] {
+            if unclean.get(directory_index).copied().unwrap_or(true) {
                 // A poisoned log: the next start must recover this directory.
                 crate::checkpoint::sync_directory(&directory.path)?;
                 continue;
@@ -834,6 +867,64 @@ fn write_log(log: &LogHandle) -> Option<std::sync::RwLockWriteGuard<'_, Log>> {
 /// The log for a read, or `None` when its lock is poisoned (as [`write_log`]).
 fn read_log(log: &LogHandle) -> Option<std::sync::RwLockReadGuard<'_, Log>> {
     log.read().ok()
+}
+
+/// What closing one log left: its directory and offsets for the
+/// checkpoints, or a poisoned log in a directory.
+enum Closed {
+    /// Directory index, recovery point, log start offset, high watermark.
+    Offsets(TopicPartition, (usize, i64, i64, i64)),
+    /// A poisoned log in the directory of this index.
+    Poisoned(usize),
+}
+
+/// Closes one log at shutdown (flushing through the handle when someone
+/// still holds it).
+fn close_log(
+    partition: TopicPartition,
+    index: usize,
+    handle: LogHandle,
+    now_ms: i64,
+) -> Result<Closed, ManagerError> {
+    let log = match Arc::try_unwrap(handle) {
+        Ok(lock) => match lock.into_inner() {
+            Ok(log) => log,
+            Err(_poisoned) => return Ok(Closed::Poisoned(index)),
+        },
+        Err(shared) => {
+            // Someone still holds the handle: flush through it instead.
+            let Some(mut log) = write_log(&shared) else {
+                return Ok(Closed::Poisoned(index));
+            };
+            log.flush(now_ms)?;
+            let offsets = (
+                index,
+                log.recovery_point(),
+                log.log_start_offset(),
+                log.high_watermark(),
+            );
+            return Ok(Closed::Offsets(partition, offsets));
+        }
+    };
+    let offsets = (
+        index,
+        log.log_end_offset(),
+        log.log_start_offset(),
+        log.high_watermark(),
+    );
+    log.close(now_ms)?;
+    Ok(Closed::Offsets(partition, offsets))
+}
+
+/// `items` in at most `parts` runs of nearly equal length, in order.
+fn split_evenly<T>(items: Vec<T>, parts: usize) -> Vec<Vec<T>> {
+    let chunk = items.len().div_ceil(parts.max(1)).max(1);
+    let mut runs = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        runs.push(items.by_ref().take(chunk).collect());
+    }
+    runs
 }
 
 /// A thread that calls [`LogManager::tick`] every `period` with the clock's

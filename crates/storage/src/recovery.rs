@@ -239,9 +239,8 @@ impl Log {
         self.log_start_offset = self.log_start_offset.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         self.high_watermark = self.log_start_offset;
-        self.epoch_cache.truncate_from_end(self.log_end_offset)?;
         self.epoch_cache
-            .truncate_from_start(self.log_start_offset)?;
+            .bound_at_open(self.log_start_offset, self.log_end_offset);
         self.rebuild_producer_state(rebuild_txn_index)?;
         Ok(())
     }
