@@ -33,7 +33,7 @@ pub fn propose(
     replica: &Arc<PartitionReplica>,
     change: IsrChange,
 ) {
-    if !replica.begin_isr_change() {
+    if replicas.is_stopping() || !replica.begin_isr_change() {
         return;
     }
     let Ok(Ok(leader_epoch)) = replica.leader_epoch() else {
@@ -83,7 +83,10 @@ pub fn propose(
         let applying = Arc::clone(&replicas);
         let _ = tokio::task::spawn_blocking(move || applying.apply_image(&image)).await;
         replica.end_isr_change();
-        if unanswered {
+        // A stopping broker proposes nothing more: the task would hold the
+        // replica manager (and so the logs) past shutdown while no
+        // controller answers.
+        if unanswered && !replicas.is_stopping() {
             tokio::time::sleep(UNANSWERED_RETRY).await;
             let same_leader =
                 matches!(replica.leader_epoch(), Ok(Ok(epoch)) if epoch == leader_epoch);

@@ -319,6 +319,10 @@ fn assert_no_stopping_broker_elected(images: &[Arc<MetadataImage>]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_cluster_stopped_at_once_closes_every_log_and_elects_no_stopping_broker() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("warn")
+        .with_test_writer()
+        .try_init();
     let dir = tempfile::tempdir().expect("tempdir");
     let ports = ports(3);
     let configs = (1..=3)
