@@ -75,7 +75,7 @@ pub async fn probe(address: &str) -> ProbeResult {
     }
 }
 
-/// Whether every one of [`PROBE_ATTEMPTS`] attempts to `address` is
+/// Whether every one of `PROBE_ATTEMPTS` attempts to `address` is
 /// refused.
 pub async fn refuses_connections(address: &str) -> bool {
     for _ in 0..PROBE_ATTEMPTS {

@@ -6,7 +6,7 @@
 //! and the console shows everything: only for a listener on a loopback
 //! address. With `basic`, the console page and its API answer 401 with a
 //! `WWW-Authenticate: Basic realm="strom"` challenge unless the request
-//! carries the credentials of a SCRAM user ([`BrokerView::authenticate`]),
+//! carries the credentials of a SCRAM user ([`crate::BrokerView::authenticate`]),
 //! and then show only what that user's ACLs let it describe and read.
 //! `/metrics` and the health probes need credentials too when
 //! `strom.http.authenticate.metrics=true`.

@@ -21,7 +21,7 @@
 //!   [`HISTORY_SAMPLES`] × [`SAMPLE_INTERVAL`], for the charts.
 //!
 //! Behind an authenticating listener every view is cut to what the
-//! viewer's ACLs show a Kafka client of principal `User:NAME` ([`Access`]):
+//! viewer's ACLs show a Kafka client of principal `User:NAME` (`Access`):
 //! topics need DESCRIBE on the topic (Metadata, ListOffsets), their
 //! configs DESCRIBE_CONFIGS (DescribeConfigs), their records READ (Fetch;
 //! 403 without), their sizes and segments DESCRIBE on the cluster
