@@ -77,6 +77,12 @@ class Broker:
         return props
 
     def start(self) -> None:
+        self.launch()
+        self.wait_listening(30.0)
+
+    def launch(self) -> None:
+        """Starts the process; returns at once (the client port listens
+        only once the broker can answer: in a cluster, after a quorum)."""
         config = self.data_dir.parent / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         log = open(self.log_path, "ab")
@@ -86,7 +92,9 @@ class Broker:
             stderr=subprocess.STDOUT,
             env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "info")},
         )
-        wait_for_port(self.port, 30.0, self.process)
+
+    def wait_listening(self, timeout_s: float) -> None:
+        wait_for_port(self.port, timeout_s, self.process)
 
     def stop(self, timeout_s: float = 30.0) -> int:
         """Graceful stop with SIGTERM; returns the exit code."""

@@ -20,6 +20,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import time
@@ -670,12 +671,17 @@ def test_a_node_started_before_a_majority_of_voters_waits_for_them(whole):
     for node in whole.nodes:
         node.kill()
     first = whole.nodes[0]
-    first.start()
+    first.spawn()
     # Longer than a registration may wait for the quorum: a broker that
     # gave up (as a Kafka broker does not) would have exited by now.
     time.sleep(QUORUM_REQUEST_TIMEOUT_MS / 1000 + SLACK_S)
     assert first.running, f"node {first.node_id} exited while waiting for the other voters:\n{first.log_tail()}"
+    # Its client port listens only once it can answer: refused meanwhile,
+    # never accepted and left unanswered.
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", first.port), timeout=2).close()
     whole.start_nodes(whole.nodes[1:])
+    first.wait_listening()
     assert first.running
     topic = unique("after-staggered-start")
     create_until_ok(whole, first, topic)

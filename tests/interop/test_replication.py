@@ -47,8 +47,12 @@ def start_cluster(strom_binary, tmp_path, extra_for=None):
             f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{controller_port}"
         )
         brokers[node] = broker
+    # Every process first: a node's client port listens only once a quorum
+    # of voters has formed and its logs are open.
     for broker in brokers.values():
-        broker.start()
+        broker.launch()
+    for broker in brokers.values():
+        broker.wait_listening(60.0)
     return brokers
 
 

@@ -87,6 +87,9 @@ def run_pipeline(bootstrap: str, source: str, sink: str, group: str, total: int,
         positions = consumer.position(consumer.assignment())
         producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
         if (transactions["committed"] + transactions["aborted"] + 1) % abort_every == 0:
+            # Sent first, so that the aborted records are in the log (an
+            # abort drops records still queued in the client).
+            producer.flush(30)
             producer.abort_transaction(30)
             transactions["aborted"] += 1
             # Read the aborted input again from the last committed offsets.
