@@ -220,6 +220,9 @@ fn a_record_batch_claiming_a_huge_record_count_allocates_less_than_its_size() {
 fn the_counter_sees_an_allocation_the_size_of_a_frame() {
     let _guard = lock();
     let (vector, held) = measure(|| Vec::<u8>::with_capacity(CLAIMED));
-    assert!(held >= CLAIMED, "held {held}");
+    // The counter is process-wide: a harness thread freeing a few hundred
+    // bytes between the baseline and the allocation lowers the peak by
+    // that much (seen once: 65,414 of 65,536).
+    assert!(held >= CLAIMED - 4096, "held {held}");
     drop(vector);
 }
