@@ -531,10 +531,7 @@ impl Partition {
         now_ms: i64,
     ) -> Result<Appended, AppendFailure> {
         let mut log = self.log_mut()?;
-        let leader_epoch = self.leading(|leader| {
-            leader.check_append(acks_all)?;
-            Ok::<_, ReplicationError>(leader.leader_epoch())
-        })???;
+        let leader_epoch = self.append_epoch(acks_all)?;
         let info = log.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
         self.log_end.advance(log.log_end_offset());
         if log.flush_due() {
@@ -545,19 +542,35 @@ impl Partition {
                 pending_flush: Some(ticket),
             });
         }
+        self.advance_after_local_append(&mut log)?;
+        Ok(Appended {
+            info,
+            leader_epoch,
+            pending_flush: None,
+        })
+    }
+
+    /// The leader epoch a leader append is written at, after the leader's
+    /// checks (led here, ISR large enough for `acks_all`).
+    fn append_epoch(&self, acks_all: bool) -> Result<i32, AppendFailure> {
+        Ok(self.leading(|leader| {
+            leader.check_append(acks_all)?;
+            Ok::<_, ReplicationError>(leader.leader_epoch())
+        })???)
+    }
+
+    /// After a leader append that needs no flush first: tells the leader
+    /// state the new log end and publishes the HW if it advanced.
+    fn advance_after_local_append(&self, log: &mut Log) -> Result<(), PartitionOffline> {
         let log_end_offset = log.log_end_offset();
         let advanced = self
             .leading(|leader| leader.on_local_append(log_end_offset))?
             .ok()
             .flatten();
         if let Some(high_watermark) = advanced {
-            self.publish_high_watermark(&mut log, high_watermark);
+            self.publish_high_watermark(log, high_watermark);
         }
-        Ok(Appended {
-            info,
-            leader_epoch,
-            pending_flush: None,
-        })
+        Ok(())
     }
 
     /// Records a synced [`FlushTicket`]: moves the recovery point and lets
@@ -849,20 +862,10 @@ impl Partition {
         now_ms: i64,
     ) -> Result<Appended, AppendFailure> {
         let mut log = self.log_mut()?;
-        let leader_epoch = self.leading(|leader| {
-            leader.check_append(true)?;
-            Ok::<_, ReplicationError>(leader.leader_epoch())
-        })???;
+        let leader_epoch = self.append_epoch(true)?;
         let info = log.append_marker_as_leader(marker, leader_epoch, now_ms)?;
         self.log_end.advance(log.log_end_offset());
-        let log_end_offset = log.log_end_offset();
-        let advanced = self
-            .leading(|leader| leader.on_local_append(log_end_offset))?
-            .ok()
-            .flatten();
-        if let Some(high_watermark) = advanced {
-            self.publish_high_watermark(&mut log, high_watermark);
-        }
+        self.advance_after_local_append(&mut log)?;
         Ok(Appended {
             info,
             leader_epoch,
