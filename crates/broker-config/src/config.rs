@@ -179,6 +179,7 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("transaction.state.log.replication.factor", "3"),
     ("transaction.state.log.min.isr", "2"),
     ("transaction.max.timeout.ms", "900000"),
+    ("transaction.partition.verification.enable", "true"),
     ("transactional.id.expiration.ms", "604800000"),
     (
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
@@ -524,6 +525,11 @@ pub struct TransactionConfig {
     /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how
     /// often transactions past their timeout are looked for.
     pub abort_timed_out_transaction_cleanup_interval: Duration,
+    /// `transaction.partition.verification.enable`: a partition leader asks
+    /// the transaction coordinator whether a transactional batch's
+    /// partition is in the transaction before it opens one there
+    /// (KIP-890 part 1).
+    pub partition_verification: bool,
 }
 
 impl TransactionConfig {
@@ -538,6 +544,7 @@ impl TransactionConfig {
             transactional_id_expiration: lookup.millis("transactional.id.expiration.ms")?,
             abort_timed_out_transaction_cleanup_interval: lookup
                 .millis("transaction.abort.timed.out.transaction.cleanup.interval.ms")?,
+            partition_verification: lookup.boolean("transaction.partition.verification.enable")?,
         })
     }
 }

@@ -325,6 +325,7 @@ async fn broker_context(
         groups.claim(&image);
     }
     transactions.claim(&image);
+    let txn_verifier = txn_verifier(config, prepared, &controller_client, &transactions);
     Ok(BrokerContext {
         config: config.clone(),
         cluster_id: prepared.cluster_id.clone(),
@@ -333,12 +334,30 @@ async fn broker_context(
         producer_ids,
         groups,
         transactions,
+        txn_verifier,
         fetch_sessions: Arc::new(FetchSessionCache::new(
             config.max_incremental_fetch_session_cache_slots,
             environment.uuid().as_u64_pair().0,
         )),
         metrics: Arc::clone(observability.metrics()),
     })
+}
+
+/// The verifier of transactional produces (KIP-890 part 1).
+fn txn_verifier(
+    config: &BrokerConfig,
+    prepared: &Prepared,
+    controller: &Arc<dyn ControllerClient>,
+    transactions: &Arc<TransactionService>,
+) -> Arc<crate::txn_verification::TxnVerifier> {
+    Arc::new(crate::txn_verification::TxnVerifier::new(
+        config.transactions.partition_verification,
+        config.node_id,
+        Arc::clone(controller),
+        Arc::clone(transactions),
+        prepared.inter_broker.clone(),
+        strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
+    ))
 }
 
 /// The transaction coordinator over `__transaction_state`, writing its

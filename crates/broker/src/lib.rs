@@ -64,6 +64,7 @@ pub mod settings;
 pub mod shutdown;
 pub mod start_error;
 pub mod transactions;
+pub mod txn_verification;
 
 pub use strom_broker_config::{cluster_config, config, config_builder};
 

@@ -34,7 +34,7 @@ fn text(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_owned())
 }
 
-fn node_config(dir: &std::path::Path, id: u32, voters: &str, port: u16) -> BrokerConfig {
+pub(crate) fn node_config(dir: &std::path::Path, id: u32, voters: &str, port: u16) -> BrokerConfig {
     let pairs: Vec<(String, String)> = vec![
         ("process.roles".into(), "broker,controller".into()),
         ("node.id".into(), id.to_string()),
@@ -52,6 +52,7 @@ fn node_config(dir: &std::path::Path, id: u32, voters: &str, port: u16) -> Broke
         ),
         // `offsets.topic.replication.factor` is left at its default (3).
         ("offsets.topic.num.partitions".into(), "2".into()),
+        ("transaction.state.log.num.partitions".into(), "2".into()),
         ("broker.heartbeat.interval.ms".into(), "500".into()),
         ("broker.session.timeout.ms".into(), "6000".into()),
         ("replica.lag.time.max.ms".into(), "1500".into()),
@@ -62,7 +63,8 @@ fn node_config(dir: &std::path::Path, id: u32, voters: &str, port: u16) -> Broke
     BrokerConfig::from_map(&map).expect("valid config").0
 }
 
-async fn start_cluster(dir: &std::path::Path) -> Vec<RunningBroker> {
+/// Three `broker,controller` nodes in this process.
+pub(crate) async fn start_cluster(dir: &std::path::Path) -> Vec<RunningBroker> {
     let ports: BTreeMap<u32, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let voters = ports
         .iter()

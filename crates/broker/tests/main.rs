@@ -23,4 +23,5 @@ mod shutdown;
 mod start;
 mod topic_configs;
 mod transactions;
+mod txn_verification;
 mod unknown_resources;

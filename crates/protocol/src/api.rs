@@ -74,7 +74,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     // The generated request codec stops at v5 (the response knows v6).
     api(ApiKey::InitProducerId, "InitProducerId", 0, 5),
     api(ApiKey::OffsetForLeaderEpoch, "OffsetForLeaderEpoch", 2, 4),
-    api(ApiKey::AddPartitionsToTxn, "AddPartitionsToTxn", 0, 3),
+    // v4+ is the brokers' verification (KIP-890 part 1), v5 would add
+    // TRANSACTION_ABORTABLE for clients of transaction version 2.
+    api(ApiKey::AddPartitionsToTxn, "AddPartitionsToTxn", 0, 4),
     api(ApiKey::AddOffsetsToTxn, "AddOffsetsToTxn", 0, 3),
     api(ApiKey::EndTxn, "EndTxn", 0, 3),
     api(ApiKey::WriteTxnMarkers, "WriteTxnMarkers", 1, 1),

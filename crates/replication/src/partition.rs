@@ -31,6 +31,7 @@ use strom_storage::manager::LogHandle;
 use strom_storage::marker::TransactionMarker;
 use strom_storage::read::LogSlice;
 use strom_storage::txn_index::AbortedTransaction;
+use strom_storage::verification::{TxnVerification, VerificationGuard};
 use strom_storage::{AppendInfo, TopicPartition};
 
 use crate::fetcher::{FollowerLog, LogOffsets};
@@ -512,6 +513,22 @@ impl Partition {
         .unwrap_or_default()
     }
 
+    /// Starts verifying, as leader, that `producer_id`'s transaction
+    /// includes this partition before a batch at `sequence` and `epoch`
+    /// (KIP-890 part 1): `None` when a transaction of the producer is
+    /// ongoing here already, else the guard its append must carry.
+    pub fn start_transaction_verification(
+        &self,
+        producer_id: i64,
+        sequence: i32,
+        epoch: i16,
+        now_ms: i64,
+    ) -> Result<Option<VerificationGuard>, PartitionError> {
+        let mut log = self.log_mut()?;
+        self.leading(|_| ())??;
+        Ok(log.start_transaction_verification(producer_id, sequence, epoch, now_ms))
+    }
+
     /// Checks a request's current leader epoch (NOT_LEADER unless led here).
     pub fn validate_leader_epoch(&self, requested: Option<i32>) -> Result<(), PartitionError> {
         Ok(self.leading(|leader| leader.validate_leader_epoch(requested))???)
@@ -530,9 +547,23 @@ impl Partition {
         acks_all: bool,
         now_ms: i64,
     ) -> Result<Appended, AppendFailure> {
+        self.append_verified(records, acks_all, now_ms, TxnVerification::Unchecked)
+    }
+
+    /// [`Partition::append`] of a client's batches with KIP-890's
+    /// `verification` of a batch that opens a transaction (see
+    /// [`strom_storage::verification`]).
+    pub fn append_verified(
+        &self,
+        records: Bytes,
+        acks_all: bool,
+        now_ms: i64,
+        verification: TxnVerification,
+    ) -> Result<Appended, AppendFailure> {
         let mut log = self.log_mut()?;
         let leader_epoch = self.append_epoch(acks_all)?;
-        let info = log.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
+        let info =
+            log.append_as_leader_deferring_flush(records, leader_epoch, now_ms, verification)?;
         self.log_end.advance(log.log_end_offset());
         if log.flush_due() {
             let ticket = log.prepare_flush();

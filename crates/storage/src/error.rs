@@ -345,6 +345,15 @@ pub enum AppendError {
         /// The producer id.
         producer_id: i64,
     },
+    /// A transactional batch that would open a transaction in this
+    /// partition without a verification the transaction coordinator
+    /// confirmed, or after a marker cleared it (KIP-890 part 1; Kafka:
+    /// INVALID_TXN_STATE).
+    #[error("producer {producer_id}'s batch is not part of a verified ongoing transaction")]
+    UnverifiedTransaction {
+        /// The producer id.
+        producer_id: i64,
+    },
     /// A replicated control batch whose record is not a transaction marker
     /// (Kafka: CORRUPT_MESSAGE).
     #[error("control batch at byte {position} holds no valid transaction marker")]

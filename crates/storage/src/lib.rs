@@ -95,6 +95,7 @@ mod transaction;
 mod txn_cleaning;
 pub mod txn_index;
 mod validation;
+pub mod verification;
 
 pub use crate::config::LogConfig;
 pub use crate::log::{AppendInfo, Log};

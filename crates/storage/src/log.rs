@@ -29,6 +29,7 @@ use crate::segment::{Segment, SegmentSettings, DELETED_SUFFIX};
 use crate::topic_partition::TopicPartition;
 use crate::txn_index::AbortedTxnEntry;
 use crate::validation::{self, Checked};
+use crate::verification::{TxnVerification, VerificationGuard, VerificationStates};
 
 /// What an append did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +74,8 @@ pub struct Log {
     pub(crate) high_watermark: i64,
     pub(crate) epoch_cache: LeaderEpochCache,
     pub(crate) producer_state: ProducerStateManager,
+    /// Outstanding transaction verifications (KIP-890 part 1).
+    pub(crate) verifications: VerificationStates,
     pub(crate) unflushed_messages: u64,
     pub(crate) last_flush_ms: i64,
     pub(crate) pending_deletes: Vec<PendingDelete>,
@@ -486,14 +489,21 @@ impl Log {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo, AppendError> {
-        let info = self.append_as_leader_deferring_flush(records, leader_epoch, now_ms)?;
+        let info = self.append_as_leader_deferring_flush(
+            records,
+            leader_epoch,
+            now_ms,
+            TxnVerification::Unchecked,
+        )?;
         self.flush_if_due(now_ms)?;
         Ok(info)
     }
 
     /// Like [`Log::append_as_leader`] but never flushes: the caller checks
     /// [`Log::flush_due`] and, if so, syncs a [`FlushTicket`] without
-    /// holding the log (see `flush.rs`).
+    /// holding the log (see `flush.rs`). `verification` says what a
+    /// transactional batch that opens a transaction must carry (see
+    /// [`crate::verification`]).
     ///
     /// [`FlushTicket`]: crate::flush::FlushTicket
     pub fn append_as_leader_deferring_flush(
@@ -501,12 +511,14 @@ impl Log {
         records: Bytes,
         leader_epoch: i32,
         now_ms: i64,
+        verification: TxnVerification,
     ) -> Result<AppendInfo, AppendError> {
         self.check_online()?;
         let mut batches = Batches::new();
         analyze(&records, &self.config, &mut batches)?;
         let checked =
             validation::check_client_batches(&records, &mut batches, &self.config, now_ms)?;
+        self.check_verification(&batches, verification)?;
         if let Some(duplicate) = self.check_producers(&batches)? {
             return Ok(duplicate);
         }
@@ -634,6 +646,65 @@ impl Log {
         Ok(info)
     }
 
+    /// Starts verifying that `producer_id`'s transaction includes this
+    /// partition, before a batch at `sequence` and `epoch` that may open
+    /// it (KIP-890 part 1): `None` when the producer has a transaction
+    /// ongoing here (nothing to verify), else the guard the append must
+    /// carry once the coordinator confirmed.
+    pub fn start_transaction_verification(
+        &mut self,
+        producer_id: i64,
+        sequence: i32,
+        epoch: i16,
+        now_ms: i64,
+    ) -> Option<VerificationGuard> {
+        let ongoing = self
+            .producer_state
+            .entry(producer_id)
+            .is_some_and(|entry| entry.current_txn_first_offset.is_some());
+        (!ongoing).then(|| {
+            self.verifications
+                .start(producer_id, sequence, epoch, now_ms)
+        })
+    }
+
+    /// Refuses a transactional data batch that would open a transaction
+    /// without the producer's current verification guard, and a batch
+    /// whose sequence overtakes an outstanding verification's lowest one.
+    fn check_verification(
+        &self,
+        batches: &[(BatchHeader, usize)],
+        verification: TxnVerification,
+    ) -> Result<(), AppendError> {
+        let TxnVerification::Guard(carried) = verification else {
+            return Ok(());
+        };
+        for (header, _) in batches {
+            if !header.is_transactional() || header.is_control() {
+                continue;
+            }
+            let producer_id = header.producer_id;
+            if let Some(lowest) = self.verifications.lowest_sequence(producer_id) {
+                if header.base_sequence > lowest {
+                    return Err(AppendError::OutOfOrderSequence {
+                        producer_id,
+                        expected_sequence: lowest,
+                        found_sequence: header.base_sequence,
+                    });
+                }
+            }
+            let ongoing = self
+                .producer_state
+                .entry(producer_id)
+                .is_some_and(|entry| entry.current_txn_first_offset.is_some());
+            let current = self.verifications.guard(producer_id);
+            if !ongoing && (carried.is_none() || carried != current) {
+                return Err(AppendError::UnverifiedTransaction { producer_id });
+            }
+        }
+        Ok(())
+    }
+
     /// Returns the original append for a retried idempotent batch, checks
     /// the sequence of every other one.
     fn check_producers(
@@ -731,6 +802,10 @@ impl Log {
                 .iter()
                 .find(|(offset, _)| *offset == header.base_offset)
                 .map(|(_, marker)| *marker);
+            if header.is_transactional() {
+                // The transaction is open (or ended): its verification is done.
+                self.verifications.clear(header.producer_id);
+            }
             let completed = self.producer_state.update(header, marker);
             if let Some(completed) = completed.filter(|txn| txn.kind == MarkerKind::Abort) {
                 aborted.push(AbortedTxnEntry {

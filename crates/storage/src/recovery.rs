@@ -135,6 +135,7 @@ impl Log {
             high_watermark: 0,
             epoch_cache: LeaderEpochCache::open(dir)?,
             producer_state: ProducerStateManager::new(),
+            verifications: crate::verification::VerificationStates::default(),
             unflushed_messages: 0,
             last_flush_ms: options.now_ms,
             pending_deletes: Vec::new(),

@@ -455,3 +455,61 @@ fn a_late_version_two_marker_cannot_end_the_next_transaction() {
         .iter()
         .all(|state| state.current_txn_first_offset.is_none()));
 }
+
+fn guarded(
+    log: &mut Log,
+    records: Bytes,
+    guard: Option<crate::verification::VerificationGuard>,
+) -> Result<crate::AppendInfo, AppendError> {
+    log.append_as_leader_deferring_flush(
+        records,
+        0,
+        NOW_MS,
+        crate::verification::TxnVerification::Guard(guard),
+    )
+}
+
+#[test]
+fn a_verified_batch_opens_a_transaction_unless_a_marker_came_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), true).unwrap();
+    // No verification ran: refused, nothing written.
+    assert!(matches!(
+        guarded(&mut log, data(1, 0, 2, true), None),
+        Err(AppendError::UnverifiedTransaction { producer_id: 1 })
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+    // Verified: written; the transaction is ongoing, so the next batch
+    // needs no guard and no new verification starts.
+    let guard = log.start_transaction_verification(1, 0, 0, NOW_MS);
+    assert!(guard.is_some());
+    guarded(&mut log, data(1, 0, 2, true), guard).unwrap();
+    assert_eq!(log.start_transaction_verification(1, 2, 0, NOW_MS), None);
+    guarded(&mut log, data(1, 2, 1, true), None).unwrap();
+    log.append_marker_as_leader(&marker(1, MarkerKind::Commit), 0, NOW_MS)
+        .unwrap();
+
+    // A verification started, then the transaction's abort marker landed
+    // (the coordinator aborted it meanwhile): the verified append must not
+    // open a transaction nobody will end.
+    let stale = log.start_transaction_verification(1, 3, 0, NOW_MS);
+    log.append_marker_as_leader(&marker(1, MarkerKind::Abort), 0, NOW_MS)
+        .unwrap();
+    let end = log.log_end_offset();
+    assert!(matches!(
+        guarded(&mut log, data(1, 3, 1, true), stale),
+        Err(AppendError::UnverifiedTransaction { .. })
+    ));
+    assert_eq!(log.log_end_offset(), end);
+    assert!(log.producer_state().ongoing_transactions().next().is_none());
+
+    // A later sequence may not overtake the one being verified.
+    let fresh = log.start_transaction_verification(1, 3, 0, NOW_MS);
+    assert!(matches!(
+        guarded(&mut log, data(1, 4, 1, true), fresh),
+        Err(AppendError::OutOfOrderSequence { .. })
+    ));
+    guarded(&mut log, data(1, 3, 1, true), fresh).unwrap();
+    // Idempotent (non-transactional) batches never need a guard.
+    guarded(&mut log, data(2, 0, 1, false), None).unwrap();
+}

@@ -15,6 +15,7 @@ use strom_clock::SeededRandom;
 use strom_storage::backend::FileBackend;
 use strom_storage::error::AppendError;
 use strom_storage::testing::FaultInjector;
+use strom_storage::verification::TxnVerification;
 use strom_storage::{Log, LogOpenOptions};
 
 fn segment_files(dir: &Path, extension: &str) -> Vec<PathBuf> {
@@ -320,17 +321,17 @@ fn a_deferred_flush_is_durable_once_its_ticket_is_synced_and_not_before() {
         ..small_config()
     };
     let mut log = open_configured(&dir, &injector, true, 0, config.clone());
-    log.append_as_leader_deferring_flush(batch(2, 0), 0, 0)
+    log.append_as_leader_deferring_flush(batch(2, 0), 0, 0, TxnVerification::Unchecked)
         .expect("append");
     assert!(!log.flush_due(), "2 of 4 messages");
-    log.append_as_leader_deferring_flush(batch(2, 1), 0, 0)
+    log.append_as_leader_deferring_flush(batch(2, 1), 0, 0, TxnVerification::Unchecked)
         .expect("append");
     assert!(log.flush_due());
     assert_eq!(log.recovery_point(), 0, "nothing flushed inline");
     let ticket = log.prepare_flush();
     assert_eq!(ticket.flushed_to(), 4);
     // An append while the ticket syncs is not covered by it.
-    log.append_as_leader_deferring_flush(batch(2, 2), 0, 0)
+    log.append_as_leader_deferring_flush(batch(2, 2), 0, 0, TxnVerification::Unchecked)
         .expect("append");
     ticket.sync().expect("sync");
     log.complete_flush(&ticket, 5);
@@ -340,7 +341,7 @@ fn a_deferred_flush_is_durable_once_its_ticket_is_synced_and_not_before() {
         "the two later messages are below the limit"
     );
     // Written after the sync, and a ticket for it prepared but never synced.
-    log.append_as_leader_deferring_flush(batch(2, 3), 0, 0)
+    log.append_as_leader_deferring_flush(batch(2, 3), 0, 0, TxnVerification::Unchecked)
         .expect("append");
     let _unsynced = log.prepare_flush();
     drop(log);

@@ -357,12 +357,19 @@ impl CoordinatorCore {
     /// The partition of `transactional_id` (given its Java hash), checked
     /// to be served here, and its coordinator epoch; an id with a write in
     /// flight is refused with `CONCURRENT_TRANSACTIONS`.
-    fn owned(&self, transactional_id: &str, hash: i32) -> Result<(i32, i32), CoordinatorError> {
+    /// The `__transaction_state` partition of `transactional_id` and its
+    /// coordinator epoch, if this coordinator leads and has loaded it.
+    fn placed(&self, transactional_id: &str, hash: i32) -> Result<(i32, i32), CoordinatorError> {
         if transactional_id.is_empty() {
             return Err(CoordinatorError::InvalidTransactionalId);
         }
         let partition = partition_for(hash, self.config.num_partitions);
         let coordinator_epoch = self.check_partition(partition)?;
+        Ok((partition, coordinator_epoch))
+    }
+
+    fn owned(&self, transactional_id: &str, hash: i32) -> Result<(i32, i32), CoordinatorError> {
+        let (partition, coordinator_epoch) = self.placed(transactional_id, hash)?;
         if let Some(Entry {
             pending: Some((metadata, _)),
             ..
@@ -458,7 +465,11 @@ impl CoordinatorCore {
     }
 
     /// Checks, without writing, that `partitions` are in the producer's
-    /// ongoing transaction (KIP-890 part 1's verification).
+    /// ongoing transaction (KIP-890 part 1's verification) and returns
+    /// those that are not. As in Kafka, the adopted state decides (a
+    /// write in flight does not: the partition leader's append is the
+    /// final check), and a transaction being completed answers
+    /// [`CoordinatorError::Concurrent`].
     pub fn verify_partitions(
         &self,
         transactional_id: &str,
@@ -466,7 +477,7 @@ impl CoordinatorCore {
         producer: ProducerIdAndEpoch,
         partitions: &BTreeSet<TopicPartition>,
     ) -> Result<BTreeSet<TopicPartition>, CoordinatorError> {
-        self.owned(transactional_id, hash)?;
+        self.placed(transactional_id, hash)?;
         let current = self.existing(transactional_id)?;
         if current.producer_id != producer.producer_id {
             return Err(CoordinatorError::Transaction(
@@ -486,6 +497,11 @@ impl CoordinatorCore {
             ));
         }
         let missing = match current.state {
+            TransactionState::PrepareCommit | TransactionState::PrepareAbort => {
+                return Err(CoordinatorError::Concurrent {
+                    state: current.state,
+                })
+            }
             TransactionState::Ongoing => partitions
                 .difference(&current.partitions)
                 .cloned()

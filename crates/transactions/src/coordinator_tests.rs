@@ -327,6 +327,58 @@ fn verification_reports_partitions_outside_the_transaction() {
 }
 
 #[test]
+fn verification_answers_concurrent_while_the_transaction_completes() {
+    let mut core = loaded();
+    let producer = ongoing(&mut core, "app", 10);
+    let orders = partitions(&[("orders", 0)]);
+    // A write in flight does not decide: the adopted state does.
+    let pending = core.begin_add_partitions(
+        "app",
+        HASH,
+        producer,
+        &partitions(&[("payments", 0)]),
+        TransactionVersion::V0,
+        15,
+    );
+    let pending = write_of(pending.unwrap());
+    assert_eq!(
+        core.verify_partitions("app", HASH, producer, &orders),
+        Ok(BTreeSet::new())
+    );
+    core.finish_write(&pending, true).unwrap();
+    let end = write_of(
+        core.begin_end_transaction(
+            "app",
+            HASH,
+            EndRequest {
+                producer,
+                result: TransactionResult::Abort,
+                client_transaction_version: TransactionVersion::V0,
+            },
+            20,
+            None,
+        )
+        .unwrap(),
+    );
+    core.finish_write(&end, true).unwrap();
+    assert!(matches!(
+        core.verify_partitions("app", HASH, producer, &orders),
+        Err(CoordinatorError::Concurrent {
+            state: TransactionState::PrepareAbort
+        })
+    ));
+    // An id another coordinator owns, an empty id, an unknown id.
+    assert_eq!(
+        core.verify_partitions("", HASH, producer, &orders),
+        Err(CoordinatorError::InvalidTransactionalId)
+    );
+    assert_eq!(
+        core.verify_partitions("other", HASH, producer, &orders),
+        Err(CoordinatorError::UnknownTransactionalId)
+    );
+}
+
+#[test]
 fn load_replays_the_latest_record_and_resumes_prepared_transactions() {
     let mut core = loaded();
     ongoing(&mut core, "app", 10);

@@ -1,5 +1,9 @@
-//! AddPartitionsToTxn (client versions 0-3): adds partitions to the
-//! producer's transaction, opening it if none is open. Every partition
+//! AddPartitionsToTxn. Client versions 0-3 add partitions to the
+//! producer's transaction, opening it if none is open. Version 4, sent by
+//! brokers (CLUSTER_ACTION on the cluster), batches transactions and may
+//! only verify that partitions are in a transaction (`verify_only`,
+//! KIP-890 part 1; see `crate::txn_verification`): a partition that is
+//! not answers `TRANSACTION_ABORTABLE`, as Kafka's coordinator does. Every partition
 //! gets the request's outcome; partitions the principal may not WRITE get
 //! `TOPIC_AUTHORIZATION_FAILED` and the others `OPERATION_NOT_ATTEMPTED`,
 //! as Kafka answers; unknown topics or partitions get
@@ -12,8 +16,9 @@ use std::collections::BTreeSet;
 use strom_coordinator::java_string_hash_code;
 use strom_network::{Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
+use strom_protocol::kafka::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
 use strom_protocol::kafka::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use strom_protocol::kafka::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 use strom_protocol::messages::Response;
@@ -30,6 +35,11 @@ pub async fn handle(
     context: &RequestContext,
     request: AddPartitionsToTxnRequest,
 ) -> Reply {
+    if context.api_version >= 4 {
+        return Reply::Response(Response::AddPartitionsToTxn(
+            handle_batched(broker, context, request).await,
+        ));
+    }
     let partitions: Vec<(String, i32)> = request
         .v3_and_below_topics
         .iter()
@@ -48,7 +58,7 @@ pub async fn handle(
         resource::TRANSACTIONAL_ID,
         transactional_id,
     ) {
-        refusal(broker, context, &partitions)
+        refusal(broker, Some(context), &partitions)
     } else {
         Some(vec![
             ErrorCode::TransactionalIdAuthorizationFailed;
@@ -76,14 +86,14 @@ pub async fn handle(
 /// `OPERATION_NOT_ATTEMPTED`.
 fn refusal(
     broker: &BrokerContext,
-    context: &RequestContext,
+    write_checked_for: Option<&RequestContext>,
     partitions: &[(String, i32)],
 ) -> Option<Vec<ErrorCode>> {
     let image = broker.controller.image();
     let codes: Vec<ErrorCode> = partitions
         .iter()
         .map(|(topic, partition)| {
-            if !may_write(broker, context, topic) {
+            if write_checked_for.is_some_and(|context| !may_write(broker, context, topic)) {
                 return ErrorCode::TopicAuthorizationFailed;
             }
             let exists = image.topic_by_name(topic).is_some_and(|found| {
@@ -134,6 +144,104 @@ async fn add(
         .map_err(|error| {
             transaction_error_code(&error, FencedCode::for_version(context.api_version, 2))
         })
+}
+
+/// Version 4: each transaction of the batch verified or added, with one
+/// result per transaction.
+async fn handle_batched(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    if !authorize(
+        broker,
+        context,
+        operation::CLUSTER_ACTION,
+        resource::CLUSTER,
+        strom_protocol::acl::CLUSTER_NAME,
+    ) {
+        return AddPartitionsToTxnResponse::default()
+            .with_error_code(ErrorCode::ClusterAuthorizationFailed.code());
+    }
+    let mut answers = Vec::with_capacity(request.transactions.len());
+    for transaction in &request.transactions {
+        let partitions: Vec<(String, i32)> = transaction
+            .topics
+            .iter()
+            .flat_map(|topic| {
+                topic
+                    .partitions
+                    .iter()
+                    .map(move |partition| (topic.name.to_string(), *partition))
+            })
+            .collect();
+        let codes = match refusal(broker, None, &partitions) {
+            Some(codes) => codes,
+            None => transaction_codes(broker, transaction, &partitions).await,
+        };
+        answers.push(
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(transaction.transactional_id.clone())
+                .with_topic_results(results(&partitions, &codes)),
+        );
+    }
+    AddPartitionsToTxnResponse::default().with_results_by_transaction(answers)
+}
+
+/// One v4 transaction's per-partition codes: verified, or added.
+async fn transaction_codes(
+    broker: &BrokerContext,
+    transaction: &AddPartitionsToTxnTransaction,
+    partitions: &[(String, i32)],
+) -> Vec<ErrorCode> {
+    let transactional_id = transaction.transactional_id.0.as_str();
+    let hash = java_string_hash_code(transactional_id);
+    let producer = ProducerIdAndEpoch {
+        producer_id: transaction.producer_id.0,
+        producer_epoch: transaction.producer_epoch,
+    };
+    let set: BTreeSet<TopicPartition> = partitions
+        .iter()
+        .map(|(topic, partition)| TopicPartition {
+            topic: topic.clone(),
+            partition: *partition,
+        })
+        .collect();
+    let coordinator = &broker.transactions.coordinator;
+    let fenced = FencedCode::ProducerFenced;
+    if transaction.verify_only {
+        return match coordinator.verify_partitions(transactional_id, hash, producer, &set) {
+            Ok(missing) => partitions
+                .iter()
+                .map(|(topic, partition)| {
+                    let key = TopicPartition {
+                        topic: topic.clone(),
+                        partition: *partition,
+                    };
+                    if missing.contains(&key) {
+                        ErrorCode::TransactionAbortable
+                    } else {
+                        ErrorCode::None
+                    }
+                })
+                .collect(),
+            Err(error) => vec![transaction_error_code(&error, fenced); partitions.len()],
+        };
+    }
+    let added = coordinator
+        .add_partitions(
+            transactional_id,
+            hash,
+            producer,
+            &set,
+            TransactionVersion::V0,
+        )
+        .await;
+    let code = match added {
+        Ok(()) => ErrorCode::None,
+        Err(error) => transaction_error_code(&error, fenced),
+    };
+    vec![code; partitions.len()]
 }
 
 /// The v0-v3 results: every partition with its code, grouped by topic in

@@ -34,7 +34,9 @@ pub fn append_error_code(error: &AppendFailure) -> ErrorCode {
             AppendError::TransactionCoordinatorFenced { .. } => {
                 ErrorCode::TransactionCoordinatorFenced
             }
-            AppendError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            AppendError::InvalidTxnState { .. } | AppendError::UnverifiedTransaction { .. } => {
+                ErrorCode::InvalidTxnState
+            }
             AppendError::InvalidControlBatch { .. } => ErrorCode::CorruptMessage,
             AppendError::OffsetsNotIncreasing { .. } => ErrorCode::InvalidRecord,
             AppendError::Io(_)

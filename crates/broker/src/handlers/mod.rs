@@ -65,6 +65,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod partitions;
 mod produce;
+mod produce_txn;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
@@ -136,6 +137,9 @@ pub struct BrokerContext {
     pub groups: Arc<GroupService>,
     /// The transaction coordinator and its `__transaction_state` partitions.
     pub transactions: Arc<TransactionService>,
+    /// Asks transaction coordinators whether a transactional produce's
+    /// partitions are in its transaction (KIP-890 part 1).
+    pub txn_verifier: Arc<crate::txn_verification::TxnVerifier>,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: Arc<FetchSessionCache>,
     /// Request metrics and the other broker-wide counters.
@@ -211,7 +215,7 @@ impl Dispatcher {
         match request {
             Request::ApiVersions(request) => api_versions::handle(&request_context, request),
             Request::Metadata(request) => metadata::handle(broker, &request_context, request).await,
-            Request::Produce(request) => produce::handle(broker, &request_context, request),
+            Request::Produce(request) => produce::handle(broker, &request_context, request).await,
             Request::Fetch(request) => fetch::handle(broker, &request_context, request),
             Request::ListOffsets(request) => {
                 list_offsets::handle(broker, &request_context, request)

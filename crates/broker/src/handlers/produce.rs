@@ -25,10 +25,12 @@ use strom_protocol::records::RecordBatches;
 use strom_replication::AckStatus;
 use strom_storage::error::{AppendError, RecordRefusal, RefusalReason};
 use strom_storage::flush::FlushTicket;
+use strom_storage::verification::TxnVerification;
 use strom_storage::TopicPartition;
 use uuid::Uuid;
 
 use super::errors::append_error_code;
+use super::produce_txn::{self, Verified};
 use super::BrokerContext;
 use crate::replica_manager::{AppendFailure, Appended, PartitionReplica};
 
@@ -69,7 +71,11 @@ struct TopicOutcomes {
 
 /// Handles a Produce request: check `acks`, append each partition's batch,
 /// then answer now or once flushes and the high watermark allow.
-pub fn handle(broker: &BrokerContext, context: &RequestContext, request: ProduceRequest) -> Reply {
+pub async fn handle(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    request: ProduceRequest,
+) -> Reply {
     let acks = request.acks;
     if !matches!(acks, -1..=1) {
         return Reply::Response(Response::Produce(build(refuse_all(
@@ -77,9 +83,16 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: Produce
             ErrorCode::InvalidRequiredAcks,
         ))));
     }
+    if !produce_txn::may_use_transactional_id(broker, context, &request) {
+        return Reply::Response(Response::Produce(build(refuse_all(
+            request,
+            ErrorCode::TransactionalIdAuthorizationFailed,
+        ))));
+    }
+    let verified = produce_txn::verify(broker, context, &request).await;
     let now_ms = broker.replicas.now_ms();
     let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
-    let topics = append_all(broker, context, request, now_ms);
+    let topics = append_all(broker, context, request, &verified, now_ms);
     answer(topics, acks, timeout, now_ms)
 }
 
@@ -108,6 +121,7 @@ fn append_all(
     broker: &BrokerContext,
     context: &RequestContext,
     request: ProduceRequest,
+    verified: &Verified,
     now_ms: i64,
 ) -> Vec<TopicOutcomes> {
     let image = broker.controller.image();
@@ -115,13 +129,7 @@ fn append_all(
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for (position, topic) in request.topic_data.into_iter().enumerate() {
         // Produce v13 names topics by id (KIP-516).
-        let name = if context.api_version >= 13 {
-            image
-                .topic_by_id(topic.topic_id)
-                .map(|found| found.name.clone())
-        } else {
-            Some(topic.name.0.to_string())
-        };
+        let name = produce_txn::topic_name(&image, context, &topic);
         let partitions = topic
             .partition_data
             .into_iter()
@@ -130,14 +138,16 @@ fn append_all(
                 Some(name) if !super::authorization::may_write(broker, context, name) => {
                     failed(partition.index, ErrorCode::TopicAuthorizationFailed, None)
                 }
-                Some(name) => append_partition(
-                    broker,
-                    name,
-                    partition.index,
-                    partition.records,
-                    acks,
-                    now_ms,
-                ),
+                Some(name) => match verified.of(name, partition.index) {
+                    Ok(verification) => append_partition(
+                        broker,
+                        (name, partition.index),
+                        partition.records,
+                        (acks, verification),
+                        now_ms,
+                    ),
+                    Err((code, message)) => failed(partition.index, code, Some(message)),
+                },
             })
             .collect();
         topics.push(TopicOutcomes {
@@ -230,10 +240,9 @@ fn settle_acks(topics: &mut [TopicOutcomes]) {
 
 fn append_partition(
     broker: &BrokerContext,
-    topic: &str,
-    index: i32,
+    (topic, index): (&str, i32),
     records: Option<bytes::Bytes>,
-    acks: i16,
+    (acks, verification): (i16, TxnVerification),
     now_ms: i64,
 ) -> Outcome {
     let topic_partition = TopicPartition::new(topic.to_owned(), index);
@@ -255,7 +264,7 @@ fn append_partition(
         );
     }
     let batch_bytes = records.len() as u64;
-    match replica.append(records, acks == -1, now_ms) {
+    match replica.append_verified(records, acks == -1, now_ms, verification) {
         Ok(Appended {
             info,
             leader_epoch,
