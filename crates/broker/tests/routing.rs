@@ -94,9 +94,8 @@ fn sample(api: ApiKey) -> Option<Request> {
             .into(),
         ApiKey::AlterUserScramCredentials => AlterUserScramCredentialsRequest::default().into(),
         ApiKey::DescribeQuorum => DescribeQuorumRequest::default().into(),
-        ApiKey::AddPartitionsToTxn => AddPartitionsToTxnRequest::default()
-            .with_v3_and_below_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
-            .into(),
+        // The highest version served (v4) is the brokers' batched form.
+        ApiKey::AddPartitionsToTxn => AddPartitionsToTxnRequest::default().into(),
         ApiKey::AddOffsetsToTxn => AddOffsetsToTxnRequest::default()
             .with_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
             .with_group_id(group())
