@@ -249,6 +249,19 @@ impl BrokerView for BrokerContext {
         Some(read.records.unwrap_or_default())
     }
 
+    fn offset_for_timestamp(&self, topic: &str, partition: i32, timestamp_ms: i64) -> Option<i64> {
+        let replica = self.replicas.get(&topic_partition(topic, partition))?;
+        replica
+            .with_log(|log| {
+                let high_watermark = log.high_watermark();
+                log.offset_for_timestamp(timestamp_ms)
+                    .map(|found| found.offset)
+                    .filter(|offset| *offset < high_watermark)
+            })
+            .ok()
+            .flatten()
+    }
+
     fn group_states(&self) -> Vec<&'static str> {
         GroupState::ALL
             .iter()

@@ -27,6 +27,9 @@ pub(crate) struct FakeBroker {
     pub(crate) fenced: bool,
     /// What [`BrokerView::authorize`] allows users other than `root`.
     pub(crate) grants: Vec<Grant>,
+    /// The record batches of `orders`-0, in offset order (empty by
+    /// default): what [`BrokerView::read_records`] reads.
+    pub(crate) batches: Vec<Bytes>,
 }
 
 fn led_log() -> LogState {
@@ -161,10 +164,40 @@ impl BrokerView for FakeBroker {
         &self,
         topic: &str,
         partition: i32,
-        _from: i64,
-        _max_bytes: u64,
+        from: i64,
+        max_bytes: u64,
     ) -> Option<Bytes> {
-        (topic == "orders" && partition == 0).then(Bytes::new)
+        if topic != "orders" || partition != 0 {
+            return None;
+        }
+        // As the log reads: whole batches from the one holding `from`,
+        // at least one, at most `max_bytes` otherwise.
+        let mut read = Vec::new();
+        for batch in &self.batches {
+            let header = strom_protocol::records::BatchHeader::decode(batch).ok()?;
+            if header.next_offset() <= from {
+                continue;
+            }
+            if !read.is_empty() && (read.len() + batch.len()) as u64 > max_bytes {
+                break;
+            }
+            read.extend_from_slice(batch);
+        }
+        Some(Bytes::from(read))
+    }
+
+    fn offset_for_timestamp(&self, topic: &str, partition: i32, timestamp_ms: i64) -> Option<i64> {
+        if topic != "orders" || partition != 0 {
+            return None;
+        }
+        self.batches.iter().find_map(|batch| {
+            let batch = strom_protocol::records::RecordBatch::parse(batch.clone()).ok()?;
+            let records = batch.records_with_limit(1 << 20).ok()?;
+            records
+                .map_while(Result::ok)
+                .find(|record| batch.record_timestamp(record) >= timestamp_ms)
+                .map(|record| record.offset(batch.base_offset()))
+        })
     }
 
     fn group_states(&self) -> Vec<&'static str> {

@@ -66,6 +66,11 @@ pub trait BrokerView: Send + Sync {
     fn read_records(&self, topic: &str, partition: i32, from: i64, max_bytes: u64)
         -> Option<Bytes>;
 
+    /// The offset of the first record at or after `timestamp_ms` in a
+    /// partition this broker leads, below its high watermark (ListOffsets
+    /// by time); `None` if there is none or it is not led here.
+    fn offset_for_timestamp(&self, topic: &str, partition: i32, timestamp_ms: i64) -> Option<i64>;
+
     /// Every state a group can be in, by Kafka's name, in the order the
     /// metrics list them.
     fn group_states(&self) -> Vec<&'static str>;

@@ -8,9 +8,10 @@
 //! - `GET /api/topics`: topics with partition counts, sizes and counters;
 //! - `GET /api/topics/NAME`: partitions (leader, replicas, ISR, offsets,
 //!   size, segments) and the topic's configs;
-//! - `GET /api/topics/NAME/records?partition=P&limit=N`: the last N
-//!   (at most [`MAX_RECORDS`]) committed records of a partition, keys and
-//!   values cut at [`MAX_SHOWN_BYTES`];
+//! - `GET /api/topics/NAME/records?...`: the message browser (records
+//!   from an offset, a timestamp or the newest, paged, filtered; see
+//!   [`super::browse`]), and `GET /api/topics/NAME/records/raw?...` one
+//!   record's whole key or value;
 //! - `GET /api/groups`: groups with state and total lag;
 //! - `GET /api/groups/ID`: members with their assignments, and the lag per
 //!   partition;
@@ -41,93 +42,22 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use strom_protocol::kafka::messages::ConsumerProtocolAssignment;
 use strom_protocol::kafka::protocol::Decodable;
-use strom_protocol::records::RecordBatches;
 
-use strom_protocol::acl::{operation, resource, CLUSTER_NAME};
+use strom_protocol::acl::{operation, resource};
 
+use super::access::percent_decode;
+pub(crate) use super::access::{Access, Answer};
 use crate::lag::{group_lags, PartitionLag};
-use crate::view::{BrokerView, ClusterState, QuorumReplica, TopicState, ViewSlot, Viewer};
+use crate::view::{BrokerView, ClusterState, QuorumReplica, ViewSlot};
 
 /// The console page.
 pub const PAGE: &str = include_str!("console.html");
-
-/// Most records `/api/topics/NAME/records` returns.
-pub const MAX_RECORDS: usize = 100;
-
-/// Bytes of a key, value or header value shown; longer ones are cut.
-pub const MAX_SHOWN_BYTES: usize = 1024;
-
-/// Bytes read from a partition for the records view.
-const MAX_READ_BYTES: u64 = 1 << 20;
 
 /// How often the history is sampled.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Samples kept: ten minutes.
 pub const HISTORY_SAMPLES: usize = 300;
-
-/// What an API request may see: the broker, through the ACLs of the
-/// viewer (`None`: the listener does not authenticate, everything is
-/// shown).
-pub(crate) struct Access<'a> {
-    /// The broker.
-    pub(crate) broker: &'a dyn BrokerView,
-    /// Who asks.
-    pub(crate) viewer: Option<&'a Viewer>,
-}
-
-impl Access<'_> {
-    /// Whether the viewer may perform `operation` on the resource.
-    fn may(&self, operation: i8, resource_type: i8, name: &str) -> bool {
-        self.viewer.is_none_or(|viewer| {
-            self.broker
-                .authorize(viewer, operation, resource_type, name)
-        })
-    }
-
-    fn may_describe_topic(&self, topic: &str) -> bool {
-        self.may(operation::DESCRIBE, resource::TOPIC, topic)
-    }
-
-    fn may_describe_group(&self, group: &str) -> bool {
-        self.may(operation::DESCRIBE, resource::GROUP, group)
-    }
-
-    fn may_describe_cluster(&self) -> bool {
-        self.may(operation::DESCRIBE, resource::CLUSTER, CLUSTER_NAME)
-    }
-
-    /// The topics the viewer may describe.
-    fn topics(&self) -> Vec<TopicState> {
-        let mut topics = self.broker.topics();
-        topics.retain(|topic| self.may_describe_topic(&topic.name));
-        topics
-    }
-
-    /// The lags of `group`'s partitions of topics the viewer may describe.
-    fn group_lags(&self, group: &str) -> Vec<PartitionLag> {
-        let mut lags = group_lags(self.broker, group);
-        lags.retain(|lag| self.may_describe_topic(&lag.topic));
-        lags
-    }
-}
-
-/// The answer to an API request.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Answer {
-    /// 200 with this body.
-    Json(Value),
-    /// 404: no such path or resource.
-    NotFound,
-    /// 403: the viewer's ACLs do not allow it.
-    Forbidden,
-}
-
-impl From<Option<Value>> for Answer {
-    fn from(value: Option<Value>) -> Answer {
-        value.map_or(Answer::NotFound, Answer::Json)
-    }
-}
 
 /// Answers `/api/...`.
 pub(crate) fn api(
@@ -155,7 +85,8 @@ pub(crate) fn api(
         ["cluster"] => Answer::Json(cluster(access)),
         ["topics"] => Answer::Json(topics(access)),
         ["topics", name] => topic(access, name),
-        ["topics", name, "records"] => records(access, name, query),
+        ["topics", name, "records"] => super::browse::records(access, name, query),
+        ["topics", name, "records", "raw"] => super::browse::raw(access, name, query),
         ["groups"] => Answer::Json(groups(access)),
         ["groups", id] => group(access, id),
         ["transactions"] => Answer::Json(transactions(access)),
@@ -313,88 +244,6 @@ fn topic(access: &Access<'_>, name: &str) -> Answer {
     }))
 }
 
-fn query_value<'a>(query: Option<&'a str>, key: &str) -> Option<&'a str> {
-    query?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(k, _)| *k == key)
-        .map(|(_, value)| value)
-}
-
-fn records(access: &Access<'_>, name: &str, query: Option<&str>) -> Answer {
-    if !access.may(operation::READ, resource::TOPIC, name) {
-        return Answer::Forbidden;
-    }
-    latest_records(access.broker, name, query).into()
-}
-
-fn latest_records(broker: &dyn BrokerView, name: &str, query: Option<&str>) -> Option<Value> {
-    let partition: i32 = query_value(query, "partition").map_or(Some(0), |p| p.parse().ok())?;
-    let limit: usize = query_value(query, "limit")
-        .map_or(Some(20), |l| l.parse().ok())?
-        .min(MAX_RECORDS);
-    let log = broker.led_partition_log(name, partition)?;
-    let (log_start, high_watermark) = (log.log_start_offset, log.high_watermark);
-    let from = (high_watermark - limit as i64).max(log_start);
-    let mut shown = Vec::new();
-    if from < high_watermark {
-        let bytes = broker.read_records(name, partition, from, MAX_READ_BYTES)?;
-        collect_records(bytes, from, high_watermark, &mut shown);
-    }
-    let first = shown.len().saturating_sub(limit);
-    Some(json!({
-        "topic": name,
-        "partition": partition,
-        "high_watermark": high_watermark,
-        "records": shown.split_off(first),
-    }))
-}
-
-/// Appends the records in `[from, until)` of `bytes` as JSON.
-fn collect_records(bytes: Bytes, from: i64, until: i64, shown: &mut Vec<Value>) {
-    for batch in RecordBatches::new(bytes).map_while(Result::ok) {
-        let Ok(records) = batch.records_with_limit(4 * MAX_READ_BYTES as usize) else {
-            continue;
-        };
-        for record in records.map_while(Result::ok) {
-            let offset = record.offset(batch.base_offset());
-            if offset < from || offset >= until {
-                continue;
-            }
-            let headers: Vec<Value> = record
-                .headers()
-                .iter()
-                .map(|h| json!({ "key": shown_bytes(Some(h.key)), "value": shown_bytes(h.value) }))
-                .collect();
-            shown.push(json!({
-                "offset": offset,
-                "timestamp_ms": batch.record_timestamp(&record),
-                "key": shown_bytes(record.key()),
-                "value": shown_bytes(record.value()),
-                "value_bytes": record.value().map(<[u8]>::len),
-                "headers": headers,
-            }));
-        }
-    }
-}
-
-/// Bytes as text when they are UTF-8, else as hex; cut at
-/// [`MAX_SHOWN_BYTES`].
-fn shown_bytes(bytes: Option<&[u8]>) -> Value {
-    let Some(bytes) = bytes else {
-        return Value::Null;
-    };
-    let cut = &bytes[..bytes.len().min(MAX_SHOWN_BYTES)];
-    let text = match std::str::from_utf8(cut) {
-        Ok(text) => text.to_owned(),
-        Err(_) => format!(
-            "0x{}",
-            cut.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        ),
-    };
-    json!({ "text": text, "truncated": bytes.len() > cut.len() })
-}
-
 /// The transactional ids this broker coordinates.
 fn transactions(access: &Access<'_>) -> Value {
     let list: Vec<Value> = access
@@ -506,24 +355,6 @@ fn assignment(protocol_type: &str, bytes: &Bytes) -> Value {
         .map(|topic| (topic.topic.to_string(), topic.partitions.clone()))
         .collect();
     json!(topics)
-}
-
-/// Decodes `%XX` escapes of a path segment; `None` if malformed or not UTF-8.
-fn percent_decode(segment: &str) -> Option<String> {
-    let bytes = segment.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while let Some(&byte) = bytes.get(index) {
-        if byte == b'%' {
-            let hex = std::str::from_utf8(bytes.get(index + 1..index + 3)?).ok()?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(byte);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
 }
 
 /// One sample of the counters the charts draw.

@@ -19,7 +19,9 @@
 //! [`HEADER_READ_TIMEOUT`] to send its headers and [`CONNECTION_LIFETIME`]
 //! in all, and at most [`MAX_CONNECTIONS`] connections are served at once.
 
+mod access;
 pub mod auth;
+pub mod browse;
 pub mod console;
 mod routes;
 

@@ -5,8 +5,8 @@ use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::access::{Access, Answer};
 use super::auth::{Refusal, CHALLENGE};
-use super::console::{Access, Answer};
 use super::HttpState;
 use crate::view::Viewer;
 
@@ -89,6 +89,14 @@ fn console_api(
             StatusCode::FORBIDDEN,
             "the authenticated user's ACLs do not allow this\n",
         ),
+        Answer::BadRequest(problem) => json(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": problem }),
+        ),
+        Answer::Raw {
+            body, text: true, ..
+        } => with_type(StatusCode::OK, "text/plain; charset=utf-8", body),
+        Answer::Raw { body, filename, .. } => download(body, &filename),
     }
 }
 
@@ -139,6 +147,29 @@ pub(crate) fn json(status: StatusCode, body: &serde_json::Value) -> Response<Ful
     let mut text = body.to_string();
     text.push('\n');
     with_type(status, "application/json", Bytes::from(text))
+}
+
+/// Bytes saved as `filename` by the browser.
+fn download(body: Bytes, filename: &str) -> Response<Full<Bytes>> {
+    let mut response = with_type(StatusCode::OK, "application/octet-stream", body);
+    // The name is the topic's (legal topic names are [a-zA-Z0-9._-]) and
+    // numbers; anything else is replaced so the header stays valid.
+    let safe: String = filename
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")) {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_DISPOSITION, value);
+    }
+    response
 }
 
 /// A plain-text response.
