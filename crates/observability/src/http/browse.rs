@@ -138,16 +138,18 @@ fn one_partition(broker: &dyn BrokerView, name: &str, partition: i32, query: &Qu
                 "offset {offset} is out of range: the partition holds {log_start} to {high_watermark}"
             ))
         }
-        Start::Offset(offset) => forward(broker, (name, partition), offset, high_watermark, query),
+        Start::Offset(offset) => forward(broker, (name, partition), offset, (log_start, high_watermark), query),
         Start::Timestamp(timestamp) => {
             let from = broker
                 .offset_for_timestamp(name, partition, timestamp)
                 .unwrap_or(high_watermark);
-            forward(broker, (name, partition), from, high_watermark, query)
+            forward(broker, (name, partition), from, (log_start, high_watermark), query)
         }
         Start::Before(offset) => {
             let before = offset.clamp(log_start, high_watermark);
-            backward(broker, (name, partition), before, log_start, query)
+            let mut page = backward(broker, (name, partition), before, log_start, query);
+            page.next_offset = (before < high_watermark).then_some(before);
+            page
         }
         Start::Latest => backward(broker, (name, partition), high_watermark, log_start, query),
     };
@@ -178,7 +180,8 @@ fn all_partitions(broker: &dyn BrokerView, name: &str, partitions: usize, query:
                 let from = broker
                     .offset_for_timestamp(name, partition, timestamp)
                     .unwrap_or(log.high_watermark);
-                forward(broker, (name, partition), from, log.high_watermark, query)
+                let bounds = (log.log_start_offset, log.high_watermark);
+                forward(broker, (name, partition), from, bounds, query)
             }
             _ => backward(
                 broker,
@@ -212,7 +215,7 @@ fn forward(
     broker: &dyn BrokerView,
     (name, partition): (&str, i32),
     from: i64,
-    high_watermark: i64,
+    (log_start, high_watermark): (i64, i64),
     query: &Query,
 ) -> Page {
     let mut page = Page::default();
@@ -243,7 +246,8 @@ fn forward(
         position = read.next;
     }
     page.next_offset = (position < high_watermark).then_some(position);
-    page.previous_offset = page.records.first().map(|found| found.offset);
+    // Older records exist before where this page started.
+    page.previous_offset = (from > log_start).then_some(from);
     page
 }
 

@@ -85,6 +85,7 @@ fn the_newest_records_skip_markers_and_point_back() {
     // Paging back reaches the log start, where the cursor ends.
     let older = page("partition=0&limit=3&before=6");
     assert_eq!(offsets(&older), vec![3, 4, 5]);
+    assert_eq!(older["next_offset"], 6, "newer records follow");
     let oldest = page("partition=0&limit=3&before=3");
     assert_eq!(offsets(&oldest), vec![2]);
     assert_eq!(oldest["previous_offset"], Value::Null);
@@ -95,8 +96,14 @@ fn forward_pages_continue_where_they_stopped() {
     let first = page("partition=0&offset=2&limit=3");
     assert_eq!(offsets(&first), vec![2, 3, 4]);
     assert_eq!(first["next_offset"], 5);
+    assert_eq!(
+        first["previous_offset"],
+        Value::Null,
+        "it starts at the log start"
+    );
     let second = page("partition=0&offset=5&limit=3");
     assert_eq!(offsets(&second), vec![5, 6, 7]);
+    assert_eq!(second["previous_offset"], 5);
     let last = page("partition=0&offset=8&limit=3");
     assert_eq!(offsets(&last), vec![9]);
     assert_eq!(last["next_offset"], Value::Null);

@@ -387,7 +387,7 @@ fn lag_by_topic(lags: &[PartitionLag]) -> BTreeMap<String, i64> {
 
 impl History {
     fn record(&self, broker: &dyn BrokerView) {
-        let topics = broker
+        let topics: BTreeMap<String, (u64, u64, u64)> = broker
             .topic_counts()
             .into_iter()
             .filter(|(name, _)| !name.starts_with("__"))
@@ -406,6 +406,20 @@ impl History {
             .samples
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if samples.is_empty() {
+            // The counters start at zero with the broker: a zero sample one
+            // interval before the first keeps what was counted before it
+            // (a broker written to as soon as it started) in the rates.
+            let interval_ms = i64::try_from(SAMPLE_INTERVAL.as_millis()).unwrap_or(i64::MAX);
+            samples.push_back(Sample {
+                time_ms: time_ms.saturating_sub(interval_ms),
+                topics: topics
+                    .keys()
+                    .map(|name| (name.clone(), (0, 0, 0)))
+                    .collect(),
+                lag: BTreeMap::new(),
+            });
+        }
         if samples.len() == HISTORY_SAMPLES {
             samples.pop_front();
         }

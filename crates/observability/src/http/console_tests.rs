@@ -115,7 +115,15 @@ fn describe_shows_a_topic_but_records_need_read() {
     let records = get_as("alice", &[READ_ORDERS], "/api/topics/orders/records", None);
     assert!(matches!(records, Answer::Json(ref body) if body["high_watermark"] == 10));
     let history = json_as("alice", &[READ_ORDERS], "/api/history");
-    assert_eq!(history["samples"][0]["topics"]["orders"]["messages_in"], 10);
+    // A zero baseline one interval before the first sample, then the sample.
+    assert_eq!(history["samples"][0]["topics"]["orders"]["messages_in"], 0);
+    assert_eq!(history["samples"][1]["topics"]["orders"]["messages_in"], 10);
+    let interval = SAMPLE_INTERVAL.as_millis() as i64;
+    assert_eq!(
+        history["samples"][1]["time_ms"].as_i64().unwrap()
+            - history["samples"][0]["time_ms"].as_i64().unwrap(),
+        interval
+    );
 }
 
 #[test]
@@ -142,7 +150,7 @@ fn groups_need_describe_and_show_the_lag_of_described_topics() {
         3
     );
     let history = json_as("alice", &both, "/api/history");
-    assert_eq!(history["samples"][0]["lag"]["readers"], 3);
+    assert_eq!(history["samples"][1]["lag"]["readers"], 3);
 }
 
 #[test]
