@@ -13,7 +13,11 @@ import ssl
 import struct
 import subprocess
 import json
+import re
 import time
+import base64
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,7 @@ from confluent_kafka.admin import (
 )
 
 import rawwire
+from conftest import free_port
 from security_setup import Certificates, mtls, sasl_ssl, start_broker
 
 pytestmark = pytest.mark.timeout(300)
@@ -351,3 +356,79 @@ def test_acls_as_kafka_applies_them(acl_broker, certs):
         AclOperation.ANY, AclPermissionType.ANY)])
     for future in deleted.values():
         assert len(future.result(timeout=30)) == 1
+
+
+def https_get(port: int, path: str, certs, credentials: str = None):
+    """GET over TLS trusting the test CA: (status, body)."""
+    context = ssl.create_default_context(cafile=certs.ca)
+    request = urllib.request.Request(f"https://127.0.0.1:{port}{path}")
+    if credentials:
+        request.add_header("Authorization", "Basic " + base64.b64encode(credentials.encode()).decode())
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@pytest.mark.timeout(120)
+def test_the_console_over_https_authenticates_and_filters_by_acls(strom_binary, tmp_path, certs):
+    """strom.metrics.listener=https://... serves the console over TLS with the
+    broker's keystore; HTTP Basic against the SCRAM users; a user sees the
+    topics its ACLs let it describe, and records only with READ."""
+    http_port = free_port()
+    broker, ports = start_broker(
+        strom_binary, tmp_path, certs, "PLAINTEXT", {},
+        {"strom.metrics.listener": f"https://127.0.0.1:{http_port}",
+         "strom.http.authentication": "basic",
+         "strom.authorizer.enable": "true",
+         # The PLAINTEXT client sets up users, topics and ACLs.
+         "super.users": "User:ANONYMOUS"},
+    )
+    try:
+        plaintext = {"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"}
+        add_user(plaintext, "alice", "alice-secret")
+        create_topics(plaintext, "visible", "hidden")
+        admin = AdminClient(plaintext)
+        binding = AclBinding(ResourceType.TOPIC, "visible", ResourcePatternType.LITERAL,
+                             "User:alice", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        for future in admin.create_acls([binding]).values():
+            future.result(timeout=30)
+        producer = Producer(plaintext)
+        producer.produce("visible", value=b"secret-value")
+        assert producer.flush(15) == 0
+
+        status, _ = https_get(http_port, "/api/topics", certs)
+        assert status == 401
+        status, _ = https_get(http_port, "/api/topics", certs, "alice:wrong")
+        assert status == 401
+        deadline = time.monotonic() + 20
+        while True:
+            status, body = https_get(http_port, "/api/topics", certs, "alice:alice-secret")
+            names = [topic["name"] for topic in json.loads(body)["topics"]] if status == 200 else []
+            if names == ["visible"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert status == 200 and names == ["visible"], (status, body[:300])
+        # DESCRIBE without READ: no records.
+        status, _ = https_get(http_port, "/api/topics/visible/records", certs, "alice:alice-secret")
+        assert status == 403
+        status, _ = https_get(http_port, "/api/topics/hidden", certs, "alice:alice-secret")
+        assert status == 403
+        # The wrong password is counted (no credentials at all is not a
+        # failed login).
+        status, body = https_get(http_port, "/metrics", certs)
+        assert status == 200
+        failures = re.search(r"^strom_http_authentication_failures_total (\d+)", body.decode(), re.M)
+        assert failures and int(failures.group(1)) >= 1, body.decode()[:300]
+        # Plain HTTP to the TLS port gets no HTTP answer.
+        with socket.create_connection(("127.0.0.1", http_port), timeout=5) as raw:
+            raw.sendall(b"GET /api/topics HTTP/1.1\r\nHost: strom\r\n\r\n")
+            raw.settimeout(5)
+            try:
+                answer = raw.recv(100)
+            except (ConnectionResetError, socket.timeout):
+                answer = b""
+        assert not answer.startswith(b"HTTP/1.1"), answer
+    finally:
+        broker.kill()

@@ -74,7 +74,10 @@ pub async fn start_with(
     let prepared = prepare(&config)?;
     let observability = Observability::start(
         crate::observe::listener_address(&config)?,
-        crate::observe::http_security(&config)?,
+        (
+            crate::observe::http_security(&config)?,
+            crate::observe::http_tls(&config)?,
+        ),
         HANDLED_APIS,
         crate::observe::network_counts,
     )

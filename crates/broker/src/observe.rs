@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use strom_controller::image::{ConfigResource, PartitionImage, TopicImage};
@@ -15,7 +16,7 @@ use strom_controller::MetadataImage;
 use strom_coordinator::GroupState;
 use strom_observability::http::auth::HttpSecurity;
 use strom_observability::http::auth::{AUTHENTICATE_METRICS_KEY, AUTHENTICATION_KEY};
-use strom_observability::http::LISTENER_KEY;
+use strom_observability::http::{BoxFuture, HttpIo, HttpTls, LISTENER_KEY};
 use strom_observability::topics::TopicCounts;
 use strom_observability::view::{
     BrokerState, ClusterState, CommittedOffset, EndpointState, GroupDescription, GroupListing,
@@ -28,12 +29,15 @@ use strom_replication::Partition;
 use strom_security::authorizer::Action;
 use strom_security::Principal;
 use strom_storage::TopicPartition;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsAcceptor;
 
 use crate::config::BrokerConfig;
 use crate::error::{ConfigError, ValueProblem};
 use crate::handlers::authorization::authorize_principal;
 use crate::handlers::BrokerContext;
 use crate::security::ImageCredentials;
+use crate::start_error::StartError;
 use strom_network::metrics::NETWORK;
 
 /// The metrics listener's address from `strom.metrics.listener` (see
@@ -70,6 +74,40 @@ pub fn http_security(config: &BrokerConfig) -> Result<HttpSecurity, ConfigError>
             },
         },
     )
+}
+
+/// TLS for the HTTP listener when `strom.metrics.listener` is `https://`:
+/// the keystore of `listener.name.http.ssl.*`, else of the broker-wide
+/// `ssl.*` keys (PEM, as for the Kafka listeners).
+pub fn http_tls(config: &BrokerConfig) -> Result<Option<Arc<dyn HttpTls>>, StartError> {
+    let properties = config.properties();
+    let uses_tls = properties
+        .get(LISTENER_KEY)
+        .is_some_and(|text| strom_observability::http::listener_uses_tls(text));
+    if !uses_tls {
+        return Ok(None);
+    }
+    let settings = strom_security::config::http_tls_settings(properties)?;
+    let server = strom_security::tls::server_config(&settings).map_err(|source| {
+        strom_security::SecurityError::Tls {
+            listener: format!("{LISTENER_KEY} (https)"),
+            source,
+        }
+    })?;
+    Ok(Some(Arc::new(HttpTlsAcceptor(TlsAcceptor::from(server)))))
+}
+
+/// The HTTP listener's TLS over rustls.
+struct HttpTlsAcceptor(TlsAcceptor);
+
+impl HttpTls for HttpTlsAcceptor {
+    fn accept(&self, stream: TcpStream) -> BoxFuture<std::io::Result<Box<dyn HttpIo>>> {
+        let acceptor = self.0.clone();
+        Box::pin(async move {
+            let secured = acceptor.accept(stream).await?;
+            Ok(Box::new(secured) as Box<dyn HttpIo>)
+        })
+    }
 }
 
 /// The process's network counters, for the collector.
@@ -385,8 +423,12 @@ mod tests {
             address("http://127.0.0.1:9644").expect("ok"),
             Some(SocketAddr::from(([127, 0, 0, 1], 9644)))
         );
+        assert_eq!(
+            address("https://127.0.0.1:1").expect("ok"),
+            Some(SocketAddr::from(([127, 0, 0, 1], 1)))
+        );
         assert!(matches!(
-            address("https://127.0.0.1:1"),
+            address("ftp://127.0.0.1:1"),
             Err(ConfigError::Invalid {
                 problem: ValueProblem::HttpListener,
                 ..
@@ -395,8 +437,32 @@ mod tests {
         let error = address("http://metrics:1").expect_err("a host name");
         assert_eq!(
             error.to_string(),
-            "invalid value `http://metrics:1` for configuration `strom.metrics.listener`: expected http://HOST:PORT with an IP address"
+            "invalid value `http://metrics:1` for configuration `strom.metrics.listener`: expected http://HOST:PORT or https://HOST:PORT with an IP address"
         );
+    }
+
+    #[test]
+    fn an_https_listener_needs_a_keystore() {
+        let config = |pairs: &[(&str, &str)]| {
+            let map: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                .collect();
+            BrokerConfig::from_map(&map).expect("valid").0
+        };
+        let plain = config(&[(LISTENER_KEY, "http://127.0.0.1:0")]);
+        assert!(http_tls(&plain).expect("no TLS").is_none());
+        let missing = config(&[(LISTENER_KEY, "https://127.0.0.1:0")]);
+        let error = http_tls(&missing).err().expect("no keystore");
+        assert!(error.to_string().contains("ssl.keystore"), "{error}");
+        let unreadable = config(&[
+            (LISTENER_KEY, "https://127.0.0.1:0"),
+            (
+                "listener.name.http.ssl.keystore.location",
+                "/nonexistent/keystore.pem",
+            ),
+        ]);
+        assert!(http_tls(&unreadable).is_err());
     }
 
     fn security(pairs: &[(&str, &str)]) -> Result<HttpSecurity, ConfigError> {
@@ -441,7 +507,7 @@ mod tests {
         let error = address("http://metrics:1").expect_err("a host name");
         assert_eq!(
             error.to_string(),
-            "invalid value `http://metrics:1` for configuration `strom.metrics.listener`: expected http://HOST:PORT with an IP address"
+            "invalid value `http://metrics:1` for configuration `strom.metrics.listener`: expected http://HOST:PORT or https://HOST:PORT with an IP address"
         );
     }
 }

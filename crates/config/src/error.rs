@@ -87,8 +87,8 @@ pub enum ValueProblem {
     /// Two listeners with the same name.
     #[error("each listener name may appear once")]
     DuplicateListener,
-    /// An HTTP listener not of the form `http://IP:PORT`.
-    #[error("expected http://HOST:PORT with an IP address")]
+    /// An HTTP listener not of the form `http://IP:PORT` or `https://IP:PORT`.
+    #[error("expected http://HOST:PORT or https://HOST:PORT with an IP address")]
     HttpListener,
     /// A log format other than `text` or `json`.
     #[error("expected text or json")]

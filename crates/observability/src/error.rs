@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 /// A `strom.metrics.listener` value that is not `http://IP:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "invalid value `{value}` for configuration `strom.metrics.listener`: expected http://HOST:PORT with an IP address"
+    "invalid value `{value}` for configuration `strom.metrics.listener`: expected http://HOST:PORT or https://HOST:PORT with an IP address"
 )]
 pub struct ListenerAddressError {
     /// The value as given.

@@ -272,6 +272,17 @@ impl SecurityConfig {
     }
 }
 
+/// The name whose `listener.name.NAME.ssl.*` keys configure TLS on the
+/// broker's HTTP listener (`strom.metrics.listener=https://...`); without
+/// them the broker-wide `ssl.*` keys apply, as for a Kafka listener.
+pub const HTTP_LISTENER_NAME: &str = "http";
+
+/// The TLS settings of the broker's HTTP listener (see
+/// [`HTTP_LISTENER_NAME`]): the same keys and rules as a Kafka listener's.
+pub fn http_tls_settings(map: &BTreeMap<String, String>) -> Result<TlsSettings, ConfigError> {
+    tls_settings(&Lookup::new(map), HTTP_LISTENER_NAME)
+}
+
 /// The security of one listener, whether or not this node binds it (the
 /// listener of a peer this node connects to).
 pub(crate) fn listener_security_of(

@@ -2,7 +2,8 @@
 //! metrics, health probes and the read-only web console.
 //!
 //! Off by default: a broker opens no port it was not asked for. With
-//! `strom.metrics.listener=http://127.0.0.1:9644` it serves
+//! `strom.metrics.listener=http://127.0.0.1:9644` (or `https://...`, TLS
+//! through an [`HttpTls`] the broker gives it) it serves
 //! - `GET /metrics`: Prometheus' text exposition ([`crate::collect`]);
 //! - `GET /health/live`: 200 while the process serves HTTP at all;
 //! - `GET /health/ready`: 200 once the logs are loaded, the broker is
@@ -33,8 +34,12 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future;
+use std::pin::Pin;
 use strom_protocol::kafka::messages::ApiKey;
-use tokio::net::TcpListener;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info, warn};
@@ -60,10 +65,31 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(60);
 /// HTTP connections served at once; more wait to be accepted.
 pub const MAX_CONNECTIONS: usize = 64;
 
+/// Secures the HTTP listener's connections with TLS. The broker implements
+/// it over its TLS settings, so this crate needs no TLS library.
+pub trait HttpTls: Send + Sync {
+    /// Runs the server side of the handshake on an accepted connection.
+    fn accept(&self, stream: TcpStream) -> BoxFuture<std::io::Result<Box<dyn HttpIo>>>;
+}
+
+/// A boxed future that may move between threads.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A connection the listener speaks HTTP over (plain TCP or TLS).
+pub trait HttpIo: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> HttpIo for T {}
+
+/// Whether the value of `strom.metrics.listener` asks for TLS
+/// (`https://`).
+pub fn listener_uses_tls(text: &str) -> bool {
+    text.trim().starts_with("https://")
+}
+
 /// The listener address from the value of `strom.metrics.listener`: `None`
 /// when empty (the default; an unset key means the same), else
-/// `http://HOST:PORT` (the scheme may be left out; `localhost` means
-/// 127.0.0.1; port 0 picks a free port).
+/// `http://HOST:PORT` or `https://HOST:PORT` (the scheme may be left out
+/// for http; `localhost` means 127.0.0.1; port 0 picks a free port).
 pub fn listener_address(text: &str) -> Result<Option<SocketAddr>, ListenerAddressError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -73,7 +99,7 @@ pub fn listener_address(text: &str) -> Result<Option<SocketAddr>, ListenerAddres
         value: text.to_owned(),
     };
     let rest = match trimmed.split_once("://") {
-        Some(("http", rest)) => rest,
+        Some(("http" | "https", rest)) => rest,
         Some(_) => return Err(invalid()),
         None => trimmed,
     };
@@ -125,6 +151,8 @@ pub(crate) struct HttpState {
     readiness: Arc<Readiness>,
     history: Arc<console::History>,
     security: HttpSecurity,
+    /// TLS for every connection (`https://`).
+    tls: Option<Arc<dyn HttpTls>>,
     authentication_failures: prometheus_client::metrics::counter::Counter,
 }
 
@@ -134,7 +162,7 @@ impl HttpState {
         broker: Arc<ViewSlot>,
         readiness: Arc<Readiness>,
         history: Arc<console::History>,
-        security: HttpSecurity,
+        (security, tls): (HttpSecurity, Option<Arc<dyn HttpTls>>),
     ) -> HttpState {
         let mut registry = crate::collect::registry(collector);
         let authentication_failures = prometheus_client::metrics::counter::Counter::default();
@@ -149,6 +177,7 @@ impl HttpState {
             readiness,
             history,
             security,
+            tls,
             authentication_failures,
         }
     }
@@ -234,12 +263,12 @@ impl Drop for HttpListener {
 
 impl Observability {
     /// Creates the metrics of the APIs in `apis` and binds the listener if
-    /// `address` (from [`listener_address`]) names one, with `security`;
-    /// metrics are only counted when it does. `network` reads the network
-    /// counters.
+    /// `address` (from [`listener_address`]) names one, with `security`
+    /// and, for `https://`, `tls`; metrics are only counted when it does.
+    /// `network` reads the network counters.
     pub async fn start(
         address: Option<SocketAddr>,
-        security: HttpSecurity,
+        security: (HttpSecurity, Option<Arc<dyn HttpTls>>),
         apis: &[ApiKey],
         network: NetworkSource,
     ) -> Result<Observability, BindError> {
@@ -346,7 +375,22 @@ async fn accept_loop(
     // Dropping the set aborts the connections still open.
 }
 
-async fn serve(stream: tokio::net::TcpStream, peer: SocketAddr, state: Arc<HttpState>) {
+async fn serve(stream: TcpStream, peer: SocketAddr, state: Arc<HttpState>) {
+    match state.tls.clone() {
+        None => serve_http(stream, peer, state).await,
+        Some(tls) => {
+            // The handshake shares the header deadline: a client that
+            // stalls in it holds a connection slot no longer.
+            match tokio::time::timeout(HEADER_READ_TIMEOUT, tls.accept(stream)).await {
+                Ok(Ok(secured)) => serve_http(secured, peer, state).await,
+                Ok(Err(error)) => debug!(%peer, %error, "HTTP TLS handshake failed"),
+                Err(_) => debug!(%peer, "HTTP TLS handshake timed out"),
+            }
+        }
+    }
+}
+
+async fn serve_http<S: HttpIo + 'static>(stream: S, peer: SocketAddr, state: Arc<HttpState>) {
     let service = service_fn(move |request| {
         let state = Arc::clone(&state);
         async move { Ok::<_, std::convert::Infallible>(routes::respond(&state, request, peer).await) }
@@ -384,9 +428,15 @@ mod tests {
             Some(SocketAddr::from(([127, 0, 0, 1], 0)))
         );
         assert_eq!(
-            address("https://127.0.0.1:1"),
+            address("https://127.0.0.1:1").expect("ok"),
+            Some(SocketAddr::from(([127, 0, 0, 1], 1)))
+        );
+        assert!(listener_uses_tls(" https://127.0.0.1:1"));
+        assert!(!listener_uses_tls("http://127.0.0.1:1"));
+        assert_eq!(
+            address("ftp://127.0.0.1:1"),
             Err(ListenerAddressError {
-                value: "https://127.0.0.1:1".to_owned()
+                value: "ftp://127.0.0.1:1".to_owned()
             })
         );
         assert!(address("http://metrics:1").is_err());
@@ -406,6 +456,7 @@ mod tests {
                 readiness: Arc::new(Readiness::default()),
                 history: Arc::new(console::History::default()),
                 security: HttpSecurity::default(),
+                tls: None,
                 authentication_failures: Default::default(),
             };
             http.readiness.logs_loaded.store(true, Ordering::Release);

@@ -37,7 +37,7 @@ fn state(security: HttpSecurity, broker: Option<&Arc<FakeBroker>>) -> HttpState 
         slot,
         Arc::new(Readiness::default()),
         Arc::new(console::History::default()),
-        security,
+        (security, None),
     )
 }
 
