@@ -78,6 +78,10 @@
 //! coordinator's lock; a broker whose log does blocking file I/O should call
 //! it from a blocking-tolerant context (for example `spawn_blocking`).
 
+mod consumer_assignor;
+mod consumer_core;
+mod consumer_group;
+mod consumer_member;
 mod coordinator;
 mod error;
 mod group;
@@ -93,6 +97,18 @@ mod state;
 mod txn_commit;
 mod wire;
 
+pub use consumer_assignor::{
+    assignment_intersection, assignment_minus, assignment_size, assignment_union, Assignment,
+    ConsumerAssignor,
+};
+pub use consumer_core::ConsumerGroupListing;
+pub use consumer_group::{
+    validate_heartbeat, ConsumerGroup, ConsumerGroupConfig, ConsumerGroupState, ConsumerHeartbeat,
+    ConsumerHeartbeatResponse, TopicCatalog, TopicMetadata,
+};
+pub use consumer_member::{
+    ConsumerMember, MemberState, LEAVE_MEMBER_EPOCH, LEAVE_STATIC_MEMBER_EPOCH,
+};
 pub use coordinator::{
     CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
     PartitionStatus,

@@ -87,6 +87,7 @@ impl CoordinatorCore {
             .or_insert_with(|| GroupEntry {
                 group: Group::new(group_id, now_ms),
                 offsets: GroupOffsets::new(),
+                consumer: None,
             });
         validate_transactional_commit(&entry.group, request)?;
         let (results, records) = self.offset_records(group_id, &request.partitions, None, now_ms);

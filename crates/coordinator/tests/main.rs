@@ -4,6 +4,8 @@
 
 mod common;
 
+mod consumer_groups;
+
 mod loading;
 mod membership;
 mod offsets;
