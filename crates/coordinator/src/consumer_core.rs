@@ -8,10 +8,12 @@ use crate::consumer_group::{
     validate_heartbeat, ConsumerGroup, ConsumerGroupState, ConsumerHeartbeat,
     ConsumerHeartbeatResponse, TopicCatalog,
 };
+use crate::consumer_records::ConsumerRecord;
 use crate::coordinator::{CoordinatorCore, GroupEntry, PartitionStatus};
 use crate::error::GroupError;
 use crate::group::Group;
 use crate::offsets::GroupOffsets;
+use crate::records::OffsetsRecord;
 use crate::state::GroupState;
 
 /// A consumer group as ListGroups reports it: id and state.
@@ -100,8 +102,9 @@ impl CoordinatorCore {
                 Err(GroupError::InconsistentGroupProtocol)
             }
             Some(_) => {
-                entry.consumer = None;
-                self.write_consumer_group_removal(group_id);
+                if let Some(consumer) = entry.consumer.take() {
+                    self.write_consumer_group_removal(group_id, &consumer);
+                }
                 Ok(())
             }
             None => Ok(()),
@@ -181,11 +184,68 @@ impl CoordinatorCore {
         else {
             return;
         };
-        let _changes = consumer.take_changes();
+        let changes = consumer.take_changes();
+        let records = consumer.change_records(group_id, &changes);
+        for record in records {
+            self.push_record(OffsetsRecord::Consumer(record));
+        }
     }
 
-    /// Writes the tombstones of a consumer group that became classic.
-    fn write_consumer_group_removal(&mut self, _group_id: &str) {}
+    /// Writes the tombstones of a consumer group that became classic or
+    /// was deleted (`consumer` is the group as it was).
+    pub(crate) fn write_consumer_group_removal(
+        &mut self,
+        group_id: &str,
+        consumer: &ConsumerGroup,
+    ) {
+        for record in consumer.removal_records(group_id) {
+            self.push_record(OffsetsRecord::Consumer(record));
+        }
+    }
+
+    /// Replays one consumer-group record.
+    pub(crate) fn apply_consumer_record(&mut self, record: ConsumerRecord, now_ms: i64) {
+        let group_id = record.group().to_owned();
+        let removes_group = matches!(record, ConsumerRecord::GroupMetadata { epoch: None, .. });
+        if removes_group {
+            if let Some(entry) = self.groups.get_mut(&group_id) {
+                entry.consumer = None;
+                if entry.offsets.is_empty() && entry.group.is_empty() {
+                    self.groups.remove(&group_id);
+                }
+            }
+            return;
+        }
+        let entry = self
+            .groups
+            .entry(group_id.clone())
+            .or_insert_with(|| GroupEntry {
+                group: Group::new(&group_id, now_ms),
+                offsets: GroupOffsets::new(),
+                consumer: None,
+            });
+        entry
+            .consumer
+            .get_or_insert_with(ConsumerGroup::new)
+            .apply_record(record);
+    }
+
+    /// Starts a session for every member of the consumer groups of a
+    /// loaded `partition`: a member that does not heartbeat to the new
+    /// coordinator is fenced after its session timeout.
+    pub(crate) fn start_consumer_sessions(&mut self, partition: i32, now_ms: i64) {
+        let config = self.config.consumer.clone();
+        let offsets_partitions = self.config.offsets_topic_partitions;
+        for (group_id, entry) in &mut self.groups {
+            if crate::records::partition_for_group(group_id, offsets_partitions) != partition {
+                continue;
+            }
+            if let Some(consumer) = entry.consumer.as_mut() {
+                consumer.start_sessions(&config, now_ms);
+                let _ = consumer.take_changes();
+            }
+        }
+    }
 }
 
 /// A new member id: a random version-4 UUID.

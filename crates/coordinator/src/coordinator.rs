@@ -778,10 +778,13 @@ impl CoordinatorCore {
                 value: None,
             });
         }
-        self.push_record(OffsetsRecord::GroupMetadata {
-            group: group_id.to_owned(),
-            value: None,
-        });
+        match entry.consumer {
+            Some(consumer) => self.write_consumer_group_removal(group_id, &consumer),
+            None => self.push_record(OffsetsRecord::GroupMetadata {
+                group: group_id.to_owned(),
+                value: None,
+            }),
+        }
     }
 
     /// ListGroups: group id, protocol type and state of the groups of loaded
@@ -974,6 +977,7 @@ impl CoordinatorCore {
                     self.groups.remove(&group);
                 }
             },
+            OffsetsRecord::Consumer(record) => self.apply_consumer_record(record, now_ms),
             OffsetsRecord::Other { .. } => {}
         }
     }

@@ -82,6 +82,8 @@ mod consumer_assignor;
 mod consumer_core;
 mod consumer_group;
 mod consumer_member;
+mod consumer_persist;
+pub mod consumer_records;
 mod coordinator;
 mod error;
 mod group;

@@ -5,6 +5,7 @@
 mod common;
 
 mod consumer_groups;
+mod consumer_records;
 
 mod loading;
 mod membership;
