@@ -4,6 +4,7 @@
 
 use strom_clock::Random;
 
+use crate::consumer_assignor::ConsumerAssignor;
 use crate::consumer_group::{
     validate_heartbeat, ConsumerGroup, ConsumerGroupState, ConsumerHeartbeat,
     ConsumerHeartbeatResponse, TopicCatalog,
@@ -141,6 +142,19 @@ impl CoordinatorCore {
             .filter_map(|entry| entry.consumer.as_ref())
             .filter_map(ConsumerGroup::next_deadline_ms)
             .min()
+    }
+
+    /// ConsumerGroupDescribe for one group: the group and the assignor it
+    /// uses; GROUP_ID_NOT_FOUND for an unknown or classic group.
+    pub fn describe_consumer_group(
+        &self,
+        group_id: &str,
+    ) -> Result<(ConsumerGroup, ConsumerAssignor), GroupError> {
+        self.check_owner(group_id)?;
+        let consumer = self
+            .consumer_group(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        Ok((consumer.clone(), consumer.assignor(&self.config.consumer)))
     }
 
     /// ListGroups' consumer-protocol groups of loaded partitions.

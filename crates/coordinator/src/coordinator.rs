@@ -787,8 +787,9 @@ impl CoordinatorCore {
         }
     }
 
-    /// ListGroups: group id, protocol type and state of the groups of loaded
-    /// partitions, filtered by state unless `states` is empty.
+    /// ListGroups: group id, protocol type and state of the classic groups
+    /// of loaded partitions, filtered by state unless `states` is empty
+    /// (consumer-protocol groups: [`list_consumer_groups`](Self::list_consumer_groups)).
     pub fn list_groups(&self, states: &[GroupState]) -> Vec<GroupListing> {
         let mut listings: Vec<GroupListing> = self
             .groups
@@ -797,6 +798,7 @@ impl CoordinatorCore {
                 let partition = self.partition_for(entry.group.group_id());
                 self.partitions.get(&partition) == Some(&PartitionStatus::Loaded)
             })
+            .filter(|entry| entry.consumer.is_none())
             .filter(|entry| states.is_empty() || states.contains(&entry.group.state()))
             .map(|entry| {
                 (
@@ -810,13 +812,14 @@ impl CoordinatorCore {
         listings
     }
 
-    /// DescribeGroups for one group; an unknown group is described as Dead
-    /// with no members, as Kafka does.
+    /// DescribeGroups for one group; an unknown group, or a consumer-protocol
+    /// group (not a classic one), is described as Dead with no members, as
+    /// Kafka does.
     pub fn describe_group(&self, group_id: &str) -> Result<GroupDescription, GroupError> {
         self.check_owner(group_id)?;
         Ok(match self.groups.get(group_id) {
-            Some(entry) => entry.group.describe(),
-            None => GroupDescription {
+            Some(entry) if entry.consumer.is_none() => entry.group.describe(),
+            _ => GroupDescription {
                 group_id: group_id.to_owned(),
                 state: GroupState::Dead,
                 protocol_type: String::new(),
