@@ -688,7 +688,12 @@ pub fn validate_heartbeat(
     if request.rack_id.as_deref() == Some("") {
         return invalid("RackId can't be empty.");
     }
-    if request.subscribed_topic_regex.is_some() {
+    // An empty regex means "no regex" (librdkafka sends one with names).
+    if request
+        .subscribed_topic_regex
+        .as_deref()
+        .is_some_and(|regex| !regex.is_empty())
+    {
         return Err(GroupError::InvalidRegularExpression);
     }
     let epoch = request.member_epoch;

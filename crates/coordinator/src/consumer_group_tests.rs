@@ -71,6 +71,11 @@ fn unknown_assignors_and_regexes_are_refused() {
     request.server_assignor = Some("range".into());
     assert!(validate_heartbeat("g", &request, &config).is_err());
     let mut request = join("m");
+    request.subscribed_topic_regex = Some(String::new());
+    assert_eq!(
+        validate_heartbeat("g", &request, &ConsumerGroupConfig::default()),
+        Ok(())
+    );
     request.subscribed_topic_regex = Some("t.*".into());
     assert_eq!(
         validate_heartbeat("g", &request, &ConsumerGroupConfig::default()),
