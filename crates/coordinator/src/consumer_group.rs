@@ -17,6 +17,7 @@ use crate::consumer_assignor::{Assignment, ConsumerAssignor};
 use crate::consumer_member::{
     ConsumerMember, MemberState, LEAVE_MEMBER_EPOCH, LEAVE_STATIC_MEMBER_EPOCH,
 };
+use crate::consumer_regex::{compile_subscription, subscription_matches};
 use crate::error::GroupError;
 
 /// Settings of consumer-protocol groups (`group.consumer.*`).
@@ -69,11 +70,18 @@ pub struct TopicMetadata {
 pub trait TopicCatalog {
     /// The topic named `name`, if it exists.
     fn topic(&self, name: &str) -> Option<TopicMetadata>;
+
+    /// Every topic name, for regular-expression subscriptions.
+    fn topic_names(&self) -> Vec<String>;
 }
 
 impl TopicCatalog for BTreeMap<String, TopicMetadata> {
     fn topic(&self, name: &str) -> Option<TopicMetadata> {
         self.get(name).copied()
+    }
+
+    fn topic_names(&self) -> Vec<String> {
+        self.keys().cloned().collect()
     }
 }
 
@@ -245,6 +253,16 @@ impl ConsumerGroup {
             .filter(|assignor| config.assignors.contains(assignor))
             .or_else(|| config.assignors.first().copied())
             .unwrap_or(ConsumerAssignor::Uniform)
+    }
+
+    /// The topics the members subscribe to: by name, and those their
+    /// patterns matched at the last heartbeat.
+    pub fn subscribed_topic_names(&self) -> BTreeSet<String> {
+        let mut names: BTreeSet<String> = self.subscription_metadata.keys().cloned().collect();
+        for member in self.members.values() {
+            names.extend(member.subscribed_topics.iter().cloned());
+        }
+        names
     }
 
     /// The member holding `instance_id`.
@@ -446,14 +464,30 @@ impl ConsumerGroup {
     /// Recomputes the subscribed topics' metadata; true if it changed (a
     /// topic created, deleted or grown), which bumps the group epoch.
     fn refresh_subscription_metadata(&mut self, catalog: &dyn TopicCatalog) -> bool {
-        let names: BTreeSet<&String> = self
+        let mut names: BTreeSet<String> = self
             .members
             .values()
-            .flat_map(|member| member.subscribed_topics.iter())
+            .flat_map(|member| member.subscribed_topics.iter().cloned())
             .collect();
+        let patterns: BTreeSet<&str> = self
+            .members
+            .values()
+            .filter_map(|member| member.subscribed_topic_regex.as_deref())
+            .collect();
+        if !patterns.is_empty() {
+            let regexes: Vec<_> = patterns
+                .into_iter()
+                .filter_map(compile_subscription)
+                .collect();
+            names.extend(catalog.topic_names().into_iter().filter(|topic| {
+                regexes
+                    .iter()
+                    .any(|regex| subscription_matches(regex, topic))
+            }));
+        }
         let metadata: BTreeMap<String, TopicMetadata> = names
             .into_iter()
-            .filter_map(|name| catalog.topic(name).map(|topic| (name.clone(), topic)))
+            .filter_map(|name| catalog.topic(&name).map(|topic| (name, topic)))
             .collect();
         if metadata == self.subscription_metadata {
             return false;
@@ -469,11 +503,20 @@ impl ConsumerGroup {
             .members
             .iter()
             .map(|(member_id, member)| {
-                let topics = member
-                    .subscribed_topics
+                let regex = member
+                    .subscribed_topic_regex
+                    .as_deref()
+                    .and_then(compile_subscription);
+                let topics = self
+                    .subscription_metadata
                     .iter()
-                    .filter_map(|name| self.subscription_metadata.get(name))
-                    .map(|topic| topic.topic_id)
+                    .filter(|(name, _)| {
+                        member.subscribed_topics.contains(*name)
+                            || regex
+                                .as_ref()
+                                .is_some_and(|regex| subscription_matches(regex, name))
+                    })
+                    .map(|(_, topic)| topic.topic_id)
                     .collect();
                 (member_id.clone(), topics)
             })
@@ -628,15 +671,19 @@ fn apply_request(member: &mut ConsumerMember, request: &ConsumerHeartbeat) -> bo
     }
     member.client_id.clone_from(&request.client_id);
     member.client_host.clone_from(&request.client_host);
-    let Some(names) = &request.subscribed_topic_names else {
-        return false;
-    };
-    let subscribed: BTreeSet<String> = names.iter().cloned().collect();
-    if subscribed == member.subscribed_topics {
-        return false;
+    let mut changed = false;
+    if let Some(pattern) = &request.subscribed_topic_regex {
+        // An empty pattern clears the regex subscription.
+        let regex = (!pattern.is_empty()).then(|| pattern.clone());
+        changed |= regex != member.subscribed_topic_regex;
+        member.subscribed_topic_regex = regex;
     }
-    member.subscribed_topics = subscribed;
-    true
+    if let Some(names) = &request.subscribed_topic_names {
+        let subscribed: BTreeSet<String> = names.iter().cloned().collect();
+        changed |= subscribed != member.subscribed_topics;
+        member.subscribed_topics = subscribed;
+    }
+    changed
 }
 
 /// Kafka's epoch rule: a newer epoch than the coordinator's is fenced; an
@@ -689,11 +736,11 @@ pub fn validate_heartbeat(
         return invalid("RackId can't be empty.");
     }
     // An empty regex means "no regex" (librdkafka sends one with names).
-    if request
+    let regex = request
         .subscribed_topic_regex
         .as_deref()
-        .is_some_and(|regex| !regex.is_empty())
-    {
+        .filter(|regex| !regex.is_empty());
+    if regex.is_some_and(|regex| compile_subscription(regex).is_none()) {
         return Err(GroupError::InvalidRegularExpression);
     }
     let epoch = request.member_epoch;
@@ -711,12 +758,14 @@ pub fn validate_heartbeat(
         {
             return invalid("TopicPartitions must be empty when (re-)joining.");
         }
-        if request
+        let no_names = request
             .subscribed_topic_names
             .as_ref()
-            .is_none_or(Vec::is_empty)
-        {
-            return invalid("SubscribedTopicNames must be set in first request.");
+            .is_none_or(Vec::is_empty);
+        if no_names && regex.is_none() {
+            return invalid(
+                "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+            );
         }
     } else if epoch == LEAVE_STATIC_MEMBER_EPOCH {
         if request.instance_id.is_none() {

@@ -76,11 +76,20 @@ fn unknown_assignors_and_regexes_are_refused() {
         validate_heartbeat("g", &request, &ConsumerGroupConfig::default()),
         Ok(())
     );
-    request.subscribed_topic_regex = Some("t.*".into());
+    request.subscribed_topic_regex = Some("(t.*".into());
     assert_eq!(
         validate_heartbeat("g", &request, &ConsumerGroupConfig::default()),
         Err(GroupError::InvalidRegularExpression)
     );
+    // A join by pattern alone is well formed; a join by neither is not.
+    request.subscribed_topic_regex = Some("t.*".into());
+    request.subscribed_topic_names = None;
+    assert_eq!(
+        validate_heartbeat("g", &request, &ConsumerGroupConfig::default()),
+        Ok(())
+    );
+    request.subscribed_topic_regex = Some(String::new());
+    assert!(refused(&request).is_some());
 }
 
 #[test]

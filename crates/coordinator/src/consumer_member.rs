@@ -90,6 +90,8 @@ pub struct ConsumerMember {
     pub client_host: String,
     /// Topic names it subscribes to.
     pub subscribed_topics: BTreeSet<String>,
+    /// The regular expression it subscribes with, if any (whole names).
+    pub subscribed_topic_regex: Option<String>,
     /// The server assignor it asked for.
     pub server_assignor: Option<String>,
     /// How long it may take to revoke partitions.
@@ -117,6 +119,7 @@ impl ConsumerMember {
             client_id: String::new(),
             client_host: String::new(),
             subscribed_topics: BTreeSet::new(),
+            subscribed_topic_regex: None,
             server_assignor: None,
             rebalance_timeout_ms: 0,
             member_epoch: 0,

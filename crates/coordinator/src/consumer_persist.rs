@@ -183,7 +183,7 @@ fn member_metadata(member: &ConsumerMember) -> MemberMetadataValue {
         client_id: member.client_id.clone(),
         client_host: member.client_host.clone(),
         subscribed_topic_names: member.subscribed_topics.iter().cloned().collect(),
-        subscribed_topic_regex: None,
+        subscribed_topic_regex: member.subscribed_topic_regex.clone(),
         rebalance_timeout_ms: member.rebalance_timeout_ms,
         server_assignor: member.server_assignor.clone(),
     }
@@ -195,6 +195,7 @@ fn apply_member_metadata(member: &mut ConsumerMember, value: MemberMetadataValue
     member.client_id = value.client_id;
     member.client_host = value.client_host;
     member.subscribed_topics = value.subscribed_topic_names.into_iter().collect();
+    member.subscribed_topic_regex = value.subscribed_topic_regex;
     member.rebalance_timeout_ms = value.rebalance_timeout_ms;
     member.server_assignor = value.server_assignor;
 }

@@ -678,7 +678,13 @@ impl CoordinatorCore {
             .get_mut(group_id)
             .filter(|entry| entry.group.state() != GroupState::Dead)
             .ok_or(GroupError::GroupIdNotFound)?;
-        let subscribed = subscriptions(&entry.group)?;
+        let subscribed = match &entry.consumer {
+            Some(consumer) if !consumer.members().is_empty() => {
+                Some(Some(consumer.subscribed_topic_names()))
+            }
+            Some(_) => None,
+            None => subscriptions(&entry.group)?,
+        };
         let mut results = Vec::new();
         let mut records = Vec::new();
         let mut deleted = Vec::new();

@@ -118,9 +118,9 @@ pub enum GroupError {
         /// Which rule the request broke.
         reason: &'static str,
     },
-    /// Regular-expression subscriptions are not supported yet
+    /// A subscription pattern that is not a valid regular expression
     /// (Kafka's INVALID_REGULAR_EXPRESSION, code 128).
-    #[error("subscribed topic regular expressions are not supported")]
+    #[error("the subscribed topic regular expression is not valid")]
     InvalidRegularExpression,
     /// The group still has members (Kafka's NON_EMPTY_GROUP, code 68).
     #[error("the group is not empty")]

@@ -99,6 +99,7 @@ mod consumer_group;
 mod consumer_member;
 mod consumer_persist;
 pub mod consumer_records;
+mod consumer_regex;
 mod coordinator;
 mod error;
 mod group;

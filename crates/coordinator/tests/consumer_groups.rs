@@ -514,3 +514,70 @@ fn offset_commits_carry_the_member_epoch() {
     );
     assert_eq!(core.validate_offset_fetch(GROUP, None, -1), Ok(()));
 }
+
+#[test]
+fn a_regex_subscription_follows_matching_topics() {
+    let mut core = consumer_core(ConsumerGroupConfig::default());
+    let other = Uuid::from_u128(0xEF);
+    let mut topics = catalog(2);
+    topics.insert(
+        "payments".into(),
+        TopicMetadata {
+            topic_id: other,
+            partitions: 2,
+        },
+    );
+    let request = ConsumerHeartbeat {
+        subscribed_topic_names: None,
+        subscribed_topic_regex: Some("ord.*".into()),
+        ..join("a")
+    };
+    let joined = core
+        .consumer_heartbeat(GROUP, &request, &topics, 0)
+        .expect("joins by pattern");
+    assert_eq!(joined.assignment, Some(parts(0..2)));
+    // A new topic that matches bumps the group epoch and is assigned.
+    let third = Uuid::from_u128(0x11);
+    topics.insert(
+        "orders-eu".into(),
+        TopicMetadata {
+            topic_id: third,
+            partitions: 1,
+        },
+    );
+    let grown = core
+        .consumer_heartbeat(GROUP, &beat("a", 1, &parts(0..2)), &topics, 1)
+        .expect("heartbeat");
+    assert_eq!(grown.member_epoch, 2);
+    let assignment = grown.assignment.expect("assignment changed");
+    assert!(assignment.contains_key(&third));
+    assert!(!assignment.contains_key(&other));
+    let bad = ConsumerHeartbeat {
+        subscribed_topic_regex: Some("(".into()),
+        ..join("b")
+    };
+    assert_eq!(
+        core.consumer_heartbeat(GROUP, &bad, &topics, 2),
+        Err(GroupError::InvalidRegularExpression)
+    );
+}
+
+#[test]
+fn offset_delete_refuses_topics_a_consumer_group_subscribes_to() {
+    let mut core = consumer_core(ConsumerGroupConfig::default());
+    core.consumer_heartbeat(GROUP, &join("a"), &catalog(6), 0)
+        .expect("joins");
+    let results = core
+        .delete_offsets(
+            GROUP,
+            &[
+                ("orders".to_string(), vec![0]),
+                ("other".to_string(), vec![0]),
+            ],
+            1,
+        )
+        .expect("group exists");
+    assert_eq!(results[0].1, Err(GroupError::GroupSubscribedToTopic));
+    let other = results.iter().find(|(key, _)| key.topic == "other");
+    assert_eq!(other.map(|(_, result)| result.clone()), Some(Ok(())));
+}

@@ -117,6 +117,7 @@ fn described_member(member: &ConsumerMember, target: &Assignment, image: &Metada
                 .map(|name| TopicName(StrBytes::from_string(name.clone())))
                 .collect(),
         )
+        .with_subscribed_topic_regex(text(&member.subscribed_topic_regex))
         .with_assignment(wire_assignment(&member.assigned, image))
         .with_target_assignment(wire_assignment(target, image))
         .with_member_type(CONSUMER_MEMBER)

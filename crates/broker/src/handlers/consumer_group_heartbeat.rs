@@ -2,8 +2,10 @@
 //! heartbeats and leaves; the coordinator answers its epoch and, when it
 //! changed, its assignment. READ on the group is checked before the
 //! handler runs ([`super::authorize_request`]); DESCRIBE on every
-//! subscribed topic here (TOPIC_AUTHORIZATION_FAILED otherwise), as Kafka
-//! does.
+//! subscribed topic name here (TOPIC_AUTHORIZATION_FAILED otherwise), as
+//! Kafka does. Topics a regular-expression subscription matches are not
+//! filtered by ACLs (Kafka 4 leaves out those the member may not
+//! describe); Fetch still needs READ on them.
 
 use strom_controller::image::MetadataImage;
 use strom_coordinator::{
@@ -34,6 +36,10 @@ impl TopicCatalog for ImageCatalog<'_> {
             topic_id: topic.id,
             partitions: i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX),
         })
+    }
+
+    fn topic_names(&self) -> Vec<String> {
+        self.0.topics().map(|topic| topic.name.clone()).collect()
     }
 }
 
