@@ -1,9 +1,12 @@
 """The consumer group protocol of KIP-848 (`group.protocol=consumer`) with
 confluent-kafka (librdkafka) against Strom's coordinator: one member reading
 and committing everything, scaling 1 -> 3 -> 1 without a partition owned
-twice, a killed member's partitions moving on after the session timeout, and
-the server-side range assignor."""
+twice, a killed member's partitions moving on after the session timeout, the
+server-side range assignor, a regular-expression subscription, and
+`strom groups describe` on a consumer group."""
+import json
 import os
+from pathlib import Path
 import signal
 import subprocess
 import sys
@@ -14,6 +17,22 @@ from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, Produce
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 6
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def strom(bootstrap: str, *arguments) -> str:
+    """Runs the strom CLI (from STROM_BIN_DIR, or built) and returns its output."""
+    explicit = os.environ.get("STROM_BIN_DIR")
+    if explicit:
+        binary = Path(explicit) / "strom"
+    else:
+        subprocess.run(["cargo", "build", "--quiet", "-p", "strom-tools", "--bin", "strom"],
+                       cwd=ROOT, check=True)
+        binary = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "debug" / "strom"
+    result = subprocess.run([str(binary), "--bootstrap-server", bootstrap, *arguments],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+    return result.stdout
 
 # Short broker-side timeouts so that a killed member is fenced within seconds.
 FAST_SESSIONS = {
@@ -59,19 +78,21 @@ class Member:
 
     def on_assign(self, _consumer, partitions):
         for partition in partitions:
-            holder = self.owners.get(partition.partition)
+            key = (partition.topic, partition.partition)
+            holder = self.owners.get(key)
             assert holder in (None, self.name), (
-                f"partition {partition.partition} given to {self.name} while {holder} owns it"
+                f"partition {key} given to {self.name} while {holder} owns it"
             )
-            self.owners[partition.partition] = self.name
-            self.owned.add(partition.partition)
+            self.owners[key] = self.name
+            self.owned.add(key)
 
     def on_revoke(self, _consumer, partitions):
         self.commit()
         for partition in partitions:
-            self.owned.discard(partition.partition)
-            if self.owners.get(partition.partition) == self.name:
-                del self.owners[partition.partition]
+            key = (partition.topic, partition.partition)
+            self.owned.discard(key)
+            if self.owners.get(key) == self.name:
+                del self.owners[key]
 
     def commit(self):
         try:
@@ -114,7 +135,7 @@ def test_one_member_consumes_every_record_and_commits(broker):
     committed = member.consumer.committed(
         [TopicPartition("kip848-one", p) for p in range(PARTITIONS)], timeout=10)
     assert sum(tp.offset for tp in committed) == 600
-    assert member.owned == set(range(PARTITIONS))
+    assert member.owned == {("kip848-one", p) for p in range(PARTITIONS)}
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     listed = admin.list_consumer_groups(request_timeout=20).result()
     types = {group.group_id: group.type for group in listed.valid}
@@ -196,7 +217,36 @@ def test_the_range_assignor_gives_contiguous_ranges(broker):
     ]
     poll_until(members, lambda: all(len(m.owned) == 3 for m in members), 40,
                "three partitions each")
-    ranges = sorted(sorted(m.owned) for m in members)
+    ranges = sorted(sorted(partition for _, partition in m.owned) for m in members)
     assert ranges == [[0, 1, 2], [3, 4, 5]]
     for member in members:
         member.close()
+
+
+def test_a_regex_subscription_gets_matching_topics_only(broker):
+    for name in ("kip848-re-a", "kip848-re-b", "kip848-other"):
+        create_topic(broker.bootstrap, name)
+    member = Member(broker.bootstrap, "kip848-re-group", "^kip848-re-.*", {}, "a")
+    poll_until([member], lambda: len(member.owned) == 2 * PARTITIONS, 40,
+               "the matching topics' partitions")
+    assignment = member.consumer.assignment()
+    assert {tp.topic for tp in assignment} == {"kip848-re-a", "kip848-re-b"}
+    member.close()
+
+
+def test_strom_groups_describe_shows_the_consumer_protocol(broker):
+    topic = "kip848-describe"
+    create_topic(broker.bootstrap, topic)
+    member = Member(broker.bootstrap, "kip848-describe-group", topic, {}, "a",
+                    **{"group.remote.assignor": "range"})
+    poll_until([member], lambda: len(member.owned) == PARTITIONS, 30, "the assignment")
+    text = strom(broker.bootstrap, "groups", "describe", "kip848-describe-group")
+    assert "consumer group" in text and "assignor range" in text, text
+    assert "assignment epoch 1" in text, text
+    described = json.loads(strom(broker.bootstrap, "groups", "describe",
+                                 "kip848-describe-group", "--json"))
+    assert described["type"] == "consumer"
+    assert described["state"] == "Stable"
+    assert described["members"][0]["member_epoch"] == described["assignment_epoch"]
+    assert len(described["members"][0]["assignment"]) == PARTITIONS
+    member.close()
