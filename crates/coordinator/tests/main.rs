@@ -6,6 +6,7 @@ mod common;
 
 mod consumer_groups;
 mod consumer_records;
+mod consumer_simulation;
 
 mod loading;
 mod membership;
