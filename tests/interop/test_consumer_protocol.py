@@ -250,3 +250,22 @@ def test_strom_groups_describe_shows_the_consumer_protocol(broker):
     assert described["members"][0]["member_epoch"] == described["assignment_epoch"]
     assert len(described["members"][0]["assignment"]) == PARTITIONS
     member.close()
+
+
+def test_the_group_resumes_from_its_records_after_a_restart(broker):
+    topic = "kip848-restart"
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, 0, 60)
+    member = Member(broker.bootstrap, "kip848-restart-group", topic, {}, "a")
+    poll_until([member], lambda: len(set(member.seen)) == 60, 30, "the first records")
+    before = json.loads(strom(broker.bootstrap, "groups", "describe", "kip848-restart-group", "--json"))
+    broker.restart()
+    produce(broker.bootstrap, topic, 60, 60)
+    poll_until([member], lambda: set(member.seen) >= set(range(120)), 40,
+               "the records produced after the restart")
+    after = json.loads(strom(broker.bootstrap, "groups", "describe", "kip848-restart-group", "--json"))
+    # The member kept its place: no new epoch, same member, same partitions.
+    assert after["group_epoch"] == before["group_epoch"]
+    assert [m["member_id"] for m in after["members"]] == [m["member_id"] for m in before["members"]]
+    assert len(member.owned) == PARTITIONS
+    member.close()
