@@ -637,6 +637,32 @@ impl ConsumerGroup {
         Ok(())
     }
 
+    /// Kafka 4's TxnOffsetCommit rule for consumer groups: a commit that
+    /// names no member (epoch -1, no member or instance id) passes; one
+    /// that does must come from a member at its epoch, a stale epoch
+    /// answering ILLEGAL_GENERATION (TxnOffsetCommit has no
+    /// STALE_MEMBER_EPOCH).
+    pub fn validate_transactional_commit(
+        &self,
+        member_id: &str,
+        instance_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), GroupError> {
+        let anonymous = member_epoch == -1 && member_id.is_empty() && instance_id.is_none();
+        if anonymous || (member_epoch < 0 && self.members.is_empty()) {
+            return Ok(());
+        }
+        match self.validate_offset_commit(member_id, member_epoch) {
+            Err(GroupError::StaleMemberEpoch { received, current }) => {
+                Err(GroupError::IllegalGeneration {
+                    requested: received,
+                    current,
+                })
+            }
+            other => other,
+        }
+    }
+
     /// The same rule for OffsetFetch v9+, which may name no member.
     pub fn validate_offset_fetch(
         &self,

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use strom_coordinator::{
     Assignment, ConsumerGroupConfig, ConsumerGroupState, ConsumerHeartbeat,
     ConsumerHeartbeatResponse, CoordinatorConfig, CoordinatorCore, GroupError, InMemoryOffsetsLog,
-    MemberState, OffsetCommitPartition, OffsetCommitRequest, TopicMetadata,
+    MemberState, OffsetCommitPartition, OffsetCommitRequest, TopicMetadata, TxnOffsetCommitRequest,
 };
 use uuid::Uuid;
 
@@ -580,4 +580,45 @@ fn offset_delete_refuses_topics_a_consumer_group_subscribes_to() {
     assert_eq!(results[0].1, Err(GroupError::GroupSubscribedToTopic));
     let other = results.iter().find(|(key, _)| key.topic == "other");
     assert_eq!(other.map(|(_, result)| result.clone()), Some(Ok(())));
+}
+
+#[test]
+fn transactional_commits_carry_the_member_epoch_too() {
+    let mut core = consumer_core(ConsumerGroupConfig::default());
+    core.consumer_heartbeat(GROUP, &join("a"), &catalog(6), 0)
+        .expect("joins");
+    let commit = |member_id: &str, epoch: i32| TxnOffsetCommitRequest {
+        group_id: GROUP.into(),
+        producer_id: 7,
+        producer_epoch: 0,
+        generation_id: epoch,
+        member_id: member_id.into(),
+        group_instance_id: None,
+        partitions: vec![OffsetCommitPartition {
+            topic: "orders".into(),
+            partition: 0,
+            offset: 5,
+            leader_epoch: None,
+            metadata: None,
+            commit_timestamp_ms: None,
+        }],
+    };
+    assert!(core
+        .commit_transactional_offsets(&commit("a", 1), 1)
+        .is_ok());
+    assert!(core
+        .commit_transactional_offsets(&commit("", -1), 1)
+        .is_ok());
+    assert_eq!(
+        core.commit_transactional_offsets(&commit("a", 0), 1).err(),
+        Some(GroupError::IllegalGeneration {
+            requested: 0,
+            current: 1
+        })
+    );
+    assert_eq!(
+        core.commit_transactional_offsets(&commit("nobody", 1), 1)
+            .err(),
+        Some(GroupError::UnknownMemberId)
+    );
 }
