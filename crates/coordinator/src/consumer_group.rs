@@ -292,8 +292,11 @@ impl ConsumerGroup {
         let mut updated = member.clone();
         let subscription_changed = apply_request(&mut updated, request);
         let is_new = !self.members.contains_key(member_id);
+        if is_new || updated != member {
+            // Only a change is written: a plain heartbeat appends nothing.
+            self.changes.members.insert(member_id.to_owned());
+        }
         self.members.insert(member_id.to_owned(), updated);
-        self.changes.members.insert(member_id.to_owned());
         let metadata_changed = self.refresh_subscription_metadata(catalog);
         if subscription_changed || is_new || metadata_changed {
             self.bump_group_epoch();

@@ -378,3 +378,33 @@ fn a_deleted_consumer_group_stays_deleted_after_a_load() {
         .collect();
     assert!(topics.is_superset(&[3, 4, 5, 6, 7, 8].into_iter().collect()));
 }
+
+#[test]
+fn a_plain_heartbeat_writes_nothing() {
+    let mut core = fresh_core();
+    core.begin_loading(0);
+    core.load_partition(&InMemoryOffsetsLog::new(), 0, 0)
+        .expect("loads");
+    let joined = core
+        .consumer_heartbeat(GROUP, &join("a"), &catalog(), 0)
+        .expect("joins");
+    assert!(!core.take_records().is_empty());
+    let plain = ConsumerHeartbeat {
+        member_id: "a".into(),
+        member_epoch: joined.member_epoch,
+        rebalance_timeout_ms: -1,
+        client_id: "client".into(),
+        ..ConsumerHeartbeat::default()
+    };
+    core.consumer_heartbeat(GROUP, &plain, &catalog(), 5_000)
+        .expect("heartbeat");
+    assert!(core.take_records().is_empty());
+    // A new client id is a change of the member's metadata.
+    let renamed = ConsumerHeartbeat {
+        client_id: "renamed".into(),
+        ..plain
+    };
+    core.consumer_heartbeat(GROUP, &renamed, &catalog(), 10_000)
+        .expect("heartbeat");
+    assert_eq!(core.take_records().len(), 2);
+}
