@@ -432,3 +432,24 @@ def test_the_console_over_https_authenticates_and_filters_by_acls(strom_binary, 
         assert not answer.startswith(b"HTTP/1.1"), answer
     finally:
         broker.kill()
+
+def test_consumer_protocol_groups_need_read_on_the_group(acl_broker, certs):
+    """KIP-848 members (group.protocol=consumer) are authorized as Kafka does:
+    ConsumerGroupHeartbeat needs READ on the group."""
+    broker, ports = acl_broker
+    admin_config = mtls(ports["SSL"], certs, "admin")
+    admin = AdminClient(admin_config)
+    add_user(admin_config, "bob", "bob-secret")
+    create_topics(admin_config, "cp-orders")
+    bindings = [
+        acl(ResourceType.TOPIC, "cp-orders", "User:bob", AclOperation.READ),
+        acl(ResourceType.GROUP, "cp-bob", "User:bob", AclOperation.READ),
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=30)
+    assert produce(admin_config, "cp-orders", [b"c-1", b"c-2"]) == [None, None]
+    bob = {**sasl_ssl(ports["SASL_SSL"], certs, "bob", "bob-secret"), "group.protocol": "consumer"}
+    assert consume_group(bob, "cp-orders", "cp-bob", 2) == [b"c-1", b"c-2"]
+    with pytest.raises(KafkaException) as refused:
+        consume_group(bob, "cp-orders", "cp-other", 1, timeout_s=20)
+    assert refused.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED

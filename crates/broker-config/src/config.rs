@@ -23,6 +23,7 @@ use strom_config::{invalid, Lookup};
 use strom_protocol::topic_config::{self, BrokerSynonym, TOPIC_CONFIGS};
 
 use crate::cluster_config::{ClusterConfig, ProcessRoles};
+use crate::consumer_group_config::ConsumerGroupSettings;
 use crate::error::{ConfigError, ValueProblem};
 
 pub use strom_config::listener::{parse_listeners, Listener};
@@ -108,6 +109,8 @@ pub struct BrokerConfig {
     pub group_max_session_timeout: Duration,
     /// `group.max.size`.
     pub group_max_size: usize,
+    /// `group.consumer.*`: consumer-protocol (KIP-848) groups.
+    pub consumer_groups: ConsumerGroupSettings,
     /// `replica.lag.time.max.ms`.
     pub replica_lag_time_max: Duration,
     /// `replica.fetch.max.bytes`: per partition of a follower's fetch.
@@ -277,6 +280,7 @@ impl BrokerConfig {
             group_min_session_timeout: lookup.millis("group.min.session.timeout.ms")?,
             group_max_session_timeout: lookup.millis("group.max.session.timeout.ms")?,
             group_max_size: lookup.count("group.max.size", 1)?,
+            consumer_groups: ConsumerGroupSettings::read(&lookup)?,
             replica_lag_time_max: lookup.millis("replica.lag.time.max.ms")?,
             replica_fetch_max_bytes: lookup.int32("replica.fetch.max.bytes", 0)?,
             replica_fetch_response_max_bytes: lookup
@@ -439,6 +443,9 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
                 && !crate::cluster_config::CLUSTER_KEYS
                     .iter()
                     .any(|(known, _)| known == key)
+                && !crate::consumer_group_config::CONSUMER_GROUP_KEYS
+                    .iter()
+                    .any(|(known, _)| known == key)
                 && !is_topic_default_key(key)
                 && !strom_security::is_security_key(key)
         })
@@ -503,7 +510,11 @@ fn scale(synonym: &BrokerSynonym, value: &str) -> Result<String, ConfigError> {
 
 /// The defaults of every broker key with one: [`KNOWN_KEYS`] and the
 /// cluster keys.
-pub(crate) const DEFAULTS: &[&Defaults] = &[KNOWN_KEYS, crate::cluster_config::CLUSTER_KEYS];
+pub(crate) const DEFAULTS: &[&Defaults] = &[
+    KNOWN_KEYS,
+    crate::cluster_config::CLUSTER_KEYS,
+    crate::consumer_group_config::CONSUMER_GROUP_KEYS,
+];
 
 /// The transaction coordinator's settings (`transaction.*` and
 /// `transactional.id.expiration.ms`).

@@ -47,9 +47,11 @@
 pub mod cluster_config;
 pub mod config;
 pub mod config_builder;
+pub mod consumer_group_config;
 pub mod error;
 
 pub use cluster_config::{ClusterConfig, ProcessRoles};
 pub use config::{BrokerConfig, ConfigWarning, TransactionConfig};
 pub use config_builder::{BrokerConfigBuilder, ByteSize};
+pub use consumer_group_config::ConsumerGroupSettings;
 pub use error::{BuildError, ConfigError, ValueProblem};

@@ -23,8 +23,9 @@ use strom_controller::controller::{ConfigEntry, CreateTopicsRequest, NewTopic};
 use strom_controller::image::MetadataImage;
 use strom_controller::runtime::ControllerClient;
 use strom_coordinator::{
-    BatchContext, CommitWait, CoordinatorConfig, GroupConfig, GroupCoordinator, LogError,
-    LogOperation, LogRecord, OffsetConfig, OffsetsLog, StoredRecord,
+    BatchContext, CommitWait, ConsumerAssignor, ConsumerGroupConfig, CoordinatorConfig,
+    GroupConfig, GroupCoordinator, LogError, LogOperation, LogRecord, OffsetConfig, OffsetsLog,
+    StoredRecord,
 };
 use strom_protocol::records::{Compression, RecordBatchBuilder, RecordBatches};
 use strom_replication::{AckStatus, ReplicationError};
@@ -385,6 +386,27 @@ pub fn coordinator_config(config: &BrokerConfig) -> CoordinatorConfig {
             ..OffsetConfig::default()
         },
         offsets_topic_partitions: config.offsets_topic_num_partitions.max(1),
+        consumer: consumer_group_config(config),
+    }
+}
+
+/// The consumer-protocol (KIP-848) settings from `group.consumer.*`.
+fn consumer_group_config(config: &BrokerConfig) -> ConsumerGroupConfig {
+    let millis_i32 = |duration: Duration| i32::try_from(duration.as_millis()).unwrap_or(i32::MAX);
+    let settings = &config.consumer_groups;
+    ConsumerGroupConfig {
+        session_timeout_ms: millis_i32(settings.session_timeout),
+        min_session_timeout_ms: millis_i32(settings.min_session_timeout),
+        max_session_timeout_ms: millis_i32(settings.max_session_timeout),
+        heartbeat_interval_ms: millis_i32(settings.heartbeat_interval),
+        min_heartbeat_interval_ms: millis_i32(settings.min_heartbeat_interval),
+        max_heartbeat_interval_ms: millis_i32(settings.max_heartbeat_interval),
+        max_size: settings.max_size,
+        assignors: settings
+            .assignors
+            .iter()
+            .filter_map(|name| ConsumerAssignor::from_name(name))
+            .collect(),
     }
 }
 

@@ -9,6 +9,7 @@ mod admin;
 mod cluster;
 mod cluster_security;
 mod console_acls;
+mod consumer_groups;
 mod coordinator_failover;
 mod elections;
 mod fetch_sessions;

@@ -113,6 +113,12 @@ fn sample(api: ApiKey) -> Option<Request> {
         ApiKey::ListTransactions => ListTransactionsRequest::default()
             .with_duration_filter(-1)
             .into(),
+        ApiKey::ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(group())
+            .into(),
+        ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::default()
+            .with_group_ids(vec![group()])
+            .into(),
         _ => return None,
     };
     Some(request)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use strom_clock::Random;
 
+use crate::consumer_group::{ConsumerGroup, ConsumerGroupConfig};
 use crate::error::GroupError;
 use crate::group::{
     Completion, Group, GroupConfig, GroupDescription, HeartbeatRequest, JoinRequest, JoinResponse,
@@ -29,6 +30,8 @@ pub struct CoordinatorConfig {
     pub offsets: OffsetConfig,
     /// `offsets.topic.num.partitions` (default 50).
     pub offsets_topic_partitions: i32,
+    /// Consumer-protocol (KIP-848) group settings.
+    pub consumer: ConsumerGroupConfig,
 }
 
 impl Default for CoordinatorConfig {
@@ -37,6 +40,7 @@ impl Default for CoordinatorConfig {
             group: GroupConfig::default(),
             offsets: OffsetConfig::default(),
             offsets_topic_partitions: 50,
+            consumer: ConsumerGroupConfig::default(),
         }
     }
 }
@@ -55,6 +59,9 @@ pub enum PartitionStatus {
 pub(crate) struct GroupEntry {
     pub(crate) group: Group,
     pub(crate) offsets: GroupOffsets,
+    /// The consumer-protocol (KIP-848) group when the group id belongs to
+    /// one; `group` is then an empty classic group.
+    pub(crate) consumer: Option<ConsumerGroup>,
 }
 
 /// A group as ListGroups reports it.
@@ -97,7 +104,7 @@ pub struct CoordinatorCore {
     completions: Vec<Completion>,
     next_retention_check_ms: i64,
     /// Where new member ids draw their random part from.
-    random: Arc<dyn Random>,
+    pub(crate) random: Arc<dyn Random>,
 }
 
 impl CoordinatorCore {
@@ -208,7 +215,7 @@ impl CoordinatorCore {
         std::mem::take(&mut self.records)
     }
 
-    fn push_record(&mut self, record: OffsetsRecord) {
+    pub(crate) fn push_record(&mut self, record: OffsetsRecord) {
         if let Some(group_id) = record.group() {
             let partition = self.partition_for(group_id);
             self.records.push((partition, record.to_log_record()));
@@ -242,6 +249,7 @@ impl CoordinatorCore {
             return Err(GroupError::InvalidGroupId);
         }
         self.check_owner(group_id)?;
+        self.claim_for_classic(group_id)?;
         let created = !self.groups.contains_key(group_id);
         if created && !request.member_id.is_empty() {
             return Err(GroupError::UnknownMemberId);
@@ -253,6 +261,7 @@ impl CoordinatorCore {
             .or_insert_with(|| GroupEntry {
                 group: Group::new(group_id, now_ms),
                 offsets: GroupOffsets::new(),
+                consumer: None,
             });
         let result = entry.group.join(request, &config, now_ms, &*self.random);
         let unused = entry.group.state() == GroupState::Empty
@@ -330,6 +339,7 @@ impl CoordinatorCore {
             }
             self.after_group_change(group_id);
         }
+        self.tick_consumer_groups(now_ms);
         if now_ms >= self.next_retention_check_ms {
             self.next_retention_check_ms =
                 now_ms.saturating_add(self.config.offsets.retention_check_interval_ms);
@@ -343,7 +353,8 @@ impl CoordinatorCore {
         let group_deadlines = self
             .groups
             .values()
-            .filter_map(|entry| entry.group.next_deadline_ms());
+            .filter_map(|entry| entry.group.next_deadline_ms())
+            .chain(self.next_consumer_deadline_ms());
         group_deadlines
             .chain(std::iter::once(self.next_retention_check_ms))
             .min()
@@ -403,6 +414,7 @@ impl CoordinatorCore {
                 GroupEntry {
                     group: Group::new(group_id, now_ms),
                     offsets: GroupOffsets::new(),
+                    consumer: None,
                 },
             );
         }
@@ -410,7 +422,12 @@ impl CoordinatorCore {
             .groups
             .get_mut(group_id)
             .ok_or(GroupError::GroupIdNotFound)?;
-        validate_commit(&mut entry.group, request, now_ms)?;
+        match &entry.consumer {
+            Some(consumer) => {
+                consumer.validate_offset_commit(&request.member_id, request.generation_id)?
+            }
+            None => validate_commit(&mut entry.group, request, now_ms)?,
+        }
         let expiry = request
             .retention_time_ms
             .filter(|retention_ms| *retention_ms >= 0);
@@ -661,7 +678,13 @@ impl CoordinatorCore {
             .get_mut(group_id)
             .filter(|entry| entry.group.state() != GroupState::Dead)
             .ok_or(GroupError::GroupIdNotFound)?;
-        let subscribed = subscriptions(&entry.group)?;
+        let subscribed = match &entry.consumer {
+            Some(consumer) if !consumer.members().is_empty() => {
+                Some(Some(consumer.subscribed_topic_names()))
+            }
+            Some(_) => None,
+            None => subscriptions(&entry.group)?,
+        };
         let mut results = Vec::new();
         let mut records = Vec::new();
         let mut deleted = Vec::new();
@@ -726,8 +749,13 @@ impl CoordinatorCore {
             .get(group_id)
             .filter(|entry| entry.group.state() != GroupState::Dead)
             .ok_or(GroupError::GroupIdNotFound)?;
+        let consumer_members = entry
+            .consumer
+            .as_ref()
+            .is_some_and(|consumer| !consumer.members().is_empty());
         if entry.group.state() != GroupState::Empty
             || !entry.group.is_empty()
+            || consumer_members
             || self.transactions.has_offsets(group_id, None)
         {
             return Err(GroupError::NonEmptyGroup);
@@ -756,14 +784,18 @@ impl CoordinatorCore {
                 value: None,
             });
         }
-        self.push_record(OffsetsRecord::GroupMetadata {
-            group: group_id.to_owned(),
-            value: None,
-        });
+        match entry.consumer {
+            Some(consumer) => self.write_consumer_group_removal(group_id, &consumer),
+            None => self.push_record(OffsetsRecord::GroupMetadata {
+                group: group_id.to_owned(),
+                value: None,
+            }),
+        }
     }
 
-    /// ListGroups: group id, protocol type and state of the groups of loaded
-    /// partitions, filtered by state unless `states` is empty.
+    /// ListGroups: group id, protocol type and state of the classic groups
+    /// of loaded partitions, filtered by state unless `states` is empty
+    /// (consumer-protocol groups: [`list_consumer_groups`](Self::list_consumer_groups)).
     pub fn list_groups(&self, states: &[GroupState]) -> Vec<GroupListing> {
         let mut listings: Vec<GroupListing> = self
             .groups
@@ -772,6 +804,7 @@ impl CoordinatorCore {
                 let partition = self.partition_for(entry.group.group_id());
                 self.partitions.get(&partition) == Some(&PartitionStatus::Loaded)
             })
+            .filter(|entry| entry.consumer.is_none())
             .filter(|entry| states.is_empty() || states.contains(&entry.group.state()))
             .map(|entry| {
                 (
@@ -785,13 +818,14 @@ impl CoordinatorCore {
         listings
     }
 
-    /// DescribeGroups for one group; an unknown group is described as Dead
-    /// with no members, as Kafka does.
+    /// DescribeGroups for one group; an unknown group, or a consumer-protocol
+    /// group (not a classic one), is described as Dead with no members, as
+    /// Kafka does.
     pub fn describe_group(&self, group_id: &str) -> Result<GroupDescription, GroupError> {
         self.check_owner(group_id)?;
         Ok(match self.groups.get(group_id) {
-            Some(entry) => entry.group.describe(),
-            None => GroupDescription {
+            Some(entry) if entry.consumer.is_none() => entry.group.describe(),
+            _ => GroupDescription {
                 group_id: group_id.to_owned(),
                 state: GroupState::Dead,
                 protocol_type: String::new(),
@@ -857,7 +891,12 @@ impl CoordinatorCore {
         for (group_id, entry) in &mut self.groups {
             let group = &entry.group;
             let held = |key: &TopicPartition| transactions.has_offsets(group_id, Some(key));
-            let expired = if group.state() == GroupState::Empty {
+            let no_consumer_members = entry
+                .consumer
+                .as_ref()
+                .is_none_or(|consumer| consumer.members().is_empty());
+            let empty = group.state() == GroupState::Empty && no_consumer_members;
+            let expired = if empty {
                 let base_ms = group.protocol_type().map(|_| group.state_timestamp_ms());
                 entry
                     .offsets
@@ -873,9 +912,7 @@ impl CoordinatorCore {
                     value: None,
                 });
             }
-            let group_unused = group.state() == GroupState::Empty
-                && group.is_empty()
-                && group.pending_members.is_empty();
+            let group_unused = empty && group.is_empty() && group.pending_members.is_empty();
             if group_unused
                 && entry.offsets.is_empty()
                 && !pending_commit_of(&self.pending, group_id, None)
@@ -915,6 +952,7 @@ impl CoordinatorCore {
                                 .or_insert_with(|| GroupEntry {
                                     group: Group::new(group.clone(), now_ms),
                                     offsets: GroupOffsets::new(),
+                                    consumer: None,
                                 });
                         entry
                             .offsets
@@ -940,6 +978,7 @@ impl CoordinatorCore {
                         GroupEntry {
                             group: restored,
                             offsets,
+                            consumer: None,
                         },
                     );
                 }
@@ -947,6 +986,7 @@ impl CoordinatorCore {
                     self.groups.remove(&group);
                 }
             },
+            OffsetsRecord::Consumer(record) => self.apply_consumer_record(record, now_ms),
             OffsetsRecord::Other { .. } => {}
         }
     }

@@ -77,6 +77,51 @@ pub enum GroupError {
     /// The group does not exist (Kafka's GROUP_ID_NOT_FOUND, code 69).
     #[error("the group does not exist")]
     GroupIdNotFound,
+    /// A consumer-protocol member's epoch is neither its current epoch nor
+    /// its previous one with a subset of its partitions: it must drop its
+    /// partitions and rejoin with epoch 0 (Kafka's FENCED_MEMBER_EPOCH, code 110).
+    #[error("member epoch {received} is fenced; the coordinator knows epoch {current}")]
+    FencedMemberEpoch {
+        /// Epoch in the request.
+        received: i32,
+        /// The member's epoch at the coordinator.
+        current: i32,
+    },
+    /// An OffsetCommit to a consumer-protocol group carried an epoch other
+    /// than the member's (Kafka's STALE_MEMBER_EPOCH, code 113).
+    #[error("member epoch {received} is stale; the member's epoch is {current}")]
+    StaleMemberEpoch {
+        /// Epoch in the request.
+        received: i32,
+        /// The member's epoch at the coordinator.
+        current: i32,
+    },
+    /// A static member joined while the member holding its instance id has
+    /// not left (Kafka's UNRELEASED_INSTANCE_ID, code 111).
+    #[error("instance id {instance_id} is still held by member {holder}")]
+    UnreleasedInstanceId {
+        /// The `group.instance.id`.
+        instance_id: String,
+        /// The member id that holds it.
+        holder: String,
+    },
+    /// The requested server-side assignor is not configured in
+    /// `group.consumer.assignors` (Kafka's UNSUPPORTED_ASSIGNOR, code 112).
+    #[error("assignor {assignor} is not one of group.consumer.assignors")]
+    UnsupportedAssignor {
+        /// The requested assignor name.
+        assignor: String,
+    },
+    /// A malformed ConsumerGroupHeartbeat (Kafka's INVALID_REQUEST, code 42).
+    #[error("invalid request: {reason}")]
+    InvalidRequest {
+        /// Which rule the request broke.
+        reason: &'static str,
+    },
+    /// A subscription pattern that is not a valid regular expression
+    /// (Kafka's INVALID_REGULAR_EXPRESSION, code 128).
+    #[error("the subscribed topic regular expression is not valid")]
+    InvalidRegularExpression,
     /// The group still has members (Kafka's NON_EMPTY_GROUP, code 68).
     #[error("the group is not empty")]
     NonEmptyGroup,

@@ -15,8 +15,19 @@
 //! broker maps its typed requests and [`GroupError`]s), does not store
 //! records itself (the broker implements [`OffsetsLog`] on `strom-storage`),
 //! does not run transactions (the transaction coordinator decides their
-//! outcome and the broker writes the markers), and does not implement the
-//! KIP-848 consumer protocol.
+//! outcome and the broker writes the markers).
+//!
+//! It also owns the consumer group protocol of KIP-848 beside the classic
+//! one: [`ConsumerGroup`] keeps a group epoch, a target assignment computed
+//! by a server-side assignor ([`ConsumerAssignor`]: `uniform`, `range`)
+//! with its epoch, and members that reconcile toward it
+//! ([`ConsumerMember::reconcile`]: a partition reaches its new owner only
+//! after the previous owner's heartbeat shows it revoked). Both protocols
+//! share one coordinator, one group id space, the committed offsets and the
+//! `__consumer_offsets` schema set (key versions 3 to 8,
+//! [`consumer_records`]); a group id held by a live group of one protocol
+//! is refused to the other (GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL,
+//! as Kafka with online migration disabled), an empty one changes sides.
 //!
 //! Design decisions a newcomer must know:
 //!
@@ -60,14 +71,18 @@
 //! | SyncGroup | [`GroupCoordinator::sync_group`] | protocol type/name checked when present (v5+) |
 //! | Heartbeat | [`GroupCoordinator::heartbeat`] | |
 //! | LeaveGroup | [`GroupCoordinator::leave_group`] | v0-v2: one member, top-level error; v3+: per member |
-//! | OffsetCommit | [`GroupCoordinator::commit_offsets`] | per-partition results |
+//! | OffsetCommit | [`GroupCoordinator::commit_offsets`] | per-partition results; on a consumer-protocol group the generation is the member epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) |
 //! | OffsetFetch | [`GroupCoordinator::fetch_offsets`] | once per group for v8+; `None` topics = all; `require_stable` from v7 |
 //! | TxnOffsetCommit | [`GroupCoordinator::commit_transactional_offsets`] | per-partition results; v0-v2 have no generation (-1) or member id (empty) |
 //! | WriteTxnMarkers (`__consumer_offsets` partitions) | [`GroupCoordinator::complete_transaction`] | after the marker is appended to that partition, with its offset |
 //! | OffsetDelete | [`GroupCoordinator::delete_offsets`] | |
 //! | DeleteGroups | [`GroupCoordinator::delete_groups`] | |
 //! | ListGroups | [`GroupCoordinator::list_groups`] | states filter (v4+) |
-//! | DescribeGroups | [`GroupCoordinator::describe_groups`] | |
+//! | DescribeGroups | [`GroupCoordinator::describe_groups`] | a consumer-protocol group is described as Dead |
+//! | ConsumerGroupHeartbeat | [`GroupCoordinator::consumer_heartbeat`] | the broker's metadata is the [`TopicCatalog`] |
+//! | ConsumerGroupDescribe | [`GroupCoordinator::describe_consumer_groups`] | |
+//! | ListGroups (consumer groups) | [`GroupCoordinator::list_consumer_groups`] | type `consumer` |
+//! | OffsetFetch v9+ (member and epoch) | [`GroupCoordinator::validate_offset_fetch`] | |
 //!
 //! Partitions are taken over with [`GroupCoordinator::load_partition`] and
 //! given up with [`GroupCoordinator::unload_partition`]; deleted topics are
@@ -78,6 +93,13 @@
 //! coordinator's lock; a broker whose log does blocking file I/O should call
 //! it from a blocking-tolerant context (for example `spawn_blocking`).
 
+mod consumer_assignor;
+mod consumer_core;
+mod consumer_group;
+mod consumer_member;
+mod consumer_persist;
+pub mod consumer_records;
+mod consumer_regex;
 mod coordinator;
 mod error;
 mod group;
@@ -93,6 +115,18 @@ mod state;
 mod txn_commit;
 mod wire;
 
+pub use consumer_assignor::{
+    assignment_intersection, assignment_minus, assignment_size, assignment_union, Assignment,
+    ConsumerAssignor,
+};
+pub use consumer_core::ConsumerGroupListing;
+pub use consumer_group::{
+    validate_heartbeat, ConsumerGroup, ConsumerGroupConfig, ConsumerGroupState, ConsumerHeartbeat,
+    ConsumerHeartbeatResponse, TopicCatalog, TopicMetadata,
+};
+pub use consumer_member::{
+    ConsumerMember, MemberState, LEAVE_MEMBER_EPOCH, LEAVE_STATIC_MEMBER_EPOCH,
+};
 pub use coordinator::{
     CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
     PartitionStatus,

@@ -84,6 +84,7 @@ impl CoordinatorCore {
         match self.apply_records(partition, records, committed, now_ms) {
             Ok(replayed) => {
                 self.finish_loading(partition);
+                self.start_consumer_sessions(partition, now_ms);
                 tracing::debug!(partition, replayed, "loaded __consumer_offsets partition");
                 Ok(replayed)
             }

@@ -2,8 +2,9 @@
 //!
 //! Every record key starts with an int16 key version that names its type:
 //! 0 and 1 are `OffsetCommitKey` (group, topic, partition), 2 is
-//! `GroupMetadataKey` (group). Versions 3 and up belong to record types this
-//! coordinator does not use (KIP-848 consumer groups, share groups) and are
+//! `GroupMetadataKey` (group), 3 to 8 are the consumer-protocol (KIP-848)
+//! group records ([`crate::consumer_records`]). Versions 9 and up belong to
+//! record types this coordinator does not use (share groups) and are
 //! skipped on load. Every value starts with an int16 value version:
 //!
 //! * `OffsetCommitValue` v0: offset, metadata, commit timestamp; v1 adds an
@@ -21,6 +22,9 @@
 
 use bytes::Bytes;
 
+use crate::consumer_records::{
+    ConsumerRecord, FIRST_CONSUMER_KEY_VERSION, LAST_CONSUMER_KEY_VERSION,
+};
 use crate::error::RecordError;
 use crate::log::LogRecord;
 use crate::wire::{Reader, Writer};
@@ -351,6 +355,8 @@ pub enum OffsetsRecord {
         /// The metadata, `None` for a tombstone.
         value: Option<GroupMetadataValue>,
     },
+    /// A consumer-protocol (KIP-848) group record (key versions 3 to 8).
+    Consumer(ConsumerRecord),
     /// A record of a type this coordinator does not handle.
     Other {
         /// Its key version.
@@ -364,6 +370,7 @@ impl OffsetsRecord {
         match self {
             OffsetsRecord::OffsetCommit { group, .. }
             | OffsetsRecord::GroupMetadata { group, .. } => Some(group),
+            OffsetsRecord::Consumer(record) => Some(record.group()),
             OffsetsRecord::Other { .. } => None,
         }
     }
@@ -396,6 +403,10 @@ impl OffsetsRecord {
                     .as_ref()
                     .map(|value| value.encode(GROUP_METADATA_VALUE_VERSION)),
             },
+            OffsetsRecord::Consumer(record) => LogRecord {
+                key: record.encode_key(),
+                value: record.encode_value(),
+            },
             OffsetsRecord::Other { key_version } => LogRecord {
                 key: RecordKey::Other {
                     version: *key_version,
@@ -408,6 +419,13 @@ impl OffsetsRecord {
 
     /// Decodes a key and optional value.
     pub fn from_log_record(record: &LogRecord) -> Result<OffsetsRecord, RecordError> {
+        let mut key = Reader::new(&record.key, false);
+        let version = key.int16("key version")?;
+        if (FIRST_CONSUMER_KEY_VERSION..=LAST_CONSUMER_KEY_VERSION).contains(&version) {
+            let decoded = ConsumerRecord::decode(version, &mut key, record.value.as_deref())?;
+            key.finish()?;
+            return Ok(OffsetsRecord::Consumer(decoded));
+        }
         match RecordKey::decode(&record.key)? {
             RecordKey::OffsetCommit {
                 group,

@@ -20,6 +20,11 @@ use strom_clock::{Clock, Random};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::consumer_assignor::ConsumerAssignor;
+use crate::consumer_core::ConsumerGroupListing;
+use crate::consumer_group::{
+    ConsumerGroup, ConsumerHeartbeat, ConsumerHeartbeatResponse, TopicCatalog,
+};
 use crate::coordinator::{
     CoordinatorConfig, CoordinatorCore, GroupListing, GroupResults, PartitionResults,
 };
@@ -424,6 +429,52 @@ impl<L: OffsetsLog + Send + 'static> GroupCoordinator<L> {
     /// Heartbeat.
     pub fn heartbeat(&self, group_id: &str, request: &HeartbeatRequest) -> Result<(), GroupError> {
         self.with_core(|inner, now_ms| inner.core.heartbeat(group_id, request, now_ms))
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848); `catalog` resolves the subscribed
+    /// topics. Its records are appended before it answers.
+    pub fn consumer_heartbeat(
+        &self,
+        group_id: &str,
+        request: &ConsumerHeartbeat,
+        catalog: &dyn TopicCatalog,
+    ) -> Result<ConsumerHeartbeatResponse, GroupError> {
+        self.with_core(|inner, now_ms| {
+            inner
+                .core
+                .consumer_heartbeat(group_id, request, catalog, now_ms)
+        })
+    }
+
+    /// ConsumerGroupDescribe: per group, the group and its assignor.
+    pub fn describe_consumer_groups(
+        &self,
+        group_ids: &[String],
+    ) -> Vec<Result<(ConsumerGroup, ConsumerAssignor), GroupError>> {
+        match self.lock() {
+            Ok(inner) => group_ids
+                .iter()
+                .map(|group_id| inner.core.describe_consumer_group(group_id))
+                .collect(),
+            Err(offline) => group_ids.iter().map(|_| Err(offline.clone())).collect(),
+        }
+    }
+
+    /// The consumer-protocol groups, for ListGroups.
+    pub fn list_consumer_groups(&self) -> Result<Vec<ConsumerGroupListing>, GroupError> {
+        Ok(self.lock()?.core.list_consumer_groups())
+    }
+
+    /// OffsetFetch v9+'s member check on a consumer-protocol group.
+    pub fn validate_offset_fetch(
+        &self,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), GroupError> {
+        self.lock()?
+            .core
+            .validate_offset_fetch(group_id, member_id, member_epoch)
     }
 
     /// LeaveGroup.

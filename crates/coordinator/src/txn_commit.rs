@@ -87,8 +87,16 @@ impl CoordinatorCore {
             .or_insert_with(|| GroupEntry {
                 group: Group::new(group_id, now_ms),
                 offsets: GroupOffsets::new(),
+                consumer: None,
             });
-        validate_transactional_commit(&entry.group, request)?;
+        match &entry.consumer {
+            Some(consumer) => consumer.validate_transactional_commit(
+                &request.member_id,
+                request.group_instance_id.as_deref(),
+                request.generation_id,
+            )?,
+            None => validate_transactional_commit(&entry.group, request)?,
+        }
         let (results, records) = self.offset_records(group_id, &request.partitions, None, now_ms);
         if !records.is_empty() {
             self.staged_transaction = Some(StagedTransaction {

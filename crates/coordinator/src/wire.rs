@@ -23,8 +23,16 @@ impl Writer {
         self.buffer.freeze()
     }
 
+    pub(crate) fn int8(&mut self, value: i8) {
+        self.buffer.put_i8(value);
+    }
+
     pub(crate) fn int16(&mut self, value: i16) {
         self.buffer.put_i16(value);
+    }
+
+    pub(crate) fn uuid(&mut self, value: uuid::Uuid) {
+        self.buffer.put_slice(value.as_bytes());
     }
 
     pub(crate) fn int32(&mut self, value: i32) {
@@ -142,6 +150,14 @@ impl<'a> Reader<'a> {
         let mut array = [0_u8; N];
         array.copy_from_slice(bytes);
         Ok(array)
+    }
+
+    pub(crate) fn int8(&mut self, field: &'static str) -> Result<i8, RecordError> {
+        Ok(i8::from_be_bytes(self.array(field)?))
+    }
+
+    pub(crate) fn uuid(&mut self, field: &'static str) -> Result<uuid::Uuid, RecordError> {
+        Ok(uuid::Uuid::from_bytes(self.array(field)?))
     }
 
     pub(crate) fn int16(&mut self, field: &'static str) -> Result<i16, RecordError> {

@@ -4,6 +4,10 @@
 
 mod common;
 
+mod consumer_groups;
+mod consumer_records;
+mod consumer_simulation;
+
 mod loading;
 mod membership;
 mod offsets;

@@ -383,6 +383,7 @@ fn retention_core() -> CoordinatorCore {
             ..OffsetConfig::default()
         },
         offsets_topic_partitions: 1,
+        ..CoordinatorConfig::default()
     };
     let mut core = CoordinatorCore::new(config, seeded());
     core.begin_loading(0);

@@ -130,6 +130,15 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeProducers, "DescribeProducers", 0, 0),
     api(ApiKey::DescribeTransactions, "DescribeTransactions", 0, 0),
     api(ApiKey::ListTransactions, "ListTransactions", 0, 1),
+    // KIP-848: v1 (client-generated member ids, regex field) is what
+    // kafka-protocol 0.18 knows.
+    api(
+        ApiKey::ConsumerGroupHeartbeat,
+        "ConsumerGroupHeartbeat",
+        0,
+        1,
+    ),
+    api(ApiKey::ConsumerGroupDescribe, "ConsumerGroupDescribe", 0, 1),
 ];
 
 /// The table entry for an API key read off the wire, if Strom serves it.
@@ -260,6 +269,8 @@ mod tests {
             ApiKey::DescribeProducers,
             ApiKey::DescribeTransactions,
             ApiKey::ListTransactions,
+            ApiKey::ConsumerGroupHeartbeat,
+            ApiKey::ConsumerGroupDescribe,
         ];
         for api_key in needed {
             assert!(

@@ -194,6 +194,8 @@ served_messages! {
     DescribeProducers(DescribeProducersRequest, DescribeProducersResponse),
     DescribeTransactions(DescribeTransactionsRequest, DescribeTransactionsResponse),
     ListTransactions(ListTransactionsRequest, ListTransactionsResponse),
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    ConsumerGroupDescribe(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
 }
 
 /// The codec error for an API key that has no variant (unreachable after

@@ -134,6 +134,8 @@ async fn describe(
             protocol_type: "consumer".to_owned(),
             protocol: String::new(),
             members: Vec::new(),
+            group_type: "classic",
+            epochs: None,
         })
     }) else {
         return Err(ToolError::UnknownGroup {
@@ -153,8 +155,15 @@ fn describe_text(
     rows: &[OffsetRow],
     out: &mut Output,
 ) -> Result<(), ToolError> {
+    let epochs = description
+        .epochs
+        .map(|(group_epoch, assignment_epoch)| {
+            format!(", group epoch {group_epoch}, assignment epoch {assignment_epoch}")
+        })
+        .unwrap_or_default();
     out.line(&format!(
-        "Group {group} is {} ({} member(s), assignor {})",
+        "Group {group} is a {} group, {} ({} member(s), assignor {}{epochs})",
+        description.group_type,
         description.state,
         description.members.len(),
         if description.protocol.is_empty() {
@@ -283,6 +292,7 @@ fn describe_json(
                 "member_id": member.member_id,
                 "client_id": member.client_id,
                 "host": member.client_host,
+                "member_epoch": member.member_epoch,
                 "assignment": assignment,
             })
         })
@@ -302,6 +312,9 @@ fn describe_json(
         .collect();
     serde_json::json!({
         "group": group,
+        "type": description.group_type,
+        "group_epoch": description.epochs.map(|(group_epoch, _)| group_epoch),
+        "assignment_epoch": description.epochs.map(|(_, assignment_epoch)| assignment_epoch),
         "state": description.state,
         "protocol_type": description.protocol_type,
         "assignor": description.protocol,

@@ -1,5 +1,5 @@
 //! Authorization decided for a whole request before its handler runs:
-//! the group APIs that name one group (READ on it; OffsetCommit READ,
+//! the group APIs that name one group (READ on it, ConsumerGroupHeartbeat included; OffsetCommit READ,
 //! OffsetFetch v0-v7 DESCRIBE, OffsetDelete DELETE) and InitProducerId
 //! (WRITE on the transactional id, or IDEMPOTENT_WRITE on the cluster or
 //! WRITE on some topic for an idempotent producer). Topics, and the groups
@@ -41,6 +41,11 @@ pub fn refusal(
         }
         Request::LeaveGroup(r) if group_denied(&r.group_id) => {
             Response::LeaveGroup(LeaveGroupResponse::default().with_error_code(denied))
+        }
+        Request::ConsumerGroupHeartbeat(r) if group_denied(&r.group_id) => {
+            Response::ConsumerGroupHeartbeat(
+                ConsumerGroupHeartbeatResponse::default().with_error_code(denied),
+            )
         }
         Request::OffsetCommit(r) => return offset_commit(broker, context, r),
         Request::OffsetFetch(r)

@@ -232,6 +232,12 @@ pub fn group_error_code(error: &GroupError) -> ErrorCode {
         GroupError::UnstableOffsetCommit => ErrorCode::UnstableOffsetCommit,
         GroupError::InvalidProducer { .. } => ErrorCode::InvalidProducerIdMapping,
         GroupError::LogAppendFailed { source } => log_error_code(source),
+        GroupError::FencedMemberEpoch { .. } => ErrorCode::FencedMemberEpoch,
+        GroupError::StaleMemberEpoch { .. } => ErrorCode::StaleMemberEpoch,
+        GroupError::UnreleasedInstanceId { .. } => ErrorCode::UnreleasedInstanceId,
+        GroupError::UnsupportedAssignor { .. } => ErrorCode::UnsupportedAssignor,
+        GroupError::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+        GroupError::InvalidRegularExpression => ErrorCode::InvalidRegularExpression,
     }
 }
 

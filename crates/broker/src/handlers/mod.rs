@@ -29,6 +29,8 @@ pub(crate) mod authorization;
 mod authorize_request;
 mod authorized_operations;
 mod config_docs;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_acls;
 mod create_partitions;
 mod create_topics;
@@ -119,6 +121,8 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::DescribeProducers,
     ApiKey::DescribeTransactions,
     ApiKey::ListTransactions,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 /// What every handler may use.
@@ -242,6 +246,12 @@ impl Dispatcher {
             }
             Request::OffsetFetch(request) => {
                 offset_fetch::handle(broker, &request_context, request)
+            }
+            Request::ConsumerGroupHeartbeat(request) => {
+                consumer_group_heartbeat::handle(broker, &request_context, request)
+            }
+            Request::ConsumerGroupDescribe(request) => {
+                consumer_group_describe::handle(broker, &request_context, request)
             }
             request => self.dispatch_transactions(request_context, request).await,
         }

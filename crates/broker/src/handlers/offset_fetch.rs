@@ -209,13 +209,22 @@ fn multi_group(
                     .map(|topic| (topic.name.0.to_string(), topic.partition_indexes.clone()))
                     .collect()
             });
-            match group_offsets(
-                broker,
-                context,
+            // v9+ (KIP-848): a consumer group's member fetches at its epoch.
+            let member_checked = broker.groups.coordinator.validate_offset_fetch(
                 &group.group_id.0,
-                &wanted,
-                request.require_stable,
-            ) {
+                group.member_id.as_deref(),
+                group.member_epoch,
+            );
+            let fetched = member_checked.and_then(|()| {
+                group_offsets(
+                    broker,
+                    context,
+                    &group.group_id.0,
+                    &wanted,
+                    request.require_stable,
+                )
+            });
+            match fetched {
                 Ok(answers) => answer.with_topics(group_topics(answers)),
                 Err(error) => answer.with_error_code(group_error_code(&error).code()),
             }
