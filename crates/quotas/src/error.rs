@@ -3,7 +3,7 @@
 //! `ClientQuotaControlManager` does.
 
 /// Why an entity or a quota value of an alteration was refused.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum QuotaError {
     /// The entity names no entity type.
     #[error("invalid empty client quota entity")]

@@ -21,6 +21,7 @@ use crate::transactions::TransactionService;
 
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_client_quotas;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_user_scram_credentials;
@@ -37,6 +38,7 @@ mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_acls;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -112,6 +114,8 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
     ApiKey::OffsetDelete,
+    ApiKey::DescribeClientQuotas,
+    ApiKey::AlterClientQuotas,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
     ApiKey::DescribeQuorum,
@@ -350,6 +354,12 @@ impl Dispatcher {
             }
             Request::ElectLeaders(request) => {
                 elect_leaders::handle(broker, &request_context, request).await
+            }
+            Request::DescribeClientQuotas(request) => {
+                describe_client_quotas::handle(broker, &request_context, request)
+            }
+            Request::AlterClientQuotas(request) => {
+                alter_client_quotas::handle(broker, &request_context, request).await
             }
             Request::AlterPartitionReassignments(request) => {
                 alter_partition_reassignments::handle(broker, &request_context, request).await
