@@ -61,12 +61,14 @@ mod list_offsets;
 mod list_partition_reassignments;
 mod list_transactions;
 mod metadata;
+mod mutation_quota;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod partitions;
 mod produce;
+mod request_quota;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
@@ -144,6 +146,8 @@ pub struct BrokerContext {
     pub fetch_sessions: Arc<FetchSessionCache>,
     /// Request metrics and the other broker-wide counters.
     pub metrics: Arc<strom_observability::BrokerMetrics>,
+    /// Client quotas (KIP-13, KIP-124, KIP-599).
+    pub quotas: Arc<crate::quotas::QuotaService>,
 }
 
 impl BrokerContext {
@@ -176,7 +180,10 @@ impl RequestHandler for Dispatcher {
         let received_at = request_context.received_at;
         // Latency for metrics: measured on the host's clock, not the broker's.
         let started = std::time::Instant::now();
+        let request_quota =
+            request_quota::RequestTime::start(&self.context, &request_context, &request);
         let reply = self.dispatch(request_context, request).await;
+        let reply = request_quota.finish(&self.context, reply);
         crate::metrics::observe(&self.context.metrics, api_key, received_at, started, reply)
     }
 
