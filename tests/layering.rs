@@ -15,6 +15,8 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
     rules.insert("strom-clock", Some(vec![]));
     rules.insert("strom-protocol", Some(vec![]));
     rules.insert("strom-config", Some(vec!["strom-protocol"]));
+    // Client quotas' sans-IO core: entities, precedence, rates, throttles.
+    rules.insert("strom-quotas", Some(vec![]));
     rules.insert("strom-storage", Some(vec!["strom-clock", "strom-protocol"]));
     rules.insert(
         "strom-replication",
@@ -27,6 +29,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-protocol",
             "strom-config",
             "strom-storage",
+            "strom-quotas",
         ]),
     );
     rules.insert(
@@ -100,6 +103,7 @@ fn allowed() -> BTreeMap<&'static str, Option<Vec<&'static str>>> {
             "strom-transactions",
             "strom-observability",
             "strom-broker-config",
+            "strom-quotas",
         ]),
     );
     rules.insert(

@@ -150,6 +150,10 @@ pub struct BrokerConfig {
     pub log_page_cache_retain_bytes: Option<u64>,
     /// `max.incremental.fetch.session.cache.slots` (KIP-227).
     pub max_incremental_fetch_session_cache_slots: usize,
+    /// `quota.window.num`: samples client quota rates are measured over.
+    pub quota_window_num: u32,
+    /// `quota.window.size.seconds`: the span of one sample, in seconds.
+    pub quota_window_size_seconds: u32,
     /// Listener protocols, TLS, SASL and the authorizer.
     pub security: strom_security::SecurityConfig,
     /// Topic-level defaults under topic-level names (see the module docs).
@@ -190,6 +194,8 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ),
     ("group.initial.rebalance.delay.ms", "3000"),
     ("max.incremental.fetch.session.cache.slots", "1000"),
+    ("quota.window.num", "11"),
+    ("quota.window.size.seconds", "1"),
     ("group.min.session.timeout.ms", "6000"),
     ("group.max.session.timeout.ms", "1800000"),
     ("group.max.size", "2147483647"),
@@ -305,6 +311,8 @@ impl BrokerConfig {
                 .bytes_or_unlimited("strom.log.page.cache.retain.bytes")?,
             max_incremental_fetch_session_cache_slots: lookup
                 .count("max.incremental.fetch.session.cache.slots", 0)?,
+            quota_window_num: lookup.int32("quota.window.num", 1)?.unsigned_abs(),
+            quota_window_size_seconds: lookup.int32("quota.window.size.seconds", 1)?.unsigned_abs(),
             security: strom_security::SecurityConfig::from_map(map, &listeners)?,
             topic_defaults: topic_defaults(map)?,
             properties: map.clone(),

@@ -343,6 +343,10 @@ async fn broker_context(
             environment.uuid().as_u64_pair().0,
         )),
         metrics: Arc::clone(observability.metrics()),
+        quotas: Arc::new(crate::quotas::QuotaService::from_config(
+            config,
+            Arc::clone(&environment.clock),
+        )),
     })
 }
 

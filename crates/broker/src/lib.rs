@@ -56,6 +56,7 @@ pub mod launch;
 pub mod markers;
 pub mod metrics;
 pub mod observe;
+pub mod quotas;
 mod registration;
 pub mod replica_fetch;
 pub mod replica_manager;

@@ -360,6 +360,22 @@ impl BrokerView for BrokerContext {
             .collect()
     }
 
+    fn client_quotas(&self) -> Vec<strom_observability::view::ClientQuotaState> {
+        self.quotas
+            .usage()
+            .into_iter()
+            .map(|usage| strom_observability::view::ClientQuotaState {
+                key: usage.key.name(),
+                user: usage.usage.user.unwrap_or_default(),
+                client_id: usage.usage.client_id.unwrap_or_default(),
+                limit: usage.bound,
+                usage: usage.rate,
+                throttle_time_ms_total: usage.throttle_time_ms_total,
+                throttled_total: usage.throttled_total,
+            })
+            .collect()
+    }
+
     fn transactions(&self) -> Vec<TransactionSummary> {
         self.transactions
             .coordinator

@@ -6,6 +6,7 @@
 mod common;
 
 mod admin;
+mod client_quotas;
 mod cluster;
 mod cluster_security;
 mod console_acls;

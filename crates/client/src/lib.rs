@@ -29,6 +29,7 @@
 pub mod admin;
 pub mod admin_groups;
 pub mod admin_quorum;
+pub mod admin_quotas;
 pub mod admin_transactions;
 pub mod cluster;
 pub mod config;

@@ -103,6 +103,13 @@ pub enum ApplyError {
     /// The record is of a kind this build does not know.
     #[error("record of an unknown kind")]
     UnknownRecordKind,
+    /// A client quota record names an invalid entity, key or value.
+    #[error("invalid client quota record")]
+    InvalidQuotaRecord {
+        /// What is wrong with it.
+        #[source]
+        source: strom_quotas::QuotaError,
+    },
     /// Record offsets must grow strictly.
     #[error("record offset {offset} does not follow the last applied offset {last_offset}")]
     NonIncreasingOffset {

@@ -179,6 +179,8 @@ pub struct MetadataImage {
     next_producer_id: i64,
     /// SCRAM credentials and ACLs.
     security: crate::security_image::SecurityImage,
+    /// Client quotas.
+    client_quotas: crate::quota_image::ClientQuotaImage,
 }
 
 impl MetadataImage {
@@ -355,7 +357,13 @@ impl MetadataImage {
             )));
         }
         records.extend(self.security.snapshot_records());
+        records.extend(self.client_quotas.snapshot_records());
         records
+    }
+
+    /// Client quotas.
+    pub fn client_quotas(&self) -> &crate::quota_image::ClientQuotaImage {
+        &self.client_quotas
     }
 
     /// SCRAM credentials and ACLs.
@@ -395,6 +403,7 @@ impl MetadataImage {
             Some(Record::RemoveUserScramCredential(record)) => self.security.remove_scram(record),
             Some(Record::AccessControlEntry(record)) => self.security.add_acl(record),
             Some(Record::RemoveAccessControlEntry(record)) => self.security.remove_acl(record),
+            Some(Record::ClientQuota(record)) => self.client_quotas.apply(record),
         }
     }
 

@@ -144,6 +144,8 @@ pub mod log;
 pub mod partition_state;
 pub mod producer_ids;
 pub mod quorum;
+pub mod quota_image;
+pub mod quota_records;
 pub mod rack_assignment;
 pub mod records;
 pub mod replica_state;

@@ -17,6 +17,7 @@ use prost::Message as _;
 use uuid::Uuid;
 
 use crate::error::RecordError;
+pub use crate::quota_records::{ClientQuotaRecord, QuotaEntityData};
 pub use crate::security_records::{
     AccessControlEntryRecord, RemoveAccessControlEntryRecord, RemoveUserScramCredentialRecord,
     UserScramCredentialRecord,
@@ -39,7 +40,7 @@ pub struct MetadataRecord {
     /// does not know (rejected when applied).
     #[prost(
         oneof = "Record",
-        tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15"
+        tags = "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16"
     )]
     pub record: Option<Record>,
 }
@@ -89,6 +90,9 @@ pub enum Record {
     /// An ACL binding was removed.
     #[prost(message, tag = "15")]
     RemoveAccessControlEntry(RemoveAccessControlEntryRecord),
+    /// A client quota was set or removed (Kafka's `ClientQuotaRecord`).
+    #[prost(message, tag = "16")]
+    ClientQuota(ClientQuotaRecord),
 }
 
 /// A listener a broker advertises to clients and to other brokers.
@@ -392,6 +396,7 @@ impl MetadataRecord {
             Some(Record::RemoveUserScramCredential(_)) => "RemoveUserScramCredential",
             Some(Record::AccessControlEntry(_)) => "AccessControlEntry",
             Some(Record::RemoveAccessControlEntry(_)) => "RemoveAccessControlEntry",
+            Some(Record::ClientQuota(_)) => "ClientQuota",
         }
     }
 }

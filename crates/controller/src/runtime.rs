@@ -26,8 +26,8 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::controller::{
-    AllocateProducerIdsRequest, AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest,
-    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
+    AllocateProducerIdsRequest, AlterClientQuotasRequest, AlterConfigsRequest, AlterPartitionReply,
+    AlterPartitionRequest, BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, Controller, ControllerConfig, ControllerResult,
     CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic, DeleteOutcome, ElectLeadersRequest,
     ElectionOutcome, IncrementalAlterConfigsRequest, OngoingReassignment, PartitionReassignment,
@@ -40,6 +40,7 @@ use crate::log::{MetadataLog, RecoveryReport};
 use crate::quorum::{NodeId, QuorumStatus};
 use crate::security_records::AccessControlEntryRecord;
 use strom_clock::{Clock, Random};
+use strom_quotas::QuotaError;
 
 /// The controller as brokers see it: commands in, images out.
 #[async_trait]
@@ -137,6 +138,12 @@ pub trait ControllerClient: Send + Sync {
         additions: Vec<AccessControlEntryRecord>,
         removals: Vec<AccessControlEntryRecord>,
     ) -> Result<(), RuntimeError>;
+
+    /// AlterClientQuotas: one result per alteration, in order.
+    async fn alter_client_quotas(
+        &self,
+        request: AlterClientQuotasRequest,
+    ) -> Result<Vec<Result<(), QuotaError>>, RuntimeError>;
 
     /// DescribeQuorum: the metadata quorum as the active controller sees
     /// it. `None` for a controller that is not a quorum (the embedded
@@ -527,6 +534,14 @@ impl<R: CommandRunner> ControllerClient for R {
         removals: Vec<AccessControlEntryRecord>,
     ) -> Result<(), RuntimeError> {
         self.run(move |controller, image, _| controller.alter_acls(image, &additions, &removals))
+            .await
+    }
+
+    async fn alter_client_quotas(
+        &self,
+        request: AlterClientQuotasRequest,
+    ) -> Result<Vec<Result<(), QuotaError>>, RuntimeError> {
+        self.run(move |controller, image, _| controller.alter_client_quotas(image, &request))
             .await
     }
 }

@@ -22,7 +22,7 @@ use tracing::{debug, warn};
 
 use crate::metrics::{undecodable_request, NETWORK};
 use crate::region::Region;
-use crate::request::{Answer, Reply, RequestContext, RequestHandler};
+use crate::request::{Answer, ConnectionMute, Reply, RequestContext, RequestHandler};
 
 /// How many decoded requests may wait for their responses on one connection
 /// before the reader stops reading (back-pressure on a pipelining client).
@@ -117,7 +117,9 @@ async fn serve_connection<R: AsyncRead + Unpin>(
     let (queue, pending) = mpsc::channel(MAX_IN_FLIGHT_PER_CONNECTION);
     let writer_task = tokio::spawn(write_responses(writer, pending, Arc::clone(&parts.handler)));
     let peer = parts.peer;
-    let reason = read_requests(reader, &parts, &queue, &mut shutdown).await;
+    // The connection's mute (a throttled client's pause in reading).
+    let mute = ConnectionMute::default();
+    let reason = read_requests(reader, (&parts, &mute), &queue, &mut shutdown).await;
     debug!(%peer, reason, "connection reader finished");
     drop(queue);
     // The writer answers what is queued, then closes the socket.
@@ -126,7 +128,7 @@ async fn serve_connection<R: AsyncRead + Unpin>(
 
 async fn read_requests<R: AsyncRead + Unpin>(
     mut reader: R,
-    parts: &ConnectionParts,
+    (parts, mute): (&ConnectionParts, &ConnectionMute),
     queue: &mpsc::Sender<Pending>,
     shutdown: &mut watch::Receiver<bool>,
 ) -> &'static str {
@@ -135,6 +137,9 @@ async fn read_requests<R: AsyncRead + Unpin>(
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
         loop {
+            if !wait_while_muted(mute, shutdown).await {
+                return "shutdown";
+            }
             if !parts.session.authenticated()
                 && announced_length(&buffer) > MAX_UNAUTHENTICATED_FRAME_BYTES
             {
@@ -143,7 +148,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
             }
             match decoder.decode(&mut buffer) {
                 Ok(Some(frame)) => {
-                    if let Err(reason) = handle_frame(frame, parts, queue).await {
+                    if let Err(reason) = handle_frame(frame, (parts, mute), queue).await {
                         return reason;
                     }
                 }
@@ -170,6 +175,18 @@ async fn read_requests<R: AsyncRead + Unpin>(
     }
 }
 
+/// Waits while a throttle mutes the connection (KIP-219): no request is
+/// read or decoded meanwhile. False when the server shuts down.
+async fn wait_while_muted(mute: &ConnectionMute, shutdown: &mut watch::Receiver<bool>) -> bool {
+    while let Some(until) = mute.muted_until() {
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => {}
+            _ = shutdown.changed() => return false,
+        }
+    }
+    !*shutdown.borrow()
+}
+
 /// The size prefix of the frame at the head of `buffer` (0 until it is
 /// there; negative sizes are the decoder's to refuse).
 fn announced_length(buffer: &[u8]) -> usize {
@@ -183,7 +200,7 @@ fn announced_length(buffer: &[u8]) -> usize {
 /// SaslAuthenticate and answered with a bare token; a failure closes.
 async fn handle_raw_token(
     frame: Bytes,
-    parts: &ConnectionParts,
+    (parts, mute): (&ConnectionParts, &ConnectionMute),
     queue: &mpsc::Sender<Pending>,
 ) -> Result<(), &'static str> {
     use strom_protocol::kafka::messages::SaslAuthenticateRequest;
@@ -194,6 +211,8 @@ async fn handle_raw_token(
         peer: parts.peer,
         received_at: std::time::Instant::now(),
         session: Arc::clone(&parts.session),
+        mute: mute.clone(),
+        request_bytes: frame.len(),
     };
     let request =
         Request::SaslAuthenticate(SaslAuthenticateRequest::default().with_auth_bytes(frame));
@@ -220,14 +239,14 @@ async fn handle_raw_token(
 /// connection (Kafka closes connections that send undecodable requests).
 async fn handle_frame(
     frame: Bytes,
-    parts: &ConnectionParts,
+    (parts, mute): (&ConnectionParts, &ConnectionMute),
     queue: &mpsc::Sender<Pending>,
 ) -> Result<(), &'static str> {
     // Queue time for metrics, on the host's clock.
     let received_at = std::time::Instant::now();
     let (peer, handler) = (parts.peer, &parts.handler);
     if parts.session.expects_raw_token() {
-        return handle_raw_token(frame, parts, queue).await;
+        return handle_raw_token(frame, (parts, mute), queue).await;
     }
     if let Ok(prefix) = peek_request_prefix(&frame) {
         if !parts.session.may_serve(prefix.api_key) {
@@ -265,6 +284,8 @@ async fn handle_frame(
 
         received_at,
         session: Arc::clone(&parts.session),
+        mute: mute.clone(),
+        request_bytes: frame.len(),
     };
     let (correlation_id, api_version) = (context.correlation_id, context.api_version);
     let api_key = decoded.body.api_key() as i16;

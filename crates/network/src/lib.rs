@@ -47,5 +47,8 @@ mod server;
 
 pub use error::BindError;
 pub use region::{FileRegion, Region};
-pub use request::{Answer, DeferredReply, Reply, RequestContext, RequestHandler};
+pub use request::{Answer, ConnectionMute, DeferredReply, Reply, RequestContext, RequestHandler};
 pub use server::{ListeningServer, NetworkConfig, Server, ServerHandle};
+
+#[cfg(test)]
+mod mute_tests;

@@ -29,6 +29,54 @@ pub struct RequestContext {
     pub received_at: std::time::Instant,
     /// The connection's listener and authentication state.
     pub session: Arc<Session>,
+    /// Stops the connection reading for a while (a throttled client).
+    pub mute: ConnectionMute,
+    /// The size of the request's frame in bytes, without the size prefix
+    /// (what Kafka's produce quota counts).
+    pub request_bytes: usize,
+}
+
+/// Asks a connection to stop reading requests for a while: Kafka's muting
+/// of a throttled client's channel (KIP-219). The response that carries
+/// the throttle time is sent at once; the connection reads no further
+/// request until the time has passed. Cloned handles share the deadline,
+/// so a deferred answer can mute its connection when it is ready.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionMute {
+    until: Arc<std::sync::Mutex<Option<tokio::time::Instant>>>,
+}
+
+impl ConnectionMute {
+    /// Stops reading for `duration` from now (or longer, if an earlier mute
+    /// ends later). A zero duration does nothing.
+    pub fn mute_for(&self, duration: std::time::Duration) {
+        if duration.is_zero() {
+            return;
+        }
+        let until = tokio::time::Instant::now() + duration;
+        // A poisoned lock only means another thread panicked between two
+        // plain assignments: the deadline is whole, reuse it.
+        let mut current = self
+            .until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *current = Some(current.map_or(until, |earlier| earlier.max(until)));
+    }
+
+    /// When reading may go on, if the connection is muted now.
+    pub fn muted_until(&self) -> Option<tokio::time::Instant> {
+        let mut current = self
+            .until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *current {
+            Some(until) if until > tokio::time::Instant::now() => Some(until),
+            _ => {
+                *current = None;
+                None
+            }
+        }
+    }
 }
 
 /// A future that produces a deferred answer (or none).

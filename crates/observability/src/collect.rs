@@ -71,6 +71,7 @@ impl Collector for BrokerCollector {
         encode_controller(&mut encoder, broker)?;
         encode_storage(&mut encoder, broker)?;
         encode_groups(&mut encoder, broker)?;
+        crate::quotas::encode_quotas(&mut encoder, broker)?;
         encode_transactions(&mut encoder, broker)
     }
 }

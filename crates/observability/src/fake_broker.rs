@@ -46,6 +46,18 @@ fn led_log() -> LogState {
 }
 
 impl BrokerView for FakeBroker {
+    fn client_quotas(&self) -> Vec<crate::view::ClientQuotaState> {
+        vec![crate::view::ClientQuotaState {
+            key: "producer_byte_rate",
+            user: String::new(),
+            client_id: "app".to_owned(),
+            limit: 1_048_576.0,
+            usage: 1_100_000.4,
+            throttle_time_ms_total: 2_500,
+            throttled_total: 3,
+        }]
+    }
+
     fn node_id(&self) -> i32 {
         1
     }

@@ -51,6 +51,7 @@ pub mod histogram;
 pub mod http;
 pub mod lag;
 pub mod metrics;
+mod quotas;
 pub mod requests;
 pub mod topics;
 pub mod view;

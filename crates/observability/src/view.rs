@@ -94,6 +94,12 @@ pub trait BrokerView: Send + Sync {
     /// while it coordinates none).
     fn transactions(&self) -> Vec<TransactionSummary>;
 
+    /// The measured usage of every client a quota limits (none when no
+    /// quota is configured).
+    fn client_quotas(&self) -> Vec<ClientQuotaState> {
+        Vec::new()
+    }
+
     /// The broker's wall clock, in milliseconds.
     fn now_ms(&self) -> i64;
 
@@ -353,4 +359,25 @@ pub struct CommittedOffset {
     pub partition: i32,
     /// The committed offset (the next record to read), -1 if none.
     pub offset: i64,
+}
+
+/// What was measured of one client under one quota key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientQuotaState {
+    /// The quota key (`producer_byte_rate`, `consumer_byte_rate`,
+    /// `request_percentage`, `controller_mutation_rate`).
+    pub key: &'static str,
+    /// The user the usage is summed under (empty: every user).
+    pub user: String,
+    /// The client id the usage is summed under (empty: every client id).
+    pub client_id: String,
+    /// The quota.
+    pub limit: f64,
+    /// The measured rate (bytes per second, percent of a thread, or the
+    /// controller mutation tokens left).
+    pub usage: f64,
+    /// The sum of the throttle times answered, in milliseconds.
+    pub throttle_time_ms_total: u64,
+    /// How many answers were throttled.
+    pub throttled_total: u64,
 }

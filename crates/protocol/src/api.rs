@@ -111,6 +111,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
         0,
     ),
     api(ApiKey::OffsetDelete, "OffsetDelete", 0, 0),
+    // KIP-546: client quotas (Kafka 4 serves v0 and v1).
+    api(ApiKey::DescribeClientQuotas, "DescribeClientQuotas", 0, 1),
+    api(ApiKey::AlterClientQuotas, "AlterClientQuotas", 0, 1),
     api(
         ApiKey::DescribeUserScramCredentials,
         "DescribeUserScramCredentials",
@@ -257,6 +260,8 @@ mod tests {
             ApiKey::DeleteAcls,
             ApiKey::DescribeUserScramCredentials,
             ApiKey::AlterUserScramCredentials,
+            ApiKey::DescribeClientQuotas,
+            ApiKey::AlterClientQuotas,
             ApiKey::DescribeQuorum,
             ApiKey::ElectLeaders,
             ApiKey::AlterPartitionReassignments,

@@ -183,6 +183,8 @@ served_messages! {
     DeleteAcls(DeleteAclsRequest, DeleteAclsResponse),
     DescribeUserScramCredentials(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     AlterUserScramCredentials(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
+    DescribeClientQuotas(DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    AlterClientQuotas(AlterClientQuotasRequest, AlterClientQuotasResponse),
     ElectLeaders(ElectLeadersRequest, ElectLeadersResponse),
     AlterPartitionReassignments(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
     ListPartitionReassignments(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),

@@ -291,9 +291,10 @@ pub enum TopicsCommand {
     },
 }
 
-/// Which resource `strom configs` works on.
+/// Which resource `strom configs` works on (or a client quota entity,
+/// see [`QuotaEntityArgs`]).
 #[derive(Debug, Clone, Args)]
-#[group(required = true, multiple = false)]
+#[group(required = false, multiple = false)]
 pub struct ConfigResource {
     /// A topic.
     #[arg(long)]
@@ -303,17 +304,57 @@ pub struct ConfigResource {
     pub broker: Option<i32>,
 }
 
+/// The entity type of client quotas, as kafka-configs.sh names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QuotaEntityType {
+    /// User principals.
+    Users,
+    /// Client ids.
+    Clients,
+}
+
+/// A client quota entity, as kafka-configs.sh takes it: `--entity-type`
+/// with `--entity-name` or `--entity-default`, or `--user`/`--user-defaults`
+/// with `--client`/`--client-defaults` for a user and client id together.
+#[derive(Debug, Clone, Default, Args)]
+pub struct QuotaEntityArgs {
+    /// Client quotas of users or of client ids.
+    #[arg(long, value_enum, conflicts_with_all = ["user", "user_defaults", "client", "client_defaults"])]
+    pub entity_type: Option<QuotaEntityType>,
+    /// The user or client id (with --entity-type).
+    #[arg(long, requires = "entity_type", conflicts_with = "entity_default")]
+    pub entity_name: Option<String>,
+    /// The `<default>` user or client id (with --entity-type).
+    #[arg(long, requires = "entity_type")]
+    pub entity_default: bool,
+    /// A user principal's quotas.
+    #[arg(long, conflicts_with = "user_defaults")]
+    pub user: Option<String>,
+    /// The default user's quotas.
+    #[arg(long)]
+    pub user_defaults: bool,
+    /// A client id's quotas.
+    #[arg(long, conflicts_with = "client_defaults")]
+    pub client: Option<String>,
+    /// The default client id's quotas.
+    #[arg(long)]
+    pub client_defaults: bool,
+}
+
 /// `strom configs ...`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigsCommand {
     /// Show the configs of a topic or broker.
     #[command(
-        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n\nWithout --all, only values that differ from the defaults are shown."
+        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n  strom configs describe --entity-type users --entity-name alice\n  strom configs describe --entity-type clients\n\nWithout --all, only values that differ from the defaults are shown."
     )]
     Describe {
         /// The resource.
         #[command(flatten)]
         resource: ConfigResource,
+        /// A client quota entity instead of a topic or broker.
+        #[command(flatten)]
+        quota: QuotaEntityArgs,
         /// Also show configs at their default values.
         #[arg(long)]
         all: bool,
@@ -324,11 +365,16 @@ pub enum ConfigsCommand {
     /// Set or delete configs of a topic or broker.
     #[command(after_help = "Examples:\n  \
         strom configs alter --topic events --add-config retention.ms=60000,cleanup.policy=delete\n  \
-        strom configs alter --topic events --delete-config retention.ms")]
+        strom configs alter --topic events --delete-config retention.ms\n  \
+        strom configs alter --entity-type users --entity-default --add-config producer_byte_rate=1048576\n  \
+        strom configs alter --user alice --client app --add-config consumer_byte_rate=2097152")]
     Alter {
         /// The resource.
         #[command(flatten)]
         resource: ConfigResource,
+        /// A client quota entity instead of a topic or broker.
+        #[command(flatten)]
+        quota: QuotaEntityArgs,
         /// Configs to set, KEY=VALUE, comma separated or repeated.
         #[arg(long, value_name = "KEY=VALUE,...", value_delimiter = ',')]
         add_config: Vec<String>,

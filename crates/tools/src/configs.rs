@@ -20,10 +20,22 @@ pub async fn run(
 ) -> Result<(), ToolError> {
     let admin = context.admin().await?;
     match command {
+        ConfigsCommand::Describe { quota, json, .. } if crate::quota_configs::given(&quota) => {
+            crate::quota_configs::describe(&admin, &quota, json, out).await
+        }
+        ConfigsCommand::Alter {
+            quota,
+            add_config,
+            delete_config,
+            ..
+        } if crate::quota_configs::given(&quota) => {
+            crate::quota_configs::alter(&admin, &quota, &add_config, &delete_config, out).await
+        }
         ConfigsCommand::Describe {
             resource,
             all,
             json,
+            ..
         } => {
             let (resource_type, name) = resolve(&admin, &resource).await?;
             let entries = describe_entries(&admin, resource_type, &name)
@@ -58,6 +70,7 @@ pub async fn run(
             resource,
             add_config,
             delete_config,
+            ..
         } => {
             let mut changes: Vec<ConfigChange> = parse_key_values("--add-config", &add_config)?
                 .into_iter()
@@ -207,7 +220,8 @@ async fn resolve(
         (None, None) => Err(ToolError::InvalidArgument {
             what: "resource",
             text: String::new(),
-            expected: "--topic or --broker",
+            expected:
+                "--topic, --broker or a client quota entity (--entity-type, --user, --client)",
         }),
     }
 }

@@ -55,6 +55,7 @@ pub mod output;
 pub mod perf;
 pub mod produce;
 pub mod progress;
+pub mod quota_configs;
 pub mod reassign;
 pub mod reset;
 pub mod topic_metadata;

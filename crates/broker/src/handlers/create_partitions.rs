@@ -14,6 +14,7 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
 use super::errors::{controller_error_code, runtime_error_code};
+use super::mutation_quota::{split, MutationQuota};
 use super::BrokerContext;
 
 /// Handles a CreatePartitions request.
@@ -32,15 +33,37 @@ pub async fn handle(
             &topic.name,
         )
     });
+    let mut quota = MutationQuota::new(broker, context, 3, request.validate_only);
+    let image = broker.controller.image();
+    let (allowed, throttled) = split(&mut quota, allowed, |topic| {
+        let current = image
+            .topic_by_name(&topic.name)
+            .map_or(0, |found| found.partitions.len());
+        u32::try_from(topic.count)
+            .unwrap_or(0)
+            .saturating_sub(u32::try_from(current).unwrap_or(u32::MAX))
+    });
     let results = create(broker, &allowed, request.validate_only).await;
     let refused = denied.into_iter().map(|topic| {
         CreatePartitionsTopicResult::default()
             .with_name(topic.name.clone())
             .with_error_code(ErrorCode::TopicAuthorizationFailed.code())
     });
-    let results: Vec<_> = results.into_iter().chain(refused).collect();
+    let throttled = throttled.into_iter().map(|topic| {
+        CreatePartitionsTopicResult::default()
+            .with_name(topic.name.clone())
+            .with_error_code(ErrorCode::ThrottlingQuotaExceeded.code())
+    });
+    let results: Vec<_> = results
+        .into_iter()
+        .chain(refused)
+        .chain(throttled)
+        .collect();
+    let throttle_ms = quota.map_or(0, MutationQuota::finish);
     Reply::Response(Response::CreatePartitions(
-        CreatePartitionsResponse::default().with_results(results),
+        CreatePartitionsResponse::default()
+            .with_results(results)
+            .with_throttle_time_ms(throttle_ms),
     ))
 }
 

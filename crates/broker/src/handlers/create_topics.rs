@@ -16,6 +16,7 @@ use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 
 use super::errors::{controller_error_code, runtime_error_code};
+use super::mutation_quota::{split, MutationQuota};
 use super::BrokerContext;
 
 /// Handles a CreateTopics request.
@@ -28,6 +29,11 @@ pub async fn handle(
         .topics
         .iter()
         .partition(|topic| super::metadata::may_create(broker, context, &topic.name));
+    let mut quota = MutationQuota::new(broker, context, 6, request.validate_only);
+    let default_partitions = broker.config.num_partitions;
+    let (allowed, throttled) = split(&mut quota, allowed, |topic| {
+        partitions_of(topic, default_partitions)
+    });
     let topics: Vec<NewTopic> = allowed.into_iter().map(new_topic).collect();
     let names: Vec<String> = topics.iter().map(|topic| topic.name.clone()).collect();
     let controller_request = ControllerRequest {
@@ -52,10 +58,40 @@ pub async fn handle(
                 .collect(),
         };
     let refused = denied.into_iter().map(refused_topic);
-    let results: Vec<_> = results.into_iter().chain(refused).collect();
+    let throttled = throttled.into_iter().map(throttled_topic);
+    let results: Vec<_> = results
+        .into_iter()
+        .chain(refused)
+        .chain(throttled)
+        .collect();
+    let throttle_ms = quota.map_or(0, MutationQuota::finish);
     Reply::Response(Response::CreateTopics(
-        CreateTopicsResponse::default().with_topics(results),
+        CreateTopicsResponse::default()
+            .with_topics(results)
+            .with_throttle_time_ms(throttle_ms),
     ))
+}
+
+/// The partitions a topic creates (the broker's default for `-1`).
+fn partitions_of(topic: &CreatableTopic, default_partitions: i32) -> u32 {
+    let count = match (topic.num_partitions, topic.assignments.len()) {
+        (-1, 0) => default_partitions,
+        (-1, assigned) => i32::try_from(assigned).unwrap_or(i32::MAX),
+        (count, _) => count,
+    };
+    count.max(0).unsigned_abs()
+}
+
+/// The answer for a topic refused by the controller mutation quota.
+fn throttled_topic(topic: &CreatableTopic) -> CreatableTopicResult {
+    CreatableTopicResult::default()
+        .with_name(topic.name.clone())
+        .with_error_code(ErrorCode::ThrottlingQuotaExceeded.code())
+        .with_error_message(Some(StrBytes::from_static_str(
+            "the controller mutation quota is exceeded",
+        )))
+        .with_num_partitions(-1)
+        .with_replication_factor(-1)
 }
 
 /// The controller's view of one requested topic (`-1` counts mean "the

@@ -11,6 +11,7 @@ use strom_protocol::messages::Response;
 use uuid::Uuid;
 
 use super::errors::{controller_error_code, runtime_error_code};
+use super::mutation_quota::{split, MutationQuota};
 use super::BrokerContext;
 
 /// Handles a DeleteTopics request.
@@ -24,6 +25,17 @@ pub async fn handle(
         context,
         requested_topics(context.api_version, request),
     );
+    let mut quota = MutationQuota::new(broker, context, 5, false);
+    let image = broker.controller.image();
+    let (references, throttled) = split(&mut quota, references, |reference| {
+        let topic = match reference {
+            TopicReference::Name(name) => image.topic_by_name(name),
+            TopicReference::Id(id) => image.topic_by_id(*id),
+        };
+        topic.map_or(0, |topic| {
+            u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX)
+        })
+    });
     let mut results: Vec<DeletableTopicResult> = if !broker.config.delete_topic_enable {
         references
             .iter()
@@ -48,8 +60,16 @@ pub async fn handle(
         }
     };
     results.append(&mut denied);
+    results.extend(
+        throttled
+            .iter()
+            .map(|reference| failed(reference, ErrorCode::ThrottlingQuotaExceeded, None)),
+    );
+    let throttle_ms = quota.map_or(0, MutationQuota::finish);
     Reply::Response(Response::DeleteTopics(
-        DeleteTopicsResponse::default().with_responses(results),
+        DeleteTopicsResponse::default()
+            .with_responses(results)
+            .with_throttle_time_ms(throttle_ms),
     ))
 }
 

@@ -19,13 +19,14 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::select_all;
-use strom_network::{Answer, FileRegion, Region, Reply, RequestContext};
+use strom_network::{Answer, ConnectionMute, FileRegion, Region, Reply, RequestContext};
 use strom_protocol::chunked::stand_in;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::fetch_request::FetchPartition;
 use strom_protocol::kafka::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use strom_protocol::kafka::messages::{FetchRequest, FetchResponse, TopicName};
 use strom_protocol::messages::Response;
+use strom_quotas::QuotaKey;
 use strom_replication::fetch_session::{
     FetchSessionCache, PartitionKey, PartitionStatus, SessionContext, SessionFetch,
     SessionPartition,
@@ -38,6 +39,7 @@ use uuid::Uuid;
 use super::errors::{fetch_session_error_code, partition_error_code, read_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
+use crate::quotas::{throttle_ms_field, QuotaClient, QuotaService};
 use crate::replica_manager::{PartitionReplica, ReplicaManager};
 
 /// Kafka's isolation level for READ_COMMITTED.
@@ -62,6 +64,16 @@ struct Plan {
     /// The fetching follower's id, or -1 for a consumer.
     replica_id: i32,
     controller: Arc<dyn strom_controller::runtime::ControllerClient>,
+    /// A consumer's fetch while a `consumer_byte_rate` is configured.
+    quota: Option<FetchQuota>,
+}
+
+/// What a consumer's fetch needs to account its bytes (KIP-13) and to
+/// throttle (KIP-219). Followers' fetches are never client-throttled.
+struct FetchQuota {
+    service: Arc<QuotaService>,
+    client: QuotaClient,
+    mute: ConnectionMute,
 }
 
 struct PlannedTopic {
@@ -213,17 +225,41 @@ fn plan(
             });
         }
     }
+    let replica_id = request.replica_id.0.max(request.replica_state.replica_id.0);
+    let (quota, quota_max_bytes) = fetch_quota(broker, context, &image, replica_id);
     Plan {
         topics,
-        max_bytes: request.max_bytes.max(0) as u64,
+        max_bytes: (request.max_bytes.max(0) as u64).min(quota_max_bytes.unwrap_or(u64::MAX)),
         read_committed: request.isolation_level == READ_COMMITTED,
         session: fetch.context,
         partitions: fetch.partitions,
         sessions: Arc::clone(&broker.fetch_sessions),
         replicas: Arc::clone(&broker.replicas),
-        replica_id: request.replica_id.0.max(request.replica_state.replica_id.0),
+        replica_id,
         controller: Arc::clone(&broker.controller),
+        quota,
     }
+}
+
+/// A consumer's quota while a `consumer_byte_rate` is configured, and the
+/// most it may fetch now: Kafka caps a consumer's fetch at one quota
+/// window's worth.
+fn fetch_quota(
+    broker: &BrokerContext,
+    context: &RequestContext,
+    image: &strom_controller::MetadataImage,
+    replica_id: i32,
+) -> (Option<FetchQuota>, Option<u64>) {
+    if replica_id >= 0 || !QuotaService::enabled(image, QuotaKey::ConsumerByteRate) {
+        return (None, None);
+    }
+    let quota = FetchQuota {
+        service: Arc::clone(&broker.quotas),
+        client: QuotaClient::of(context),
+        mute: context.mute.clone(),
+    };
+    let max_bytes = quota.service.max_fetch_bytes(image, &quota.client);
+    (Some(quota), max_bytes)
 }
 
 /// Completes the response for the fetch's session: the session id, and for
@@ -312,12 +348,46 @@ struct Read {
 impl Read {
     /// The answer for the fetch's session (see [`finish`]).
     fn answer(self, plan: &Plan) -> Answer {
+        if let Some(quota) = &plan.quota {
+            if let Some(throttled) = throttle(plan, quota, self.bytes) {
+                return throttled.into();
+            }
+        }
         count_topic_metrics(plan, &self.response);
         Answer {
             response: Response::Fetch(finish(plan, self.response)),
             regions: self.regions,
         }
     }
+}
+
+/// Records a consumer's fetched bytes against its quota. Over the quota,
+/// Kafka's answer: the bytes are taken back and the fetch is answered
+/// empty, with the throttle time, and the connection is muted for it (the
+/// consumer fetches the same offsets again afterwards). An incremental
+/// session keeps its id (nothing in it changes); no session is opened.
+fn throttle(plan: &Plan, quota: &FetchQuota, bytes: u64) -> Option<Response> {
+    let image = plan.controller.image();
+    let key = QuotaKey::ConsumerByteRate;
+    let throttle = quota
+        .service
+        .record(&image, key, &quota.client, bytes as f64);
+    if throttle.is_zero() {
+        return None;
+    }
+    quota
+        .service
+        .unrecord(&image, key, &quota.client, bytes as f64);
+    quota.mute.mute_for(throttle);
+    let session_id = match plan.session {
+        SessionContext::Incremental { id } => id,
+        _ => 0,
+    };
+    Some(Response::Fetch(
+        FetchResponse::default()
+            .with_throttle_time_ms(throttle_ms_field(throttle))
+            .with_session_id(session_id),
+    ))
 }
 
 /// Counts the bytes sent and the failures of each partition read here in

@@ -21,6 +21,7 @@ use crate::transactions::TransactionService;
 
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_client_quotas;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod alter_user_scram_credentials;
@@ -39,6 +40,7 @@ mod delete_groups;
 mod delete_records;
 mod delete_topics;
 mod describe_acls;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -61,6 +63,7 @@ mod list_offsets;
 mod list_partition_reassignments;
 mod list_transactions;
 mod metadata;
+mod mutation_quota;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
@@ -68,6 +71,7 @@ mod offset_for_leader_epoch;
 mod partitions;
 mod produce;
 mod produce_txn;
+mod request_quota;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
@@ -115,6 +119,8 @@ pub const HANDLED_APIS: &[ApiKey] = &[
     ApiKey::AlterPartitionReassignments,
     ApiKey::ListPartitionReassignments,
     ApiKey::OffsetDelete,
+    ApiKey::DescribeClientQuotas,
+    ApiKey::AlterClientQuotas,
     ApiKey::DescribeUserScramCredentials,
     ApiKey::AlterUserScramCredentials,
     ApiKey::DescribeQuorum,
@@ -148,6 +154,8 @@ pub struct BrokerContext {
     pub fetch_sessions: Arc<FetchSessionCache>,
     /// Request metrics and the other broker-wide counters.
     pub metrics: Arc<strom_observability::BrokerMetrics>,
+    /// Client quotas (KIP-13, KIP-124, KIP-599).
+    pub quotas: Arc<crate::quotas::QuotaService>,
 }
 
 impl BrokerContext {
@@ -180,7 +188,10 @@ impl RequestHandler for Dispatcher {
         let received_at = request_context.received_at;
         // Latency for metrics: measured on the host's clock, not the broker's.
         let started = std::time::Instant::now();
+        let request_quota =
+            request_quota::RequestTime::start(&self.context, &request_context, &request);
         let reply = self.dispatch(request_context, request).await;
+        let reply = request_quota.finish(&self.context, reply);
         crate::metrics::observe(&self.context.metrics, api_key, received_at, started, reply)
     }
 
@@ -364,6 +375,12 @@ impl Dispatcher {
             }
             Request::ElectLeaders(request) => {
                 elect_leaders::handle(broker, &request_context, request).await
+            }
+            Request::DescribeClientQuotas(request) => {
+                describe_client_quotas::handle(broker, &request_context, request)
+            }
+            Request::AlterClientQuotas(request) => {
+                alter_client_quotas::handle(broker, &request_context, request).await
             }
             Request::AlterPartitionReassignments(request) => {
                 alter_partition_reassignments::handle(broker, &request_context, request).await

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use strom_network::{Reply, RequestContext};
+use strom_network::{ConnectionMute, Reply, RequestContext};
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
@@ -22,6 +22,7 @@ use strom_protocol::kafka::messages::{ProduceRequest, ProduceResponse, TopicName
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
 use strom_protocol::records::RecordBatches;
+use strom_quotas::QuotaKey;
 use strom_replication::AckStatus;
 use strom_storage::error::{AppendError, RecordRefusal, RefusalReason};
 use strom_storage::flush::FlushTicket;
@@ -32,6 +33,7 @@ use uuid::Uuid;
 use super::errors::append_error_code;
 use super::produce_txn::{self, Verified};
 use super::BrokerContext;
+use crate::quotas::{throttle_ms_field, QuotaClient};
 use crate::replica_manager::{AppendFailure, Appended, PartitionReplica};
 
 /// One partition's outcome, kept until the response is built.
@@ -93,7 +95,19 @@ pub async fn handle(
     let now_ms = broker.replicas.now_ms();
     let timeout = Duration::from_millis(request.timeout_ms.max(0) as u64);
     let topics = append_all(broker, context, request, &verified, now_ms);
-    answer(topics, acks, timeout, now_ms)
+    let throttle = broker.quotas.record(
+        &broker.controller.image(),
+        QuotaKey::ProducerByteRate,
+        &QuotaClient::of(context),
+        context.request_bytes as f64,
+    );
+    answer(
+        topics,
+        acks,
+        timeout,
+        now_ms,
+        (throttle, context.mute.clone()),
+    )
 }
 
 /// Every partition of the request refused with `error`.
@@ -163,12 +177,24 @@ fn append_all(
 /// The reply once every partition was appended: none for `acks=0`, at
 /// once when nothing waits, else deferred until the due flushes ran and
 /// the high watermark passed the appended records (or the timeout).
-fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: i64) -> Reply {
+///
+/// A throttle (KIP-219) is in the answer's `throttle_time_ms`, and the
+/// connection is muted for it when the answer is ready (at once for
+/// `acks=0`, which has no answer).
+fn answer(
+    mut topics: Vec<TopicOutcomes>,
+    acks: i16,
+    timeout: Duration,
+    now_ms: i64,
+    (throttle, mute): (Duration, ConnectionMute),
+) -> Reply {
     let flushes = take_flushes(&mut topics);
+    let throttle_ms = throttle_ms_field(throttle);
     if acks == 0 {
         if !flushes.is_empty() {
             tokio::spawn(flush_all(flushes, now_ms));
         }
+        mute.mute_for(throttle);
         return Reply::NoResponse;
     }
     let waits: Vec<AckWait> = topics
@@ -177,7 +203,10 @@ fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: 
         .filter_map(|outcome| outcome.wait_for.clone())
         .collect();
     if waits.is_empty() && flushes.is_empty() {
-        return Reply::Response(Response::Produce(build(topics)));
+        mute.mute_for(throttle);
+        return Reply::Response(Response::Produce(
+            build(topics).with_throttle_time_ms(throttle_ms),
+        ));
     }
     Reply::Deferred(Box::pin(async move {
         // `timeout.ms` bounds a wait: a tokio timer, not a broker decision.
@@ -192,7 +221,8 @@ fn answer(mut topics: Vec<TopicOutcomes>, acks: i16, timeout: Duration, now_ms: 
                 .await;
         }
         settle_acks(&mut topics);
-        Some(Response::Produce(build(topics)).into())
+        mute.mute_for(throttle);
+        Some(Response::Produce(build(topics).with_throttle_time_ms(throttle_ms)).into())
     }))
 }
 

@@ -18,6 +18,7 @@ mod brokers;
 mod configs;
 mod partitions;
 mod producer_ids;
+mod quotas;
 mod reassignments;
 mod rebalance;
 mod security;
@@ -35,6 +36,7 @@ pub use configs::{
 };
 pub use partitions::{AlterPartitionReply, AlterPartitionRequest};
 pub use producer_ids::{AllocateProducerIdsRequest, ProducerIdBlock, PRODUCER_ID_BLOCK_SIZE};
+pub use quotas::{AlterClientQuotasRequest, ClientQuotaAlteration, QuotaOp};
 pub use reassignments::{
     ongoing_reassignments, OngoingReassignment, PartitionReassignment, ReassignmentOutcome,
 };

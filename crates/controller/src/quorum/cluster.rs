@@ -21,8 +21,8 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::controller::{
-    AllocateProducerIdsRequest, AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest,
-    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
+    AllocateProducerIdsRequest, AlterClientQuotasRequest, AlterConfigsRequest, AlterPartitionReply,
+    AlterPartitionRequest, BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
     DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
     OngoingReassignment, PartitionReassignment, ProducerIdBlock, ReassignmentOutcome,
@@ -38,6 +38,7 @@ use crate::quorum::tcp::TcpTransport;
 use crate::quorum::types::NodeId;
 use crate::runtime::{CommandRunner, ControllerClient};
 use crate::security_records::AccessControlEntryRecord;
+use strom_quotas::QuotaError;
 
 /// How long an observer may take to catch up when it joins.
 const OBSERVER_JOIN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -412,6 +413,17 @@ impl ControllerClient for ClusterController {
             RemoteReply::AlterAcls => Ok(()),
             other => Err(unexpected(other)),
         }
+    }
+
+    async fn alter_client_quotas(
+        &self,
+        request: AlterClientQuotasRequest,
+    ) -> Result<Vec<Result<(), QuotaError>>, RuntimeError> {
+        forward!(
+            self,
+            RemoteCommand::AlterClientQuotas(request),
+            RemoteReply::AlterClientQuotas
+        )
     }
 
     async fn describe_quorum(&self) -> Result<Option<QuorumStatus>, RuntimeError> {

@@ -18,8 +18,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::controller::{
-    AllocateProducerIdsRequest, AlterConfigsRequest, AlterPartitionReply, AlterPartitionRequest,
-    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
+    AllocateProducerIdsRequest, AlterClientQuotasRequest, AlterConfigsRequest, AlterPartitionReply,
+    AlterPartitionRequest, BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply,
     BrokerRegistrationRequest, CreatePartitionsRequest, CreateTopicsRequest, CreatedTopic,
     DeleteOutcome, ElectLeadersRequest, ElectionOutcome, IncrementalAlterConfigsRequest,
     OngoingReassignment, PartitionReassignment, ProducerIdBlock, ReassignmentOutcome,
@@ -31,6 +31,7 @@ use crate::quorum::status::QuorumStatus;
 use crate::quorum::types::NodeId;
 use crate::runtime::ControllerClient;
 use crate::security_records::AccessControlEntryRecord;
+use strom_quotas::QuotaError;
 
 /// The Strom-private API key of a forwarded controller command.
 pub const COMMAND_API_KEY: i16 = 32_001;
@@ -39,7 +40,7 @@ pub const COMMAND_API_VERSION: i16 = 0;
 
 /// A command for the active controller: one per [`ControllerClient`]
 /// method, plus the quorum's own.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RemoteCommand {
     /// CreateTopics.
     CreateTopics(CreateTopicsRequest),
@@ -74,6 +75,8 @@ pub enum RemoteCommand {
         /// Bindings to remove.
         removals: Vec<AccessControlEntryRecord>,
     },
+    /// AlterClientQuotas.
+    AlterClientQuotas(AlterClientQuotasRequest),
     /// DescribeQuorum.
     DescribeQuorum,
     /// Add a node that is not a voter as an observer (an openraft learner)
@@ -88,7 +91,7 @@ pub enum RemoteCommand {
 }
 
 /// The active controller's answer to a [`RemoteCommand`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RemoteReply {
     /// To CreateTopics.
     CreateTopics(Vec<TopicOutcome<CreatedTopic>>),
@@ -116,6 +119,8 @@ pub enum RemoteReply {
     AlterScramCredentials(Vec<bool>),
     /// To CreateAcls and DeleteAcls.
     AlterAcls,
+    /// To AlterClientQuotas.
+    AlterClientQuotas(Vec<Result<(), QuotaError>>),
     /// To DescribeQuorum.
     DescribeQuorum(QuorumStatus),
     /// To AddObserver.
@@ -297,6 +302,10 @@ pub async fn execute(node: &QuorumController, command: RemoteCommand) -> RemoteR
         } => reply(node.alter_acls(additions, removals).await, |()| {
             RemoteReply::AlterAcls
         }),
+        RemoteCommand::AlterClientQuotas(request) => reply(
+            node.alter_client_quotas(request).await,
+            RemoteReply::AlterClientQuotas,
+        ),
         RemoteCommand::DescribeQuorum => describe_quorum(node),
         RemoteCommand::AddObserver { node_id, address } => {
             reply(node.add_observer(node_id, address).await, |()| {
