@@ -86,6 +86,7 @@ pub mod page_cache;
 pub mod producer_state;
 pub mod read;
 pub mod recovery;
+pub mod remote;
 mod retention;
 pub mod segment;
 mod sys;
