@@ -63,6 +63,7 @@ pub mod security;
 pub mod settings;
 pub mod shutdown;
 pub mod start_error;
+pub mod tiered;
 pub mod transactions;
 
 pub use strom_broker_config::{cluster_config, config, config_builder};

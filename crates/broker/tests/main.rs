@@ -21,6 +21,7 @@ mod replication;
 mod routing;
 mod shutdown;
 mod start;
+mod tiered;
 mod topic_configs;
 mod transactions;
 mod unknown_resources;

@@ -93,6 +93,13 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRe
         subscribe(&plan)
     };
     let read = read(&plan);
+    if !remote_targets(&plan, &read).is_empty() {
+        // Tiered storage: some offsets are only in the remote tier.
+        return Reply::Deferred(Box::pin(async move {
+            let read = read_remote(&plan, read).await;
+            Some(read.answer(&plan))
+        }));
+    }
     if read.bytes >= min_bytes || read.errors || max_wait.is_zero() || plan.topics.is_empty() {
         return Reply::Answer(read.answer(&plan));
     }
@@ -624,10 +631,90 @@ async fn long_poll(
                 break;
             }
         }
-        let read = read(&plan);
+        let read = read_remote(&plan, read(&plan)).await;
         if read.bytes >= min_bytes || read.errors || tokio::time::Instant::now() >= deadline {
             return Some(read.answer(&plan));
         }
     }
-    Some(read(&plan).answer(&plan))
+    Some(read_remote(&plan, read(&plan)).await.answer(&plan))
+}
+
+/// A consumer's partition whose fetch offset is below the local log start
+/// of a tiered log: `(topic index, partition index)` in the response.
+fn remote_targets(plan: &Plan, read: &Read) -> Vec<(usize, usize)> {
+    if plan.replica_id >= 0 || plan.replicas.remote_log_manager().is_none() {
+        return Vec::new();
+    }
+    let mut targets = Vec::new();
+    let topics = plan.topics.iter().zip(&read.response.responses).enumerate();
+    for (topic_index, (topic, answered)) in topics {
+        let partitions = topic
+            .partitions
+            .iter()
+            .zip(&answered.partitions)
+            .enumerate();
+        for (partition_index, (planned, data)) in partitions {
+            let Ok(replica) = &planned.target else {
+                continue;
+            };
+            let below_local = data.error_code == ErrorCode::OffsetOutOfRange.code()
+                && planned.request.fetch_offset < data.log_start_offset;
+            let tiered = below_local
+                && replica
+                    .with_log(|log| log.config().remote_storage_enable)
+                    .unwrap_or(false);
+            if tiered {
+                targets.push((topic_index, partition_index));
+            }
+        }
+    }
+    targets
+}
+
+/// Serves the [`remote_targets`] of `read` from the remote tier (KIP-405):
+/// records, or OFFSET_OUT_OF_RANGE below the remote start, or
+/// KAFKA_STORAGE_ERROR for that partition alone when the remote store fails.
+async fn read_remote(plan: &Plan, mut read: Read) -> Read {
+    let Some(manager) = plan.replicas.remote_log_manager() else {
+        return read;
+    };
+    for (topic_index, partition_index) in remote_targets(plan, &read) {
+        let planned = &plan.topics[topic_index].partitions[partition_index];
+        let Ok(replica) = &planned.target else {
+            continue;
+        };
+        let partition = &replica.topic_partition;
+        let view = match manager.view(partition) {
+            Some(view) => Ok(view),
+            None => manager.load(partition).await,
+        };
+        let remote_start = view.map_or(None, |view| view.log_start_offset);
+        let limit = (planned.request.partition_max_bytes.max(0) as u64)
+            .min(plan.max_bytes.saturating_sub(read.bytes));
+        let fetch_offset = planned.request.fetch_offset;
+        let result = manager
+            .read(partition, fetch_offset, limit, read.bytes == 0)
+            .await;
+        let data = &mut read.response.responses[topic_index].partitions[partition_index];
+        if let Some(start) = remote_start {
+            data.log_start_offset = start;
+        }
+        match result {
+            Ok(found) => {
+                let records = found.map(|found| found.records).unwrap_or_default();
+                read.bytes += records.len() as u64;
+                let (high_watermark, last_stable_offset) = replica
+                    .with_log(|log| (log.high_watermark(), log.last_stable_offset()))
+                    .unwrap_or((data.high_watermark, data.last_stable_offset));
+                data.error_code = 0;
+                data.high_watermark = high_watermark;
+                data.last_stable_offset = last_stable_offset;
+                data.records = Some(records);
+            }
+            Err(error) => {
+                data.error_code = crate::tiered::read_error_code(&error).code();
+            }
+        }
+    }
+    read
 }

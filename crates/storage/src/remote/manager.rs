@@ -389,6 +389,38 @@ impl RemoteLogManager {
         Ok(doomed.len())
     }
 
+    /// For a partition followed here: re-reads the metadata the leader
+    /// writes and tells the log how far its records are safely remote, so
+    /// a follower's local retention follows the leader's copies. The
+    /// partition is loaded afresh (with recovery) when it is led here.
+    pub async fn follow(&self, log: &LogHandle) -> Result<i64, RemoteStorageError> {
+        let partition = read_log(log).topic_partition().clone();
+        let tier = self.tier(&partition);
+        let mut loaded = tier.work.lock().await;
+        *loaded = false;
+        let finished: BTreeMap<(i64, Uuid), RemoteSegmentMetadata> = self
+            .metadata
+            .list_segments(&partition)
+            .await?
+            .into_iter()
+            .filter(|segment| segment.state == RemoteSegmentState::CopySegmentFinished)
+            .map(|segment| ((segment.base_offset, segment.id), segment))
+            .collect();
+        let copied = tier_view(&finished).copied_offset;
+        *tier.segments() = finished;
+        write_log(log).set_remote_copied_offset(copied);
+        Ok(copied)
+    }
+
+    /// Whether a remote segment may hold a record with a timestamp of at
+    /// least `timestamp` (a timestamp lookup must then ask the remote tier).
+    pub fn may_hold_timestamp(&self, partition: &TopicPartition, timestamp: i64) -> bool {
+        self.tier(partition)
+            .segments()
+            .values()
+            .any(|segment| segment.max_timestamp_ms >= timestamp)
+    }
+
     /// Deletes every remote segment of a partition (its topic was deleted).
     pub async fn delete_partition(
         &self,
