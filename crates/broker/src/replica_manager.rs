@@ -568,7 +568,7 @@ impl ReplicaManager {
         for replica in removed {
             let partition = &replica.topic_partition;
             if image.topic_by_name(&partition.topic).is_none() {
-                crate::tiered::delete_remote_partition(remote, partition.clone());
+                delete_remote_partition(remote, partition.clone());
             }
         }
     }
@@ -613,6 +613,24 @@ impl ReplicaManager {
             }
         }
     }
+}
+
+/// Deletes the remote data of a deleted topic's partition in the background.
+fn delete_remote_partition(
+    manager: &Arc<strom_storage::remote::RemoteLogManager>,
+    partition: TopicPartition,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        warn!(%partition, "tiered storage: no runtime to delete remote data");
+        return;
+    };
+    let manager = Arc::clone(manager);
+    runtime.spawn(async move {
+        match manager.delete_partition(&partition).await {
+            Ok(count) => debug!(%partition, count, "tiered storage: deleted remote segments"),
+            Err(error) => warn!(%partition, %error, "tiered storage: cannot delete remote data"),
+        }
+    });
 }
 
 /// Partitions becoming leader in one image from which [`ReplicaManager`]

@@ -17,7 +17,6 @@ use strom_storage::remote::{
     ObjectStoreMetadata, ObjectStoreStorage, RemoteLogManager, RemoteLogManagerConfig,
     RemoteStorageConfig,
 };
-use strom_storage::TopicPartition;
 use tracing::{debug, warn};
 
 use crate::replica_manager::ReplicaManager;
@@ -142,21 +141,6 @@ pub async fn run_once(replicas: &ReplicaManager, manager: &RemoteLogManager) {
             debug!(%error, "tiered storage: cannot read remote metadata");
         }
     }
-}
-
-/// Deletes the remote data of a deleted topic's partition in the background.
-pub fn delete_remote_partition(manager: &Arc<RemoteLogManager>, partition: TopicPartition) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        warn!(%partition, "tiered storage: no runtime to delete remote data");
-        return;
-    };
-    let manager = Arc::clone(manager);
-    runtime.spawn(async move {
-        match manager.delete_partition(&partition).await {
-            Ok(count) => debug!(%partition, count, "tiered storage: deleted remote segments"),
-            Err(error) => warn!(%partition, %error, "tiered storage: cannot delete remote data"),
-        }
-    });
 }
 
 /// The Kafka error of a failed remote read (for that partition only).

@@ -61,8 +61,19 @@ pub fn handle(
             (topic.name.clone(), partitions)
         })
         .collect();
-    let api_version = context.api_version;
-    let remote = broker.replicas.remote_log_manager().cloned();
+    answer(
+        context.api_version,
+        topics,
+        broker.replicas.remote_log_manager().cloned(),
+    )
+}
+
+/// The reply: at once, or once the remote tier completed its lookups.
+fn answer(
+    api_version: i16,
+    topics: Vec<(TopicName, Vec<(i32, Found)>)>,
+    remote: Option<std::sync::Arc<RemoteLogManager>>,
+) -> Reply {
     let needs_remote = topics
         .iter()
         .flat_map(|(_, partitions)| partitions)
