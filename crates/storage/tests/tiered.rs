@@ -497,3 +497,111 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn aborted_transactions_are_found_in_remote_transaction_indexes() {
+    use strom_storage::marker::{MarkerKind, TransactionMarker};
+    use strom_storage::testing::{keyed_batch, BatchSpec, TestRecord};
+    use strom_storage::txn_index::AbortedTransaction;
+    let dir = tempfile::tempdir().expect("dir");
+    let tier = remote(dir.path());
+    let log = open(dir.path(), &tiered_config());
+    append(&log, 2);
+    let first_offset = {
+        let mut log = log.write().expect("log");
+        let spec = BatchSpec {
+            base_timestamp: 100,
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: 0,
+            transactional: true,
+            ..BatchSpec::default()
+        };
+        let record = TestRecord {
+            key: None,
+            value: Some(vec![1; 100]),
+        };
+        let info = log
+            .append_as_leader(keyed_batch(&spec, &[record]), 0, 100)
+            .expect("append");
+        let marker = TransactionMarker {
+            bumps_epoch: false,
+            producer_id: 7,
+            producer_epoch: 0,
+            coordinator_epoch: 0,
+            kind: MarkerKind::Abort,
+        };
+        log.append_marker_as_leader(&marker, 0, 100).expect("abort");
+        info.first_offset
+    };
+    append(&log, 30);
+    let partition = TopicPartition::new("topic".to_owned(), 0);
+    runtime().block_on(async {
+        let manager = manager(dir.path(), &tier);
+        manager.copy_log_segments(&log).await.expect("copy");
+        log.write()
+            .expect("log")
+            .delete_old_segments(0)
+            .expect("retention");
+        let local_start = log.read().expect("log").log_start_offset();
+        assert!(
+            local_start > first_offset + 1,
+            "the transaction is remote only"
+        );
+        let (aborted, complete) = manager
+            .aborted_transactions(&partition, 0, local_start)
+            .await
+            .expect("index");
+        assert_eq!(
+            aborted,
+            vec![AbortedTransaction {
+                producer_id: 7,
+                first_offset
+            }]
+        );
+        assert!(
+            !complete,
+            "no entry's stable offset reaches the bound: later indexes count"
+        );
+        let (_, complete) = manager
+            .aborted_transactions(&partition, 0, first_offset + 1)
+            .await
+            .expect("index");
+        assert!(complete, "the abort's stable offset reaches the bound");
+        let (none, _) = manager
+            .aborted_transactions(&partition, first_offset + 2, local_start)
+            .await
+            .expect("index");
+        assert!(none.is_empty(), "the abort marker is before the range");
+    });
+}
+
+#[test]
+fn compacted_topics_are_not_copied() {
+    let dir = tempfile::tempdir().expect("dir");
+    let tier = remote(dir.path());
+    let log = open(dir.path(), &tiered_config());
+    append(&log, 30);
+    let mut config = tiered_config();
+    config.cleanup_policy.compact = true;
+    log.write().expect("log").set_config(config);
+    runtime().block_on(async {
+        let manager = manager(dir.path(), &tier);
+        assert_eq!(
+            manager
+                .copy_log_segments(&log)
+                .await
+                .expect("copy")
+                .segments,
+            0
+        );
+        assert_eq!(object_count(&tier.storage).await, 0);
+        assert_eq!(
+            log.write()
+                .expect("log")
+                .delete_old_segments(0)
+                .expect("retention"),
+            0
+        );
+    });
+}

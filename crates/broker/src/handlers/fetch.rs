@@ -318,11 +318,39 @@ struct Read {
 
 impl Read {
     /// The answer for the fetch's session (see [`finish`]).
-    fn answer(self, plan: &Plan) -> Answer {
+    fn answer(mut self, plan: &Plan) -> Answer {
+        report_remote_log_start(plan, &mut self.response);
         count_topic_metrics(plan, &self.response);
         Answer {
             response: Response::Fetch(finish(plan, self.response)),
             regions: self.regions,
+        }
+    }
+}
+
+/// Tiered storage: a consumer is told the log start of both tiers (the
+/// remote one), as Kafka reports it, not the local log's.
+fn report_remote_log_start(plan: &Plan, response: &mut FetchResponse) {
+    let Some(manager) = plan.replicas.remote_log_manager() else {
+        return;
+    };
+    if plan.replica_id >= 0 {
+        return;
+    }
+    let planned = plan.topics.iter().flat_map(|topic| &topic.partitions);
+    let answered = response
+        .responses
+        .iter_mut()
+        .flat_map(|topic| topic.partitions.iter_mut());
+    for (planned, data) in planned.zip(answered) {
+        let Ok(replica) = &planned.target else {
+            continue;
+        };
+        let remote_start = manager
+            .view(&replica.topic_partition)
+            .and_then(|view| view.log_start_offset);
+        if let Some(start) = remote_start.filter(|start| *start < data.log_start_offset) {
+            data.log_start_offset = start;
         }
     }
 }
@@ -683,25 +711,20 @@ async fn read_remote(plan: &Plan, mut read: Read) -> Read {
         let Ok(replica) = &planned.target else {
             continue;
         };
-        let partition = &replica.topic_partition;
-        let view = match manager.view(partition) {
-            Some(view) => Ok(view),
-            None => manager.load(partition).await,
-        };
-        let remote_start = view.map_or(None, |view| view.log_start_offset);
         let limit = (planned.request.partition_max_bytes.max(0) as u64)
             .min(plan.max_bytes.saturating_sub(read.bytes));
-        let fetch_offset = planned.request.fetch_offset;
-        let result = manager
-            .read(partition, fetch_offset, limit, read.bytes == 0)
-            .await;
+        let (found, remote_start) =
+            read_one_remote(plan, manager, replica, planned, limit, read.bytes == 0).await;
         let data = &mut read.response.responses[topic_index].partitions[partition_index];
         if let Some(start) = remote_start {
             data.log_start_offset = start;
         }
-        match result {
-            Ok(found) => {
-                let records = found.map(|found| found.records).unwrap_or_default();
+        match found {
+            Err(error) => data.error_code = crate::tiered::read_error_code(&error).code(),
+            Ok((records, aborted)) => {
+                if let Some(aborted) = aborted {
+                    data.aborted_transactions = Some(aborted_transactions(&aborted));
+                }
                 read.bytes += records.len() as u64;
                 let (high_watermark, last_stable_offset) = replica
                     .with_log(|log| (log.high_watermark(), log.last_stable_offset()))
@@ -711,10 +734,81 @@ async fn read_remote(plan: &Plan, mut read: Read) -> Read {
                 data.last_stable_offset = last_stable_offset;
                 data.records = Some(records);
             }
-            Err(error) => {
-                data.error_code = crate::tiered::read_error_code(&error).code();
-            }
         }
     }
     read
+}
+
+/// Records read from the remote tier (with their aborted transactions for
+/// read_committed) and the remote log start offset.
+type RemoteRecords = Result<
+    (
+        Bytes,
+        Option<Vec<strom_storage::txn_index::AbortedTransaction>>,
+    ),
+    strom_storage::error::RemoteReadError,
+>;
+
+/// One partition's remote read.
+async fn read_one_remote(
+    plan: &Plan,
+    manager: &strom_storage::remote::RemoteLogManager,
+    replica: &PartitionReplica,
+    planned: &PlannedPartition,
+    limit: u64,
+    min_one_batch: bool,
+) -> (RemoteRecords, Option<i64>) {
+    let partition = &replica.topic_partition;
+    let view = match manager.view(partition) {
+        Some(view) => Ok(view),
+        None => manager.load(partition).await,
+    };
+    let remote_start = view.ok().and_then(|view| view.log_start_offset);
+    let fetch_offset = planned.request.fetch_offset;
+    let found = match manager
+        .read(partition, fetch_offset, limit, min_one_batch)
+        .await
+    {
+        Ok(found) => found,
+        Err(error) => return (Err(error), remote_start),
+    };
+    let Some(found) = found else {
+        return (Ok((Bytes::new(), None)), remote_start);
+    };
+    if !plan.read_committed {
+        return (Ok((found.records, None)), remote_start);
+    }
+    let aborted =
+        remote_aborted_transactions(manager, replica, fetch_offset, found.next_offset).await;
+    (
+        aborted.map(|aborted| (found.records, Some(aborted))),
+        remote_start,
+    )
+}
+
+/// The aborted transactions of a read_committed remote read: the remote
+/// segments' indexes, then the local log's when the remote scan did not
+/// reach the bound.
+async fn remote_aborted_transactions(
+    manager: &strom_storage::remote::RemoteLogManager,
+    replica: &PartitionReplica,
+    start_offset: i64,
+    upper_bound_offset: i64,
+) -> Result<Vec<strom_storage::txn_index::AbortedTransaction>, strom_storage::error::RemoteReadError>
+{
+    let partition = &replica.topic_partition;
+    let (mut aborted, complete) = manager
+        .aborted_transactions(partition, start_offset, upper_bound_offset)
+        .await?;
+    if !complete {
+        let local = replica
+            .with_log(|log| log.collect_aborted_transactions(start_offset, upper_bound_offset))
+            .unwrap_or_default();
+        for transaction in local {
+            if !aborted.contains(&transaction) {
+                aborted.push(transaction);
+            }
+        }
+    }
+    Ok(aborted)
 }

@@ -35,6 +35,7 @@ use crate::log::Log;
 use crate::manager::LogHandle;
 use crate::read::TimestampAndOffset;
 use crate::topic_partition::TopicPartition;
+use crate::txn_index::{AbortedTransaction, AbortedTxnEntry, TXN_INDEX_ENTRY_BYTES};
 
 /// How the manager copies and caches (Kafka's `remote.log.manager.*`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,11 +273,23 @@ impl RemoteLogManager {
 
     /// Copies every closed segment of a tiered log that lies wholly below
     /// its high watermark and is not remote yet, oldest first.
+    ///
+    /// Compacted topics are not tiered (Kafka refuses the combination):
+    /// nothing of theirs is copied, so nothing is deleted locally either.
     pub async fn copy_log_segments(
         &self,
         log: &LogHandle,
     ) -> Result<CopyReport, RemoteStorageError> {
-        let partition = read_log(log).topic_partition().clone();
+        let (partition, compacted) = {
+            let log = read_log(log);
+            (
+                log.topic_partition().clone(),
+                log.config().cleanup_policy.compact,
+            )
+        };
+        if compacted {
+            return Ok(CopyReport::default());
+        }
         let tier = self.tier(&partition);
         let mut loaded = tier.work.lock().await;
         self.load_locked(&partition, &tier, &mut loaded).await?;
@@ -513,6 +526,49 @@ impl RemoteLogManager {
                 Err(error)
             }
         }
+    }
+
+    /// The aborted transactions a read_committed fetch of remote records
+    /// `[start_offset, upper_bound_offset)` must be told about, from the
+    /// remote segments' transaction indexes (Kafka's rule, as
+    /// [`Log::collect_aborted_transactions`] applies it locally). The
+    /// second value is whether the scan reached its end (no later segment,
+    /// local or remote, can add to it).
+    pub async fn aborted_transactions(
+        &self,
+        partition: &TopicPartition,
+        start_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<(Vec<AbortedTransaction>, bool), RemoteReadError> {
+        let segments: Vec<RemoteSegmentMetadata> = self
+            .tier(partition)
+            .segments()
+            .values()
+            .filter(|segment| segment.end_offset >= start_offset)
+            .cloned()
+            .collect();
+        let mut aborted = Vec::new();
+        for segment in &segments {
+            let index = self
+                .storage
+                .fetch_index(partition, segment, super::IndexType::Transaction)
+                .await?;
+            for raw in index.chunks_exact(TXN_INDEX_ENTRY_BYTES) {
+                let Some(entry) = raw.try_into().ok().and_then(AbortedTxnEntry::from_bytes) else {
+                    continue;
+                };
+                if entry.last_offset >= start_offset && entry.first_offset < upper_bound_offset {
+                    aborted.push(AbortedTransaction {
+                        producer_id: entry.producer_id,
+                        first_offset: entry.first_offset,
+                    });
+                }
+                if entry.last_stable_offset >= upper_bound_offset {
+                    return Ok((aborted, true));
+                }
+            }
+        }
+        Ok((aborted, false))
     }
 
     /// The first remote record whose timestamp is at least `timestamp`.
