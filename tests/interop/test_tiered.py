@@ -100,3 +100,83 @@ def test_offsets_for_times_and_earliest_reach_the_remote_range(tiered_topic):
         assert found.offset == 0
     finally:
         kafka_consumer.close()
+
+
+def start_moto() -> tuple:
+    """A moto S3 server on 127.0.0.1 (its own process); returns (process, endpoint)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(endpoint, timeout=1).close()
+            return process, endpoint
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise RuntimeError("moto server did not start")
+            time.sleep(0.1)
+
+
+@pytest.mark.timeout(120)
+def test_s3_backend_on_moto(broker_factory):
+    pytest.importorskip("moto")
+    boto3 = pytest.importorskip("boto3")
+    process, endpoint = start_moto()
+    try:
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+        s3.create_bucket(Bucket="strom-tiers")
+        broker = broker_factory(
+            **TIERED_BROKER,
+            rsm_config_storage_backend="s3",
+            rsm_config_s3_bucket_name="strom-tiers",
+            rsm_config_s3_region="us-east-1",
+            rsm_config_s3_endpoint_url=endpoint,
+            rsm_config_aws_access_key_id="test",
+            rsm_config_aws_secret_access_key="test",
+            rsm_config_key_prefix="cluster-a",
+        )
+        create_topic(
+            broker.bootstrap,
+            TOPIC,
+            config={
+                "remote.storage.enable": "true",
+                "segment.bytes": "8192",
+                "local.retention.bytes": "1",
+                "file.delete.delay.ms": "0",
+            },
+        )
+        messages = sample_messages(COUNT, int(time.time() * 1000) - 600_000)
+        producer = confluent_producer(broker.bootstrap, **{"linger.ms": 20, "batch.size": 2048})
+        offsets = produce_confluent(producer, TOPIC, messages)
+        deadline = time.monotonic() + 60
+        while local_segment_bases(broker.data_dir)[0] < COUNT // 2:
+            assert time.monotonic() < deadline, "local segments were not deleted after their copies"
+            time.sleep(0.2)
+        keys = [item["Key"] for item in s3.list_objects_v2(Bucket="strom-tiers").get("Contents", [])]
+        assert any(key.startswith(f"cluster-a/{TOPIC}-0/") and key.endswith(".log") for key in keys)
+        assert any(key.endswith(".metadata") for key in keys)
+        assert_same(messages, consume_confluent(broker.bootstrap, TOPIC, COUNT), offsets)
+    finally:
+        process.kill()
+        process.wait(10)
