@@ -143,6 +143,49 @@ pub async fn run_once(replicas: &ReplicaManager, manager: &RemoteLogManager) {
     }
 }
 
+/// The remote tier's counters and the copy lag of the partitions led here.
+pub fn counts(
+    replicas: &ReplicaManager,
+    manager: &RemoteLogManager,
+) -> strom_observability::view::RemoteStorageCounts {
+    use std::sync::atomic::Ordering::Relaxed;
+    let stats = manager.stats();
+    let mut copy_lag_bytes = 0;
+    for replica in replicas
+        .hosted()
+        .iter()
+        .filter(|replica| replica.is_leader())
+    {
+        if let Some(log) = replicas.logs().get(&replica.topic_partition) {
+            if let Ok(log) = log.read() {
+                copy_lag_bytes += copy_lag(&log);
+            }
+        }
+    }
+    strom_observability::view::RemoteStorageCounts {
+        bytes_copied: stats.bytes_copied.load(Relaxed),
+        bytes_fetched: stats.bytes_fetched.load(Relaxed),
+        copy_errors: stats.copy_errors.load(Relaxed),
+        fetch_errors: stats.fetch_errors.load(Relaxed),
+        segments_deleted: stats.segments_deleted.load(Relaxed),
+        copy_lag_bytes,
+    }
+}
+
+/// Bytes of a tiered log's closed segments that are not remote yet.
+fn copy_lag(log: &strom_storage::Log) -> u64 {
+    if !log.config().remote_storage_enable {
+        return 0;
+    }
+    let copied = log.remote_copied_offset();
+    let closed = log.segment_count().saturating_sub(1);
+    log.segments()
+        .take(closed)
+        .filter(|segment| segment.next_offset() > copied)
+        .map(|segment| segment.size_bytes())
+        .sum()
+}
+
 /// The Kafka error of a failed remote read (for that partition only).
 pub fn read_error_code(error: &RemoteReadError) -> strom_protocol::error_code::ErrorCode {
     use strom_protocol::error_code::ErrorCode;

@@ -76,6 +76,20 @@ async fn list_offset(client: &mut Client, timestamp: i64) -> (i16, i64) {
     (partition.error_code, partition.offset)
 }
 
+/// The broker's Prometheus exposition (one HTTP/1.1 GET).
+async fn metrics(broker: &strom_broker::RunningBroker) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = broker.metrics_address().expect("a metrics listener");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    let request = "GET /metrics HTTP/1.1\r\nHost: strom\r\nConnection: close\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 /// Asks ListOffsets(`timestamp`) until `done` holds of the answer (30 s at most).
 async fn poll_until(
     client: &mut Client,
@@ -152,6 +166,7 @@ async fn records_are_read_across_both_tiers() {
             ("remote.log.storage.system.enable", "true"),
             ("remote.log.manager.task.interval.ms", "50"),
             ("log.retention.check.interval.ms", "50"),
+            ("strom.metrics.listener", "http://127.0.0.1:0"),
         ],
     ))
     .await
@@ -203,6 +218,19 @@ async fn records_are_read_across_both_tiers() {
         assert_eq!(*stamp, timestamp(index / RECORDS_PER_BATCH));
         assert_eq!(value, &self::value(index));
     }
+
+    let text = metrics(&broker).await;
+    let value = |name: &str| common::sample(&text, name).unwrap_or(-1.0);
+    assert!(
+        value("kafka_server_brokertopicmetrics_remotecopybytes_total") > 0.0,
+        "{text}"
+    );
+    assert!(value("kafka_server_brokertopicmetrics_remotefetchbytes_total") > 0.0);
+    assert_eq!(
+        value("kafka_server_brokertopicmetrics_remotefetcherrors_total"),
+        0.0
+    );
+    assert!(value("kafka_server_brokertopicmetrics_remotecopylagbytes") >= 0.0);
 
     // A lost remote object: KAFKA_STORAGE_ERROR for that partition only
     // (after a restart, which empties the chunk cache).
