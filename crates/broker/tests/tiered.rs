@@ -267,5 +267,23 @@ async fn records_are_read_across_both_tiers() {
         .records
         .as_ref()
         .is_some_and(|records| !records.is_empty()));
+
+    // Deleting the topic deletes its remote segments and their records.
+    let request = DeleteTopicsRequest::default()
+        .with_timeout_ms(5_000)
+        .with_topic_names(vec![name()]);
+    let Response::DeleteTopics(response) = client.send(Request::DeleteTopics(request), 5).await
+    else {
+        panic!("not a DeleteTopics response");
+    };
+    assert_eq!(response.responses[0].error_code, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_dir(&remote).map_or(0, |entries| entries.count()) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "remote data outlived its topic"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     broker.shutdown().await;
 }
