@@ -299,6 +299,12 @@ async fn broker_context(
         Arc::clone(&environment.clock),
         config.topic_defaults().clone(),
     ));
+    if let Some(settings) = crate::tiered::settings(config.properties(), &config.log_dirs[0])
+        .map_err(StartError::RemoteStorage)?
+    {
+        let manager = crate::tiered::open(&settings).map_err(StartError::RemoteStorage)?;
+        replicas.set_remote_log_manager(manager);
+    }
     replicas
         .topic_metrics()
         .set_recording(observability.recording());
@@ -397,7 +403,7 @@ fn transaction_service(
 /// The metadata follower and the group coordinator's timer (the heartbeat
 /// loop starts right after registration).
 fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
-    vec![
+    let mut tasks = vec![
         tokio::spawn(follow_metadata(Arc::clone(context))),
         context.groups.coordinator.spawn_timer(COORDINATOR_TICK),
         context.transactions.coordinator.spawn_timer(
@@ -412,7 +418,16 @@ fn spawn_background_tasks(context: &Arc<BrokerContext>) -> Vec<JoinHandle<()>> {
             Arc::clone(&context.replicas),
             context.config.replica_lag_time_max,
         )),
-    ]
+    ];
+    let tiered = crate::tiered::settings(context.config.properties(), &context.config.log_dirs[0]);
+    if let (Some(manager), Ok(Some(settings))) = (context.replicas.remote_log_manager(), tiered) {
+        tasks.push(tokio::spawn(crate::tiered::run(
+            Arc::clone(&context.replicas),
+            Arc::clone(manager),
+            settings.task_interval,
+        )));
+    }
+    tasks
 }
 
 /// Starts the follower fetchers of a cluster node (`num.replica.fetchers`

@@ -64,6 +64,7 @@ pub mod security;
 pub mod settings;
 pub mod shutdown;
 pub mod start_error;
+pub mod tiered;
 pub mod transactions;
 pub mod txn_verification;
 

@@ -257,6 +257,11 @@ impl BrokerView for BrokerContext {
         IsrChanges { shrinks, expands }
     }
 
+    fn remote_storage(&self) -> Option<strom_observability::view::RemoteStorageCounts> {
+        let manager = self.replicas.remote_log_manager()?;
+        Some(crate::tiered::counts(&self.replicas, manager))
+    }
+
     fn hosted_partitions(&self) -> Vec<HostedPartition> {
         self.replicas
             .hosted()

@@ -87,6 +87,9 @@ pub struct ReplicaManager {
     /// New leaderships taken after `stopping` was set: none while the
     /// guard in `lead` holds; counted apart from it so tests notice if not.
     leaderships_taken_while_stopping: std::sync::atomic::AtomicU64,
+    /// Tiered storage (KIP-405), when `remote.log.storage.system.enable`
+    /// is set: see [`crate::tiered`].
+    remote: OnceLock<Arc<strom_storage::remote::RemoteLogManager>>,
 }
 
 /// The follower fetchers of a broker.
@@ -116,7 +119,19 @@ impl ReplicaManager {
             stopping: std::sync::atomic::AtomicBool::new(false),
             leaderships_declined: std::sync::atomic::AtomicU64::new(0),
             leaderships_taken_while_stopping: std::sync::atomic::AtomicU64::new(0),
+            remote: OnceLock::new(),
         }
+    }
+
+    /// Turns tiered storage on (once, before the first image is applied:
+    /// topics with `remote.storage.enable` are tiered only from then on).
+    pub fn set_remote_log_manager(&self, manager: Arc<strom_storage::remote::RemoteLogManager>) {
+        let _ = self.remote.set(manager);
+    }
+
+    /// The remote tier's manager, when tiered storage is on.
+    pub fn remote_log_manager(&self) -> Option<&Arc<strom_storage::remote::RemoteLogManager>> {
+        self.remote.get()
     }
 
     /// Marks the broker as stopping: images applied from now on never make
@@ -250,8 +265,12 @@ impl ReplicaManager {
     }
 
     /// The typed log config of a topic (see [`topic_log_config`]).
+    /// Without tiered storage on the broker, `remote.storage.enable` is
+    /// not acted on (the topic keeps Kafka's plain retention).
     pub fn log_config(&self, image: &MetadataImage, topic: &str) -> LogConfig {
-        topic_log_config(&self.topic_defaults, image, topic)
+        let mut config = topic_log_config(&self.topic_defaults, image, topic);
+        config.remote_storage_enable &= self.remote.get().is_some();
+        config
     }
 
     /// A topic's `min.insync.replicas` (its config, else the broker's).
@@ -331,6 +350,7 @@ impl ReplicaManager {
         }
         // Removed replicas (a topic deleted, or a reassignment moved them
         // away) are deleted once no fetcher writes to them.
+        self.delete_remote_data_of_deleted_topics(&removed, image);
         self.delete_unassigned_logs(removed, &plan.assigned, image.topic_count() > 0, now_ms);
         self.lead(&plan, now_ms);
     }
@@ -534,6 +554,25 @@ impl ReplicaManager {
         removed
     }
 
+    /// Tiered storage: the remote segments of removed replicas whose topic
+    /// is gone from the cluster (not moved elsewhere) are deleted too, in
+    /// the background (every replica asks; deletion is idempotent).
+    fn delete_remote_data_of_deleted_topics(
+        &self,
+        removed: &[Arc<PartitionReplica>],
+        image: &MetadataImage,
+    ) {
+        let Some(remote) = self.remote.get() else {
+            return;
+        };
+        for replica in removed {
+            let partition = &replica.topic_partition;
+            if image.topic_by_name(&partition.topic).is_none() {
+                delete_remote_partition(remote, partition.clone());
+            }
+        }
+    }
+
     /// Deletes the logs of the `removed` replicas and of partitions on disk
     /// that are not assigned here (deleted while this broker was down). An
     /// image with no topics at all is more likely a lost metadata directory
@@ -574,6 +613,24 @@ impl ReplicaManager {
             }
         }
     }
+}
+
+/// Deletes the remote data of a deleted topic's partition in the background.
+fn delete_remote_partition(
+    manager: &Arc<strom_storage::remote::RemoteLogManager>,
+    partition: TopicPartition,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        warn!(%partition, "tiered storage: no runtime to delete remote data");
+        return;
+    };
+    let manager = Arc::clone(manager);
+    runtime.spawn(async move {
+        match manager.delete_partition(&partition).await {
+            Ok(count) => debug!(%partition, count, "tiered storage: deleted remote segments"),
+            Err(error) => warn!(%partition, %error, "tiered storage: cannot delete remote data"),
+        }
+    });
 }
 
 /// Partitions becoming leader in one image from which [`ReplicaManager`]

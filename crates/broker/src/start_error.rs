@@ -62,6 +62,9 @@ pub enum StartError {
     /// Opening the partition logs panicked (or its task was cancelled).
     #[error("opening the partition logs panicked")]
     StoragePanicked(#[source] tokio::task::JoinError),
+    /// Tiered storage is on but its settings or its remote store are unusable.
+    #[error("cannot start tiered storage")]
+    RemoteStorage(#[source] strom_storage::error::RemoteStorageError),
     /// The configuration is unusable (for example a listener host).
     #[error(transparent)]
     Config(#[from] crate::error::ConfigError),

@@ -23,6 +23,7 @@ mod replication;
 mod routing;
 mod shutdown;
 mod start;
+mod tiered;
 mod topic_configs;
 mod transactions;
 mod txn_verification;

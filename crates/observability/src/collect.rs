@@ -70,6 +70,7 @@ impl Collector for BrokerCollector {
         encode_partitions(&mut encoder, broker)?;
         encode_controller(&mut encoder, broker)?;
         encode_storage(&mut encoder, broker)?;
+        encode_remote_storage(&mut encoder, broker)?;
         encode_groups(&mut encoder, broker)?;
         crate::quotas::encode_quotas(&mut encoder, broker)?;
         encode_transactions(&mut encoder, broker)
@@ -548,6 +549,55 @@ fn storage_rows(broker: &dyn BrokerView) -> StorageRows {
             .or_default() += size;
     }
     rows
+}
+
+/// Tiered storage (KIP-405), when it is on.
+fn encode_remote_storage(
+    encoder: &mut DescriptorEncoder<'_>,
+    broker: &dyn BrokerView,
+) -> fmt::Result {
+    let Some(counts) = broker.remote_storage() else {
+        return Ok(());
+    };
+    let counters: [(&str, &str, u64); 5] = [
+        (
+            "kafka_server_brokertopicmetrics_remotecopybytes",
+            "Segment bytes copied to the remote tier (RemoteCopyBytesPerSec)",
+            counts.bytes_copied,
+        ),
+        (
+            "kafka_server_brokertopicmetrics_remotefetchbytes",
+            "Record bytes read from the remote tier (RemoteFetchBytesPerSec)",
+            counts.bytes_fetched,
+        ),
+        (
+            "kafka_server_brokertopicmetrics_remotecopyerrors",
+            "Failed segment copies (RemoteCopyErrorsPerSec)",
+            counts.copy_errors,
+        ),
+        (
+            "kafka_server_brokertopicmetrics_remotefetcherrors",
+            "Failed remote reads (RemoteFetchErrorsPerSec)",
+            counts.fetch_errors,
+        ),
+        (
+            "strom_remote_segments_deleted",
+            "Remote segments deleted (retention, recovery, topic deletion)",
+            counts.segments_deleted,
+        ),
+    ];
+    for (name, help, value) in counters {
+        counter(encoder, name, help, one(value))?;
+    }
+    gauge(
+        encoder,
+        "kafka_server_brokertopicmetrics_remotecopylagbytes",
+        "Bytes of closed local segments not yet copied (RemoteCopyLagBytes)",
+        vec![(
+            Vec::new(),
+            i64::try_from(counts.copy_lag_bytes).unwrap_or(i64::MAX),
+        )],
+    )
 }
 
 fn encode_storage(encoder: &mut DescriptorEncoder<'_>, broker: &dyn BrokerView) -> fmt::Result {

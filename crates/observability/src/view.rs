@@ -53,6 +53,11 @@ pub trait BrokerView: Send + Sync {
     /// ISR changes the controller committed for partitions led here.
     fn isr_changes(&self) -> IsrChanges;
 
+    /// Tiered storage's counters, when it is on (KIP-405).
+    fn remote_storage(&self) -> Option<RemoteStorageCounts> {
+        None
+    }
+
     /// Every partition with a replica here, in any role.
     fn hosted_partitions(&self) -> Vec<HostedPartition>;
 
@@ -251,6 +256,24 @@ pub struct PartitionState {
     pub adding_replicas: Vec<i32>,
     /// Whether a reassignment is ongoing.
     pub reassigning: bool,
+}
+
+/// Tiered storage's counters since start (Kafka's `RemoteCopyBytesPerSec`,
+/// `RemoteFetchBytesPerSec`, their error rates and `RemoteCopyLagBytes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteStorageCounts {
+    /// Segment bytes whose copy finished.
+    pub bytes_copied: u64,
+    /// Record bytes served from the remote tier.
+    pub bytes_fetched: u64,
+    /// Copies that failed.
+    pub copy_errors: u64,
+    /// Remote reads that failed.
+    pub fetch_errors: u64,
+    /// Remote segments deleted.
+    pub segments_deleted: u64,
+    /// Bytes of closed local segments of led tiered partitions not copied yet.
+    pub copy_lag_bytes: u64,
 }
 
 /// ISR changes committed by the controller.

@@ -286,6 +286,22 @@ pub const TOPIC_CONFIGS: &[ConfigDefinition] = &[
         documentation: "Replicas whose leader-side reads are throttled.",
     },
     ConfigDefinition {
+        name: "local.retention.bytes",
+        broker_name: "log.local.retention.bytes",
+        scaled_synonyms: &[],
+        default: "-2",
+        kind: long(-2),
+        documentation: "Tiered storage: bytes kept locally before copied segments are deleted (-2: retention.bytes).",
+    },
+    ConfigDefinition {
+        name: "local.retention.ms",
+        broker_name: "log.local.retention.ms",
+        scaled_synonyms: &[],
+        default: "-2",
+        kind: long(-2),
+        documentation: "Tiered storage: how long copied segments stay local (-2: retention.ms).",
+    },
+    ConfigDefinition {
         name: "max.compaction.lag.ms",
         broker_name: "log.cleaner.max.compaction.lag.ms",
         scaled_synonyms: &[],
@@ -384,6 +400,14 @@ pub const TOPIC_CONFIGS: &[ConfigDefinition] = &[
     },
     // Kafka accepts any negative value here; -1 is the one that means "no
     // limit", and strom-storage's LogConfig accepts only that one.
+    ConfigDefinition {
+        name: "remote.storage.enable",
+        broker_name: "remote.storage.enable",
+        scaled_synonyms: &[],
+        default: "false",
+        kind: ConfigKind::Boolean,
+        documentation: "Tiered storage: copy closed segments to the remote store and read them back from it.",
+    },
     ConfigDefinition {
         name: "retention.bytes",
         broker_name: "log.retention.bytes",

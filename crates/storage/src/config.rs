@@ -137,6 +137,16 @@ pub struct LogConfig {
     pub message_timestamp_difference_max_ms: Option<i64>,
     /// `preallocate`: preallocate segment files (accepted, not used).
     pub preallocate: bool,
+    /// `remote.storage.enable`: copy closed segments to the remote tier
+    /// (KIP-405; acted on only when the broker's
+    /// `remote.log.storage.system.enable` is set too).
+    pub remote_storage_enable: bool,
+    /// `local.retention.ms`: for a tiered topic, how long copied segments
+    /// stay local; `-2` takes `retention.ms`, `-1` keeps them.
+    pub local_retention_ms: i64,
+    /// `local.retention.bytes`: for a tiered topic, the local size above
+    /// which copied segments are deleted; `-2` takes `retention.bytes`.
+    pub local_retention_bytes: i64,
 }
 
 impl Default for LogConfig {
@@ -169,6 +179,9 @@ impl Default for LogConfig {
             message_timestamp_after_max_ms: None,
             message_timestamp_difference_max_ms: None,
             preallocate: false,
+            remote_storage_enable: false,
+            local_retention_ms: -2,
+            local_retention_bytes: -2,
         }
     }
 }
@@ -216,6 +229,26 @@ impl LogConfig {
     pub fn timestamp_before_max_ms(&self) -> Option<i64> {
         self.message_timestamp_before_max_ms
             .or(self.message_timestamp_difference_max_ms)
+    }
+
+    /// The local retention time of a tiered topic: `local.retention.ms`,
+    /// or `retention.ms` for `-2`; `None` for no limit.
+    pub fn effective_local_retention_ms(&self) -> Option<i64> {
+        match self.local_retention_ms {
+            -2 => self.retention_ms,
+            value if value < 0 => None,
+            value => Some(value),
+        }
+    }
+
+    /// The local size bound of a tiered topic: `local.retention.bytes`, or
+    /// `retention.bytes` for `-2`; `None` for no limit.
+    pub fn effective_local_retention_bytes(&self) -> Option<u64> {
+        match self.local_retention_bytes {
+            -2 => self.retention_bytes,
+            value if value < 0 => None,
+            value => Some(value as u64),
+        }
     }
 
     /// How far after the broker's clock a CreateTime timestamp may be
@@ -269,6 +302,9 @@ impl LogConfig {
                 self.message_timestamp_difference_max_ms = value.long_max_unlimited()?
             }
             "preallocate" => self.preallocate = value.boolean()?,
+            "remote.storage.enable" => self.remote_storage_enable = value.boolean()?,
+            "local.retention.ms" => self.local_retention_ms = value.long()?,
+            "local.retention.bytes" => self.local_retention_bytes = value.long()?,
             _ => debug_assert!(UNUSED_BY_THE_LOG.contains(&key), "{key} has no field"),
         }
         Ok(true)

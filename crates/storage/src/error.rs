@@ -593,3 +593,85 @@ pub enum CleanError {
     #[error(transparent)]
     Batch(#[from] BatchError),
 }
+
+/// A remote storage (tiered storage, KIP-405) operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteStorageError {
+    /// The object store refused or failed the operation.
+    #[error("remote storage {operation} of {key} failed")]
+    Store {
+        /// What was attempted (`put`, `get`, `delete`, `list`).
+        operation: &'static str,
+        /// The object key.
+        key: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A remote object that the metadata names is not there
+    /// (Kafka: KAFKA_STORAGE_ERROR for the fetch that wanted it).
+    #[error("remote object {key} is missing")]
+    Missing {
+        /// The object key.
+        key: String,
+    },
+    /// Reading a local file to copy it failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// A remote segment's metadata record could not be parsed.
+    #[error("remote segment metadata {key} is invalid: {problem}")]
+    InvalidMetadata {
+        /// The object key of the record.
+        key: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// A state change the remote segment lifecycle does not allow.
+    #[error("remote segment state cannot go from {from} to {to}")]
+    IllegalTransition {
+        /// Kafka's name of the current state (`COPY_SEGMENT_STARTED`, ...).
+        from: &'static str,
+        /// Kafka's name of the requested state.
+        to: &'static str,
+    },
+    /// The remote storage configuration is unusable.
+    #[error("remote storage config {key} is invalid: {problem}")]
+    Config {
+        /// The property name.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A fault injected by a test backend.
+    #[error("injected remote storage fault on {operation}")]
+    Injected {
+        /// The operation that failed.
+        operation: &'static str,
+    },
+}
+
+/// A read from the remote tier failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteReadError {
+    /// No remote segment holds the offset.
+    #[error("offset {requested} is not in the remote tier [{remote_start}, {remote_end})")]
+    OffsetOutOfRange {
+        /// The requested offset.
+        requested: i64,
+        /// The remote log start offset (-1 when nothing is remote).
+        remote_start: i64,
+        /// The offset after the last remote record.
+        remote_end: i64,
+    },
+    /// The remote store failed or an object is missing (Kafka: KAFKA_STORAGE_ERROR).
+    #[error(transparent)]
+    Storage(#[from] RemoteStorageError),
+    /// A remote segment holds bytes that are not whole record batches.
+    #[error("remote segment {segment} is corrupt at position {position}")]
+    Corrupt {
+        /// The remote segment id.
+        segment: uuid::Uuid,
+        /// The byte position in the segment.
+        position: u64,
+    },
+}

@@ -14,7 +14,9 @@
 //! decisions (ISR, when the high watermark moves) or Kafka error codes:
 //! callers get typed errors (see [`error`]: `AppendError`, `ReadError`,
 //! `RecoveryError`, ...) and choose codes at the broker edge. It is a
-//! synchronous library with no async runtime; background work is exposed as
+//! synchronous library with no async runtime (the one exception is the
+//! remote tier of [`remote`], whose object-store calls are async and run on
+//! the caller's runtime); background work is exposed as
 //! [`LogManager::tick`] (or the [`manager::Scheduler`] thread) driven by an
 //! injected [`strom_clock::Clock`]. Time reaches the log only as `now_ms`
 //! arguments (wall-clock milliseconds) and randomness (the `segment.jitter.ms`
@@ -60,6 +62,11 @@
 //!   [`txn_index`]). Clients may not write control batches; the cleaner
 //!   removes aborted records and, after `delete.retention.ms`, markers
 //!   whose transaction has no data left.
+//! - **Tiered storage keeps its metadata beside its data.** [`remote`]
+//!   copies closed segments to an object store (a local directory or S3,
+//!   through the `object_store` crate) and records each segment's state in
+//!   an object next to it; local retention of a tiered log deletes only
+//!   what a finished copy confirmed (`docs/storage.md`).
 //! - **Faults are injectable.** Segment data goes through a
 //!   [`backend::FileBackend`]; tests use [`testing::FaultInjector`] to tear
 //!   writes and simulate crashes that lose unflushed bytes.
@@ -86,6 +93,7 @@ pub mod page_cache;
 pub mod producer_state;
 pub mod read;
 pub mod recovery;
+pub mod remote;
 mod retention;
 pub mod segment;
 mod sys;

@@ -94,6 +94,10 @@ pub struct Log {
     pub(crate) flusher: Option<Arc<Flusher>>,
     /// What background flushes made durable, shared with them.
     pub(crate) flush_progress: Arc<FlushProgress>,
+    /// Tiered storage: the offset below which every record is in a
+    /// remote segment whose copy finished (0: nothing is remote). Local
+    /// retention of a `remote.storage.enable` topic deletes only below it.
+    pub(crate) remote_copied_offset: i64,
 }
 
 impl Drop for Log {

@@ -147,6 +147,7 @@ impl Log {
             page_cache: None,
             flusher: None,
             flush_progress: Arc::default(),
+            remote_copied_offset: 0,
         };
         log.roll_jitter_ms = crate::log::random_roll_jitter_ms(&log.config, &*log.random);
         let (report, rebuild_txn_index) = log.load_segments(&bases, &options)?;

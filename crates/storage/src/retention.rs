@@ -11,15 +11,31 @@ use crate::log::Log;
 
 impl Log {
     /// Applies retention; returns the number of segments deleted.
+    ///
+    /// A topic with `remote.storage.enable` (tiered storage, KIP-405) keeps
+    /// its segments locally by `local.retention.*` instead, and deletes
+    /// only segments wholly below [`Log::remote_copied_offset`]: a segment
+    /// whose remote copy is not confirmed is never deleted here.
     pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize, LogError> {
         let mut doomed = self.segments_below_log_start();
+        let tiered = self.config.remote_storage_enable;
+        let (retention_ms, retention_bytes) = match tiered {
+            true => (
+                self.config.effective_local_retention_ms(),
+                self.config.effective_local_retention_bytes(),
+            ),
+            false => (self.config.retention_ms, self.config.retention_bytes),
+        };
         if self.config.cleanup_policy.delete {
-            doomed.extend(self.segments_past_retention_time(now_ms, doomed.len()));
-            let by_size = self.segments_past_retention_size(doomed.len());
+            doomed.extend(self.segments_past_retention_time(retention_ms, now_ms, doomed.len()));
+            let by_size = self.segments_past_retention_size(retention_bytes, doomed.len());
             doomed.extend(by_size);
         }
         doomed.sort_unstable();
         doomed.dedup();
+        if tiered {
+            self.keep_copied_prefix(&mut doomed);
+        }
         if doomed.is_empty() {
             return Ok(0);
         }
@@ -30,6 +46,22 @@ impl Log {
             }
         }
         Ok(doomed.len())
+    }
+
+    /// Leaves in `doomed` (sorted) only its leading run of the oldest
+    /// segments that are wholly below the remote copied offset, so the
+    /// local log stays contiguous and nothing uncopied goes.
+    fn keep_copied_prefix(&self, doomed: &mut Vec<i64>) {
+        let copied = self.remote_copied_offset;
+        let keep = self
+            .segments
+            .values()
+            .zip(doomed.iter())
+            .take_while(|(segment, base)| {
+                segment.base_offset() == **base && segment.next_offset() <= copied
+            })
+            .count();
+        doomed.truncate(keep);
     }
 
     /// Candidate segments from the oldest, never the active one.
@@ -52,8 +84,13 @@ impl Log {
     }
 
     /// Oldest segments whose largest timestamp is older than `retention.ms`.
-    fn segments_past_retention_time(&self, now_ms: i64, skip: usize) -> Vec<i64> {
-        let Some(retention_ms) = self.config.retention_ms else {
+    fn segments_past_retention_time(
+        &self,
+        retention_ms: Option<i64>,
+        now_ms: i64,
+        skip: usize,
+    ) -> Vec<i64> {
+        let Some(retention_ms) = retention_ms else {
             return Vec::new();
         };
         self.deletable()
@@ -71,8 +108,8 @@ impl Log {
     }
 
     /// Oldest segments that bring the log under `retention.bytes`.
-    fn segments_past_retention_size(&self, skip: usize) -> Vec<i64> {
-        let Some(retention_bytes) = self.config.retention_bytes else {
+    fn segments_past_retention_size(&self, retention_bytes: Option<u64>, skip: usize) -> Vec<i64> {
+        let Some(retention_bytes) = retention_bytes else {
             return Vec::new();
         };
         let mut excess = self.size_bytes().saturating_sub(retention_bytes);
@@ -93,6 +130,18 @@ impl Log {
             doomed.push(base);
         }
         doomed
+    }
+
+    /// Tiered storage: the offset below which every record is in a remote
+    /// segment whose copy finished (0 when nothing is).
+    pub fn remote_copied_offset(&self) -> i64 {
+        self.remote_copied_offset
+    }
+
+    /// Records that every record below `offset` is safely remote (it only
+    /// moves forward); local retention may then delete those segments.
+    pub fn set_remote_copied_offset(&mut self, offset: i64) {
+        self.remote_copied_offset = self.remote_copied_offset.max(offset);
     }
 
     /// DeleteRecords: moves the log start offset forward to `new_start`

@@ -12,5 +12,6 @@ mod manager;
 mod model;
 mod page_cache;
 mod roll_flush;
+mod tiered;
 mod transactions;
 mod validation;

@@ -105,6 +105,13 @@ pub fn handle(broker: &BrokerContext, context: &RequestContext, request: FetchRe
         subscribe(&plan)
     };
     let read = read(&plan);
+    if !remote_targets(&plan, &read).is_empty() {
+        // Tiered storage: some offsets are only in the remote tier.
+        return Reply::Deferred(Box::pin(async move {
+            let read = read_remote(&plan, read).await;
+            Some(read.answer(&plan))
+        }));
+    }
     if read.bytes >= min_bytes || read.errors || max_wait.is_zero() || plan.topics.is_empty() {
         return Reply::Answer(read.answer(&plan));
     }
@@ -347,12 +354,13 @@ struct Read {
 
 impl Read {
     /// The answer for the fetch's session (see [`finish`]).
-    fn answer(self, plan: &Plan) -> Answer {
+    fn answer(mut self, plan: &Plan) -> Answer {
         if let Some(quota) = &plan.quota {
             if let Some(throttled) = throttle(plan, quota, self.bytes) {
                 return throttled.into();
             }
         }
+        report_remote_log_start(plan, &mut self.response);
         count_topic_metrics(plan, &self.response);
         Answer {
             response: Response::Fetch(finish(plan, self.response)),
@@ -388,6 +396,33 @@ fn throttle(plan: &Plan, quota: &FetchQuota, bytes: u64) -> Option<Response> {
             .with_throttle_time_ms(throttle_ms_field(throttle))
             .with_session_id(session_id),
     ))
+}
+
+/// Tiered storage: a consumer is told the log start of both tiers (the
+/// remote one), as Kafka reports it, not the local log's.
+fn report_remote_log_start(plan: &Plan, response: &mut FetchResponse) {
+    let Some(manager) = plan.replicas.remote_log_manager() else {
+        return;
+    };
+    if plan.replica_id >= 0 {
+        return;
+    }
+    let planned = plan.topics.iter().flat_map(|topic| &topic.partitions);
+    let answered = response
+        .responses
+        .iter_mut()
+        .flat_map(|topic| topic.partitions.iter_mut());
+    for (planned, data) in planned.zip(answered) {
+        let Ok(replica) = &planned.target else {
+            continue;
+        };
+        let remote_start = manager
+            .view(&replica.topic_partition)
+            .and_then(|view| view.log_start_offset);
+        if let Some(start) = remote_start.filter(|start| *start < data.log_start_offset) {
+            data.log_start_offset = start;
+        }
+    }
 }
 
 /// Counts the bytes sent and the failures of each partition read here in
@@ -694,10 +729,156 @@ async fn long_poll(
                 break;
             }
         }
-        let read = read(&plan);
+        let read = read_remote(&plan, read(&plan)).await;
         if read.bytes >= min_bytes || read.errors || tokio::time::Instant::now() >= deadline {
             return Some(read.answer(&plan));
         }
     }
-    Some(read(&plan).answer(&plan))
+    Some(read_remote(&plan, read(&plan)).await.answer(&plan))
+}
+
+/// A consumer's partition whose fetch offset is below the local log start
+/// of a tiered log: `(topic index, partition index)` in the response.
+fn remote_targets(plan: &Plan, read: &Read) -> Vec<(usize, usize)> {
+    if plan.replica_id >= 0 || plan.replicas.remote_log_manager().is_none() {
+        return Vec::new();
+    }
+    let mut targets = Vec::new();
+    let topics = plan.topics.iter().zip(&read.response.responses).enumerate();
+    for (topic_index, (topic, answered)) in topics {
+        let partitions = topic
+            .partitions
+            .iter()
+            .zip(&answered.partitions)
+            .enumerate();
+        for (partition_index, (planned, data)) in partitions {
+            let Ok(replica) = &planned.target else {
+                continue;
+            };
+            let below_local = data.error_code == ErrorCode::OffsetOutOfRange.code()
+                && planned.request.fetch_offset < data.log_start_offset;
+            let tiered = below_local
+                && replica
+                    .with_log(|log| log.config().remote_storage_enable)
+                    .unwrap_or(false);
+            if tiered {
+                targets.push((topic_index, partition_index));
+            }
+        }
+    }
+    targets
+}
+
+/// Serves the [`remote_targets`] of `read` from the remote tier (KIP-405):
+/// records, or OFFSET_OUT_OF_RANGE below the remote start, or
+/// KAFKA_STORAGE_ERROR for that partition alone when the remote store fails.
+async fn read_remote(plan: &Plan, mut read: Read) -> Read {
+    let Some(manager) = plan.replicas.remote_log_manager() else {
+        return read;
+    };
+    for (topic_index, partition_index) in remote_targets(plan, &read) {
+        let planned = &plan.topics[topic_index].partitions[partition_index];
+        let Ok(replica) = &planned.target else {
+            continue;
+        };
+        let limit = (planned.request.partition_max_bytes.max(0) as u64)
+            .min(plan.max_bytes.saturating_sub(read.bytes));
+        let (found, remote_start) =
+            read_one_remote(plan, manager, replica, planned, limit, read.bytes == 0).await;
+        let data = &mut read.response.responses[topic_index].partitions[partition_index];
+        if let Some(start) = remote_start {
+            data.log_start_offset = start;
+        }
+        match found {
+            Err(error) => data.error_code = crate::tiered::read_error_code(&error).code(),
+            Ok((records, aborted)) => {
+                if let Some(aborted) = aborted {
+                    data.aborted_transactions = Some(aborted_transactions(&aborted));
+                }
+                read.bytes += records.len() as u64;
+                let (high_watermark, last_stable_offset) = replica
+                    .with_log(|log| (log.high_watermark(), log.last_stable_offset()))
+                    .unwrap_or((data.high_watermark, data.last_stable_offset));
+                data.error_code = 0;
+                data.high_watermark = high_watermark;
+                data.last_stable_offset = last_stable_offset;
+                data.records = Some(records);
+            }
+        }
+    }
+    read
+}
+
+/// Records read from the remote tier (with their aborted transactions for
+/// read_committed) and the remote log start offset.
+type RemoteRecords = Result<
+    (
+        Bytes,
+        Option<Vec<strom_storage::txn_index::AbortedTransaction>>,
+    ),
+    strom_storage::error::RemoteReadError,
+>;
+
+/// One partition's remote read.
+async fn read_one_remote(
+    plan: &Plan,
+    manager: &strom_storage::remote::RemoteLogManager,
+    replica: &PartitionReplica,
+    planned: &PlannedPartition,
+    limit: u64,
+    min_one_batch: bool,
+) -> (RemoteRecords, Option<i64>) {
+    let partition = &replica.topic_partition;
+    let view = match manager.view(partition) {
+        Some(view) => Ok(view),
+        None => manager.load(partition).await,
+    };
+    let remote_start = view.ok().and_then(|view| view.log_start_offset);
+    let fetch_offset = planned.request.fetch_offset;
+    let found = match manager
+        .read(partition, fetch_offset, limit, min_one_batch)
+        .await
+    {
+        Ok(found) => found,
+        Err(error) => return (Err(error), remote_start),
+    };
+    let Some(found) = found else {
+        return (Ok((Bytes::new(), None)), remote_start);
+    };
+    if !plan.read_committed {
+        return (Ok((found.records, None)), remote_start);
+    }
+    let aborted =
+        remote_aborted_transactions(manager, replica, fetch_offset, found.next_offset).await;
+    (
+        aborted.map(|aborted| (found.records, Some(aborted))),
+        remote_start,
+    )
+}
+
+/// The aborted transactions of a read_committed remote read: the remote
+/// segments' indexes, then the local log's when the remote scan did not
+/// reach the bound.
+async fn remote_aborted_transactions(
+    manager: &strom_storage::remote::RemoteLogManager,
+    replica: &PartitionReplica,
+    start_offset: i64,
+    upper_bound_offset: i64,
+) -> Result<Vec<strom_storage::txn_index::AbortedTransaction>, strom_storage::error::RemoteReadError>
+{
+    let partition = &replica.topic_partition;
+    let (mut aborted, complete) = manager
+        .aborted_transactions(partition, start_offset, upper_bound_offset)
+        .await?;
+    if !complete {
+        let local = replica
+            .with_log(|log| log.collect_aborted_transactions(start_offset, upper_bound_offset))
+            .unwrap_or_default();
+        for transaction in local {
+            if !aborted.contains(&transaction) {
+                aborted.push(transaction);
+            }
+        }
+    }
+    Ok(aborted)
 }

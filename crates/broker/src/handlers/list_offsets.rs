@@ -7,27 +7,32 @@ use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
-use strom_protocol::kafka::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use strom_protocol::kafka::messages::{ListOffsetsRequest, ListOffsetsResponse, TopicName};
 use strom_protocol::messages::Response;
 use strom_storage::read::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP};
+use strom_storage::remote::RemoteLogManager;
 use strom_storage::TopicPartition;
 
 use super::errors::{offline_error_code, partition_error_code};
 use super::produce::missing_partition_error;
 use super::BrokerContext;
 
-/// KIP-405's "earliest local" offset: without tiered storage, the earliest.
+/// KIP-405's "earliest local" offset: the local log start (the earliest
+/// without tiered storage).
 const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
-/// KIP-1005's "latest tiered" offset: nothing is tiered here.
+/// KIP-1005's "latest tiered" offset: the last offset in the remote tier
+/// (-1 when nothing is tiered).
 const LATEST_TIERED_TIMESTAMP: i64 = -5;
 
-/// Handles a ListOffsets request.
+/// Handles a ListOffsets request. Lookups that need the remote tier
+/// (tiered storage, KIP-405) are answered once it has been read.
 pub fn handle(
     broker: &BrokerContext,
     context: &RequestContext,
     request: ListOffsetsRequest,
 ) -> Reply {
-    let topics = request
+    let read_committed = request.isolation_level == READ_COMMITTED;
+    let topics: Vec<(TopicName, Vec<(i32, Found)>)> = request
         .topics
         .iter()
         .map(|topic| {
@@ -38,7 +43,7 @@ pub fn handle(
                 .iter()
                 .map(|partition| {
                     let found = match allowed {
-                        false => Err(ErrorCode::TopicAuthorizationFailed),
+                        false => Found::Ready(Err(ErrorCode::TopicAuthorizationFailed)),
                         true => lookup(
                             broker,
                             &name,
@@ -46,21 +51,147 @@ pub fn handle(
                             partition.current_leader_epoch,
                             Target {
                                 timestamp: partition.timestamp,
-                                read_committed: request.isolation_level == READ_COMMITTED,
+                                read_committed,
                             },
                         ),
                     };
-                    partition_response(context.api_version, partition.partition_index, found)
+                    (partition.partition_index, found)
                 })
                 .collect();
+            (topic.name.clone(), partitions)
+        })
+        .collect();
+    answer(
+        context.api_version,
+        topics,
+        broker.replicas.remote_log_manager().cloned(),
+    )
+}
+
+/// The reply: at once, or once the remote tier completed its lookups.
+fn answer(
+    api_version: i16,
+    topics: Vec<(TopicName, Vec<(i32, Found)>)>,
+    remote: Option<std::sync::Arc<RemoteLogManager>>,
+) -> Reply {
+    let needs_remote = topics
+        .iter()
+        .flat_map(|(_, partitions)| partitions)
+        .any(|(_, found)| matches!(found, Found::Remote(_)));
+    match (remote, needs_remote) {
+        (Some(manager), true) => Reply::Deferred(Box::pin(async move {
+            let mut resolved = Vec::with_capacity(topics.len());
+            for (name, partitions) in topics {
+                let mut answers = Vec::with_capacity(partitions.len());
+                for (index, found) in partitions {
+                    answers.push((index, resolve(&manager, found).await));
+                }
+                resolved.push((name, answers));
+            }
+            Some(strom_network::Answer {
+                response: respond(api_version, resolved),
+                regions: Vec::new(),
+            })
+        })),
+        _ => {
+            let ready = topics
+                .into_iter()
+                .map(|(name, partitions)| {
+                    let answers = partitions
+                        .into_iter()
+                        .map(|(index, found)| (index, found.local()))
+                        .collect();
+                    (name, answers)
+                })
+                .collect();
+            Reply::Response(respond(api_version, ready))
+        }
+    }
+}
+
+/// `(timestamp, offset, leader epoch)` or the partition's error.
+type Answered = Result<(i64, i64, i32), ErrorCode>;
+
+/// The response from every partition's answer.
+fn respond(api_version: i16, topics: Vec<(TopicName, Vec<(i32, Answered)>)>) -> Response {
+    let topics = topics
+        .into_iter()
+        .map(|(name, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, found)| partition_response(api_version, index, found))
+                .collect();
             ListOffsetsTopicResponse::default()
-                .with_name(topic.name.clone())
+                .with_name(name)
                 .with_partitions(partitions)
         })
         .collect();
-    Reply::Response(Response::ListOffsets(
-        ListOffsetsResponse::default().with_topics(topics),
-    ))
+    Response::ListOffsets(ListOffsetsResponse::default().with_topics(topics))
+}
+
+/// A lookup's outcome: answered from the local log, or to be completed
+/// from the remote tier.
+enum Found {
+    Ready(Answered),
+    Remote(RemoteLookup),
+}
+
+/// A lookup the remote tier completes.
+struct RemoteLookup {
+    partition: TopicPartition,
+    /// EARLIEST_TIMESTAMP (-2) or a timestamp.
+    timestamp: i64,
+    leader_epoch: i32,
+    /// Answers at or past this offset are not visible to the client.
+    high_watermark: i64,
+    /// The local answer (used when the remote tier has none).
+    local: (i64, i64),
+}
+
+impl Found {
+    /// The answer without the remote tier (tiered storage off).
+    fn local(self) -> Answered {
+        match self {
+            Found::Ready(answered) => answered,
+            Found::Remote(lookup) => Ok((lookup.local.0, lookup.local.1, lookup.leader_epoch)),
+        }
+    }
+}
+
+/// Completes a lookup from the remote tier: the remote log start for
+/// EARLIEST, else the first remote record at or after the timestamp (the
+/// local answer when no remote record is that late).
+async fn resolve(manager: &RemoteLogManager, found: Found) -> Answered {
+    let lookup = match found {
+        Found::Ready(answered) => return answered,
+        Found::Remote(lookup) => lookup,
+    };
+    let epoch = lookup.leader_epoch;
+    if lookup.timestamp == EARLIEST_TIMESTAMP {
+        let view = match manager.view(&lookup.partition) {
+            Some(view) => Ok(view),
+            None => manager.load(&lookup.partition).await,
+        };
+        return match view {
+            Ok(view) => {
+                let start = view
+                    .log_start_offset
+                    .map_or(lookup.local.1, |start| start.min(lookup.local.1));
+                Ok((-1, start, epoch))
+            }
+            Err(_) => Err(ErrorCode::KafkaStorageError),
+        };
+    }
+    match manager
+        .offset_for_timestamp(&lookup.partition, lookup.timestamp)
+        .await
+    {
+        Ok(Some(found)) if found.offset < lookup.high_watermark => {
+            Ok((found.timestamp, found.offset, epoch))
+        }
+        Ok(_) => Ok((lookup.local.0, lookup.local.1, epoch)),
+        Err(error) => Err(crate::tiered::read_error_code(&error)),
+    }
 }
 
 /// One partition's answer at `api_version`. The leader epoch exists from v4
@@ -98,14 +229,59 @@ struct Target {
     read_committed: bool,
 }
 
-/// `(timestamp, offset, leader epoch)` for one partition.
+/// One partition's lookup: answered here, or handed to the remote tier
+/// when the partition is tiered and the answer may lie there.
 fn lookup(
     broker: &BrokerContext,
     topic: &str,
     partition: i32,
     current_leader_epoch: i32,
     target: Target,
-) -> Result<(i64, i64, i32), ErrorCode> {
+) -> Found {
+    match lookup_local(broker, topic, partition, current_leader_epoch, target) {
+        Ok((answered, tiered)) => {
+            let (timestamp, offset, leader_epoch, high_watermark) = answered;
+            let topic_partition = TopicPartition::new(topic.to_owned(), partition);
+            let remote = broker.replicas.remote_log_manager().filter(|_| tiered);
+            let wanted = remote.is_some_and(|manager| match target.timestamp {
+                EARLIEST_TIMESTAMP => true,
+                LATEST_TIERED_TIMESTAMP => false,
+                time => time >= 0 && manager.may_hold_timestamp(&topic_partition, time),
+            });
+            if let (Some(manager), LATEST_TIERED_TIMESTAMP) = (remote, target.timestamp) {
+                let last = manager
+                    .view(&topic_partition)
+                    .filter(|view| view.segment_count > 0)
+                    .map_or(-1, |view| view.copied_offset - 1);
+                return Found::Ready(Ok((-1, last, leader_epoch)));
+            }
+            match wanted {
+                true => Found::Remote(RemoteLookup {
+                    partition: topic_partition,
+                    timestamp: target.timestamp,
+                    leader_epoch,
+                    high_watermark,
+                    local: (timestamp, offset),
+                }),
+                false => Found::Ready(Ok((timestamp, offset, leader_epoch))),
+            }
+        }
+        Err(code) => Found::Ready(Err(code)),
+    }
+}
+
+/// A local lookup: `(timestamp, offset, leader epoch, visible end)` and
+/// whether the log is tiered.
+type LocalAnswer = ((i64, i64, i32, i64), bool);
+
+/// One partition's lookup in its local log.
+fn lookup_local(
+    broker: &BrokerContext,
+    topic: &str,
+    partition: i32,
+    current_leader_epoch: i32,
+    target: Target,
+) -> Result<LocalAnswer, ErrorCode> {
     let timestamp = target.timestamp;
     let topic_partition = TopicPartition::new(topic.to_owned(), partition);
     let replica = broker
@@ -127,7 +303,8 @@ fn lookup(
         } else {
             log.high_watermark()
         };
-        match timestamp {
+        let tiered = log.config().remote_storage_enable;
+        let found = match timestamp {
             EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok((-1, log.log_start_offset())),
             LATEST_TIMESTAMP => Ok((-1, high_watermark)),
             LATEST_TIERED_TIMESTAMP => Ok((-1, -1)),
@@ -140,10 +317,12 @@ fn lookup(
                 .offset_for_timestamp(time)
                 .filter(|found| found.offset < high_watermark)
                 .map_or((-1, -1), |found| (found.timestamp, found.offset))),
-        }
+        };
+        found.map(|(timestamp, offset)| ((timestamp, offset, high_watermark), tiered))
     });
-    let found = found.map_err(|error| offline_error_code(&error))??;
-    Ok((found.0, found.1, leader_epoch))
+    let ((timestamp, offset, high_watermark), tiered) =
+        found.map_err(|error| offline_error_code(&error))??;
+    Ok(((timestamp, offset, leader_epoch, high_watermark), tiered))
 }
 
 #[cfg(test)]
