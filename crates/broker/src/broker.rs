@@ -255,7 +255,7 @@ async fn open_logs(
         .map(|topic| {
             (
                 topic.name.clone(),
-                topic_log_config(config.topic_defaults(), &image, &topic.name),
+                topic_log_config(config.topic_defaults(), &image, config.node_id, &topic.name),
             )
         })
         .collect();

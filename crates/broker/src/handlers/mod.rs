@@ -28,6 +28,7 @@ mod api_versions;
 pub(crate) mod authorization;
 mod authorize_request;
 mod authorized_operations;
+mod broker_configs;
 mod config_docs;
 mod create_acls;
 mod create_partitions;
