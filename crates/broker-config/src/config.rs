@@ -171,6 +171,11 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("socket.request.max.bytes", "104857600"),
     ("connections.max.idle.ms", "600000"),
     ("max.connections", "2147483647"),
+    // Applied by the broker's accept loop (`strom_broker::dynamic_config`),
+    // dynamic as in Kafka.
+    ("max.connections.per.ip", "2147483647"),
+    ("max.connections.per.ip.overrides", ""),
+    ("max.connection.creation.rate", "2147483647"),
     ("offsets.topic.num.partitions", "50"),
     ("offsets.topic.replication.factor", "3"),
     ("offsets.retention.minutes", "10080"),

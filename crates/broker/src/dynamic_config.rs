@@ -1,0 +1,138 @@
+//! Dynamic broker configs (KIP-226) applied where they take effect outside
+//! the logs: the connection limits of the accept loop. (Topic defaults
+//! reach the logs through [`crate::replica_manager::topic_properties`].)
+//!
+//! A key's value is this broker's dynamic config, else the cluster-wide
+//! dynamic default, else `server.properties`, else Kafka's default. Every
+//! new metadata image recomputes the settings; they replace the server's
+//! at once, so a lowered limit refuses the next connections and never
+//! closes open ones.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use strom_controller::image::{ConfigResource, MetadataImage};
+use strom_controller::runtime::ControllerClient;
+use strom_network::{ConnectionLimitSettings, ConnectionQuotas, ListenerConnectionLimits};
+use strom_protocol::broker_config::{parse_host_counts, LISTENER_PREFIX};
+use tracing::{info, warn};
+
+use crate::config::BrokerConfig;
+
+/// The effective broker-level properties: `server.properties`, then the
+/// cluster default, then this broker's dynamic configs.
+pub fn effective_broker_properties(
+    config: &BrokerConfig,
+    image: &MetadataImage,
+) -> BTreeMap<String, String> {
+    let mut properties = config.properties().clone();
+    for broker in [None, Some(config.node_id)] {
+        for (key, value) in image.configs(&ConfigResource::Broker(broker)) {
+            properties.insert(key.clone(), value.clone());
+        }
+    }
+    properties
+}
+
+fn number<T: std::str::FromStr>(properties: &BTreeMap<String, String>, key: &str) -> Option<T> {
+    let value = properties.get(key)?;
+    match value.trim().parse() {
+        Ok(parsed) => Some(parsed),
+        Err(_) => {
+            warn!(key, value, "ignoring an unparsable connection limit");
+            None
+        }
+    }
+}
+
+/// The connection limits `config` and `image` give this broker.
+pub fn connection_limits(config: &BrokerConfig, image: &MetadataImage) -> ConnectionLimitSettings {
+    let properties = effective_broker_properties(config, image);
+    let defaults = ConnectionLimitSettings::default();
+    let mut listeners: HashMap<String, ListenerConnectionLimits> = HashMap::new();
+    for (key, _) in properties.range(LISTENER_PREFIX.to_owned()..) {
+        let Some(rest) = key.strip_prefix(LISTENER_PREFIX) else {
+            break;
+        };
+        let Some((listener, suffix)) = rest.split_once('.') else {
+            continue;
+        };
+        let limits = listeners.entry(listener.to_ascii_lowercase()).or_default();
+        match suffix {
+            "max.connections" => limits.max_connections = number(&properties, key),
+            "max.connection.creation.rate" => {
+                limits.max_connection_creation_rate = number(&properties, key);
+            }
+            _ => {}
+        }
+    }
+    listeners.retain(|_, limits| *limits != ListenerConnectionLimits::default());
+    ConnectionLimitSettings {
+        max_connections: number(&properties, "max.connections").unwrap_or(defaults.max_connections),
+        max_connections_per_ip: number(&properties, "max.connections.per.ip")
+            .unwrap_or(defaults.max_connections_per_ip),
+        per_ip_overrides: properties
+            .get("max.connections.per.ip.overrides")
+            .map(|value| ip_overrides(value))
+            .unwrap_or_default(),
+        max_connection_creation_rate: number(&properties, "max.connection.creation.rate")
+            .unwrap_or(defaults.max_connection_creation_rate),
+        listeners,
+    }
+}
+
+/// `host:count,...` by address; host names are resolved (every address of
+/// a name gets its count).
+fn ip_overrides(value: &str) -> HashMap<IpAddr, usize> {
+    let entries = match parse_host_counts(value) {
+        Ok(entries) => entries,
+        Err(error) => {
+            warn!(value, %error, "ignoring max.connections.per.ip.overrides");
+            return HashMap::new();
+        }
+    };
+    let mut overrides = HashMap::new();
+    for (host, count) in entries {
+        let count = count as usize;
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            overrides.insert(ip, count);
+            continue;
+        }
+        match (host.as_str(), 0).to_socket_addrs() {
+            Ok(addresses) => {
+                for address in addresses {
+                    overrides.insert(address.ip(), count);
+                }
+            }
+            Err(error) => {
+                warn!(host, %error, "cannot resolve a max.connections.per.ip.overrides host")
+            }
+        }
+    }
+    overrides
+}
+
+/// Keeps `quotas` in line with every new metadata image.
+pub async fn follow_connection_limits(
+    config: BrokerConfig,
+    controller: Arc<dyn ControllerClient>,
+    quotas: Arc<ConnectionQuotas>,
+) {
+    let mut images = controller.subscribe();
+    loop {
+        let image = Arc::clone(&images.borrow_and_update());
+        let settings = connection_limits(&config, &image);
+        if settings != quotas.settings() {
+            info!(?settings, "connection limits changed");
+            quotas.update(settings);
+        }
+        if images.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "dynamic_config_tests.rs"]
+mod tests;

@@ -1,0 +1,85 @@
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use strom_controller::records::{ConfigRecord, ConfigResourceType, MetadataRecord, Record};
+
+use super::*;
+
+fn record(broker: &str, key: &str, value: &str) -> MetadataRecord {
+    MetadataRecord::new(Record::Config(ConfigRecord {
+        resource_type: ConfigResourceType::Broker as i32,
+        resource_name: broker.into(),
+        name: key.into(),
+        value: Some(value.into()),
+    }))
+}
+
+fn image(records: &[MetadataRecord]) -> MetadataImage {
+    let mut image = MetadataImage::empty();
+    for (offset, record) in records.iter().enumerate() {
+        image = image.apply(offset as u64, record).expect("applies");
+    }
+    image
+}
+
+fn config(properties: &[(&str, &str)]) -> BrokerConfig {
+    let map: BTreeMap<String, String> = properties
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+        .collect();
+    BrokerConfig::from_map(&map).expect("valid").0
+}
+
+#[test]
+fn per_broker_wins_over_default_over_static() {
+    let config = config(&[("node.id", "1"), ("max.connections", "100")]);
+    let none = connection_limits(&config, &MetadataImage::empty());
+    assert_eq!(none.max_connections, 100);
+    assert_eq!(none.max_connections_per_ip, i32::MAX as usize);
+    let image = image(&[
+        record("", "max.connections", "50"),
+        record("", "max.connections.per.ip", "5"),
+        record("1", "max.connections.per.ip", "7"),
+        record("2", "max.connections.per.ip", "9"),
+    ]);
+    let limits = connection_limits(&config, &image);
+    assert_eq!(limits.max_connections, 50);
+    assert_eq!(limits.max_connections_per_ip, 7);
+}
+
+#[test]
+fn listener_limits_and_overrides_are_parsed() {
+    let config = config(&[("node.id", "1")]);
+    let image = image(&[
+        record("", "listener.name.EXTERNAL.max.connections", "3"),
+        record(
+            "1",
+            "listener.name.external.max.connection.creation.rate",
+            "4",
+        ),
+        record(
+            "",
+            "max.connections.per.ip.overrides",
+            "127.0.0.9:2,localhost:4",
+        ),
+        record("", "max.connection.creation.rate", "10"),
+    ]);
+    let limits = connection_limits(&config, &image);
+    let external = limits.listeners.get("external").expect("external");
+    assert_eq!(external.max_connections, Some(3));
+    assert_eq!(external.max_connection_creation_rate, Some(4));
+    assert_eq!(limits.max_connection_creation_rate, 10);
+    assert_eq!(
+        limits
+            .per_ip_overrides
+            .get(&"127.0.0.9".parse::<IpAddr>().unwrap()),
+        Some(&2)
+    );
+    assert_eq!(
+        limits
+            .per_ip_overrides
+            .get(&"127.0.0.1".parse::<IpAddr>().unwrap()),
+        Some(&4),
+        "a host name is resolved"
+    );
+}
