@@ -10,6 +10,7 @@ mod cluster;
 mod cluster_security;
 mod console_acls;
 mod coordinator_failover;
+mod dynamic_broker_configs;
 mod elections;
 mod fetch_sessions;
 mod groups;
