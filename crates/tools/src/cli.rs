@@ -301,6 +301,10 @@ pub struct ConfigResource {
     /// A broker, by id.
     #[arg(long, value_name = "ID")]
     pub broker: Option<i32>,
+    /// The cluster-wide default of every broker's dynamic configs
+    /// (kafka-configs.sh's `--entity-type brokers --entity-default`).
+    #[arg(long, alias = "entity-default", conflicts_with_all = ["topic", "broker"])]
+    pub broker_defaults: bool,
 }
 
 /// `strom configs ...`.
@@ -308,7 +312,7 @@ pub struct ConfigResource {
 pub enum ConfigsCommand {
     /// Show the configs of a topic or broker.
     #[command(
-        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n\nWithout --all, only values that differ from the defaults are shown."
+        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n  strom configs describe --broker-defaults\n\nWithout --all, only values that differ from the defaults are shown."
     )]
     Describe {
         /// The resource.
@@ -324,7 +328,9 @@ pub enum ConfigsCommand {
     /// Set or delete configs of a topic or broker.
     #[command(after_help = "Examples:\n  \
         strom configs alter --topic events --add-config retention.ms=60000,cleanup.policy=delete\n  \
-        strom configs alter --topic events --delete-config retention.ms")]
+        strom configs alter --topic events --delete-config retention.ms\n  \
+        strom configs alter --broker-defaults --add-config log.retention.ms=3600000\n  \
+        strom configs alter --broker 1 --add-config max.connections.per.ip=100")]
     Alter {
         /// The resource.
         #[command(flatten)]

@@ -184,6 +184,8 @@ pub async fn alter_resource(
             ClientError::Broker { code } => ToolError::rejected(
                 if resource_type == RESOURCE_TYPE_TOPIC {
                     "alter configs of topic"
+                } else if name.is_empty() {
+                    "alter the cluster-wide broker defaults"
                 } else {
                     "alter configs of broker"
                 },
@@ -204,10 +206,11 @@ async fn resolve(
             Ok((RESOURCE_TYPE_TOPIC, topic.clone()))
         }
         (None, Some(broker)) => Ok((RESOURCE_TYPE_BROKER, broker.to_string())),
+        (None, None) if resource.broker_defaults => Ok(broker_defaults()),
         (None, None) => Err(ToolError::InvalidArgument {
             what: "resource",
             text: String::new(),
-            expected: "--topic or --broker",
+            expected: "--topic, --broker or --broker-defaults",
         }),
     }
 }
@@ -215,9 +218,17 @@ async fn resolve(
 fn kind(resource: &ConfigResource) -> &'static str {
     if resource.topic.is_some() {
         "topic"
+    } else if resource.broker_defaults {
+        "the cluster-wide broker defaults"
     } else {
         "broker"
     }
+}
+
+/// The cluster-wide default broker resource: a broker resource with an
+/// empty name (KIP-226).
+fn broker_defaults() -> (i8, String) {
+    (RESOURCE_TYPE_BROKER, String::new())
 }
 
 fn resource_error(

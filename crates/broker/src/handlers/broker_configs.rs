@@ -81,7 +81,7 @@ impl<'a> BrokerLayers<'a> {
         if let Some((name, value)) = default {
             sources.push(Sourced {
                 name: name.to_owned(),
-                value: value.filter(|value| !value.is_empty()).map(str::to_owned),
+                value: value.map(str::to_owned),
                 source: source::DEFAULT_CONFIG,
             });
         }
@@ -198,7 +198,11 @@ pub(super) fn broker_entries(
             let facts = facts(&name);
             let mut names = vec![name.as_str()];
             names.extend(facts.names.iter().copied().filter(|other| *other != name));
-            let sources = layers.sources(&names, facts.default);
+            // A broker key without a default has no value (Kafka: null).
+            let default = facts
+                .default
+                .map(|(name, value)| (name, value.filter(|value| !value.is_empty())));
+            let sources = layers.sources(&names, default);
             entry(
                 &name,
                 &facts,
