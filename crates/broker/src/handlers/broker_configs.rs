@@ -140,9 +140,7 @@ fn facts(name: &str) -> KeyFacts {
             }
         }
         None => {
-            let scaled = topic_config::broker_synonyms()
-                .find(|(synonym, _)| synonym.name == name)
-                .map(|(synonym, definition)| (synonym, definition));
+            let scaled = topic_config::broker_synonyms().find(|(synonym, _)| synonym.name == name);
             KeyFacts {
                 read_only: true,
                 sensitive: false,
