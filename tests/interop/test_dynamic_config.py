@@ -209,3 +209,54 @@ def test_max_connections_per_ip_refuses_a_connection_loop_but_not_others(broker)
     other.close()
     for sock in held:
         sock.close()
+
+
+# -------------------------------------------------------- keystore rotation
+
+
+def test_a_dynamic_listener_keystore_is_served_to_new_connections(strom_binary, tmp_path):
+    import shutil
+
+    from security_setup import Certificates, start_broker
+    from test_security_reload import der, served_certificate
+
+    (tmp_path / "certs").mkdir()
+    certs = Certificates(tmp_path / "certs")
+    certs._leaf("server2", "/CN=localhost", "ca",
+                "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    keystore = tmp_path / "keystore.pem"
+    shutil.copy(certs.path("server-keystore.pem"), keystore)
+    rotated = tmp_path / "rotated.pem"
+    rotated.write_text(open(certs.path("server2.pem")).read() + open(certs.path("server2.key")).read())
+    broker, ports = start_broker(strom_binary, tmp_path, certs, "SSL", {},
+                                 {"ssl.keystore.location": str(keystore)})
+    try:
+        port = ports["SSL"]
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL",
+                             "ssl.ca.location": certs.ca})
+        held = socket.create_connection(("127.0.0.1", port), timeout=10)
+        assert served_certificate(port) == der(certs.path("server.pem"))
+        with pytest.raises(KafkaException) as refused:
+            incremental(admin, "1", "ssl.keystore.location", str(rotated))
+        assert refused.value.args[0].name() == "INVALID_REQUEST"
+        incremental(admin, "1", "listener.name.ssl.ssl.keystore.location", str(rotated))
+        deadline = time.monotonic() + 15
+        while served_certificate(port) != der(certs.path("server2.pem")):
+            assert time.monotonic() < deadline, "the new certificate is never served"
+            time.sleep(0.2)
+        configs = described(admin, ResourceType.BROKER, "1")
+        entry = configs["listener.name.ssl.ssl.keystore.location"]
+        assert (entry.value, entry.source) == (str(rotated), DYNAMIC_BROKER)
+        # The connection opened before is still served.
+        held.settimeout(0.3)
+        with pytest.raises(socket.timeout):
+            held.recv(1)
+        held.close()
+        # Deleting the dynamic keystore goes back to the static one.
+        incremental(admin, "1", "listener.name.ssl.ssl.keystore.location")
+        deadline = time.monotonic() + 15
+        while served_certificate(port) != der(certs.path("server.pem")):
+            assert time.monotonic() < deadline, "the static certificate is never served again"
+            time.sleep(0.2)
+    finally:
+        broker.kill()

@@ -149,6 +149,7 @@ fn serve(
         &context.config,
         &context.controller.image(),
     ));
+    let listeners = server.listener_runtimes();
     let server = server
         .with_connection_quotas(Arc::clone(&quotas))
         .listen()
@@ -160,13 +161,12 @@ fn serve(
         start_replica_fetchers(context, connector);
     }
     let mut tasks = spawn_background_tasks(context);
-    tasks.push(tokio::spawn(
-        crate::dynamic_config::follow_connection_limits(
-            context.config.clone(),
-            Arc::clone(&context.controller),
-            quotas,
-        ),
-    ));
+    tasks.push(tokio::spawn(crate::dynamic_config::follow_dynamic_configs(
+        context.config.clone(),
+        Arc::clone(&context.controller),
+        quotas,
+        listeners,
+    )));
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(context))));
     observability.serving(context);
     let config = &context.config;

@@ -1,6 +1,7 @@
 //! Dynamic broker configs (KIP-226) applied where they take effect outside
-//! the logs: the connection limits of the accept loop. (Topic defaults
-//! reach the logs through [`crate::replica_manager::topic_properties`].)
+//! the logs: the connection limits of the accept loop and the keystores of
+//! TLS listeners. (Topic defaults reach the logs through
+//! [`crate::replica_manager::topic_properties`].)
 //!
 //! A key's value is this broker's dynamic config, else the cluster-wide
 //! dynamic default, else `server.properties`, else Kafka's default. Every
@@ -10,12 +11,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use strom_controller::image::{ConfigResource, MetadataImage};
 use strom_controller::runtime::ControllerClient;
 use strom_network::{ConnectionLimitSettings, ConnectionQuotas, ListenerConnectionLimits};
 use strom_protocol::broker_config::{parse_host_counts, LISTENER_PREFIX};
+use strom_security::config::PemSource;
+use strom_security::reload::KeystoreSources;
+use strom_security::ListenerRuntime;
 use tracing::{info, warn};
 
 use crate::config::BrokerConfig;
@@ -113,11 +118,98 @@ fn ip_overrides(value: &str) -> HashMap<IpAddr, usize> {
     overrides
 }
 
-/// Keeps `quotas` in line with every new metadata image.
-pub async fn follow_connection_limits(
+/// The keystore `listener` serves with: this broker's dynamic
+/// `listener.name.<listener>.ssl.keystore.*` configs when any is set
+/// (keystores are per-broker only), else the static one (`None` for a
+/// listener without TLS).
+pub fn listener_keystore(
+    config: &BrokerConfig,
+    image: &MetadataImage,
+    listener: &str,
+) -> Option<KeystoreSources> {
+    let static_sources = config
+        .security
+        .listener(listener)
+        .and_then(|security| security.tls.as_ref())
+        .map(KeystoreSources::of)?;
+    let prefix = format!("{LISTENER_PREFIX}{}.", listener.to_ascii_lowercase());
+    let dynamic: BTreeMap<&str, &str> = image
+        .configs(&ConfigResource::Broker(Some(config.node_id)))
+        .iter()
+        .filter_map(|(key, value)| {
+            let lower = key.to_ascii_lowercase();
+            // The prefix is ASCII: its length in `key` is the same.
+            let suffix = key.get(prefix.len()..)?;
+            lower
+                .starts_with(&prefix)
+                .then_some((suffix, value.as_str()))
+        })
+        .collect();
+    let inline = |key: &str| {
+        dynamic.get(key).map(|text| PemSource::Inline {
+            key: format!("{prefix}{key}"),
+            text: (*text).to_owned(),
+        })
+    };
+    let (chain, key) = match (
+        dynamic.get("ssl.keystore.location"),
+        inline("ssl.keystore.certificate.chain"),
+        inline("ssl.keystore.key"),
+    ) {
+        (Some(path), _, _) => (
+            PemSource::File(PathBuf::from(path)),
+            PemSource::File(PathBuf::from(path)),
+        ),
+        (None, Some(chain), Some(key)) => (chain, key),
+        _ => (static_sources.chain.clone(), static_sources.key.clone()),
+    };
+    let password = dynamic
+        .get("ssl.key.password")
+        .map(|password| (*password).to_owned())
+        .or(static_sources.password.clone());
+    Some(KeystoreSources {
+        chain,
+        key,
+        password,
+    })
+}
+
+/// Serves each TLS listener with the keystore the image gives it: new
+/// connections get the new certificate, open ones keep theirs. A keystore
+/// that cannot be used is logged and the one in use stays.
+fn apply_keystores(
+    config: &BrokerConfig,
+    image: &MetadataImage,
+    listeners: &[Arc<ListenerRuntime>],
+) {
+    for runtime in listeners {
+        let Some(certificate) = &runtime.certificate else {
+            continue;
+        };
+        let Some(wanted) = listener_keystore(config, image, &runtime.name) else {
+            continue;
+        };
+        if wanted == certificate.sources() {
+            continue;
+        }
+        match certificate.replace(wanted) {
+            Ok(()) => info!(listener = %runtime.name, "listener keystore replaced"),
+            Err(error) => warn!(
+                listener = %runtime.name,
+                %error,
+                "the new listener keystore cannot be used; the previous one stays"
+            ),
+        }
+    }
+}
+
+/// Keeps `quotas` and the listeners' keystores in line with every new
+/// metadata image.
+pub async fn follow_dynamic_configs(
     config: BrokerConfig,
     controller: Arc<dyn ControllerClient>,
     quotas: Arc<ConnectionQuotas>,
+    listeners: Vec<Arc<ListenerRuntime>>,
 ) {
     let mut images = controller.subscribe();
     loop {
@@ -127,6 +219,7 @@ pub async fn follow_connection_limits(
             info!(?settings, "connection limits changed");
             quotas.update(settings);
         }
+        apply_keystores(&config, &image, &listeners);
         if images.changed().await.is_err() {
             return;
         }

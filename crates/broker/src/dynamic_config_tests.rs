@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use strom_controller::records::{ConfigRecord, ConfigResourceType, MetadataRecord, Record};
 
@@ -82,4 +83,37 @@ fn listener_limits_and_overrides_are_parsed() {
         Some(&4),
         "a host name is resolved"
     );
+}
+
+#[test]
+fn a_listener_keystore_comes_from_this_brokers_dynamic_config() {
+    let config = config(&[
+        ("node.id", "1"),
+        ("listeners", "SECURE://127.0.0.1:0"),
+        ("listener.security.protocol.map", "SECURE:SSL"),
+        ("ssl.keystore.location", "/static.pem"),
+        ("ssl.key.password", "static"),
+    ]);
+    let static_keystore =
+        listener_keystore(&config, &MetadataImage::empty(), "SECURE").expect("a TLS listener");
+    assert_eq!(
+        static_keystore.chain,
+        PemSource::File(PathBuf::from("/static.pem"))
+    );
+    assert_eq!(
+        listener_keystore(&config, &MetadataImage::empty(), "OTHER"),
+        None
+    );
+    let image = image(&[
+        record(
+            "1",
+            "listener.name.secure.ssl.keystore.location",
+            "/new.pem",
+        ),
+        record("2", "listener.name.secure.ssl.key.password", "not-mine"),
+    ]);
+    let dynamic = listener_keystore(&config, &image, "SECURE").expect("a TLS listener");
+    assert_eq!(dynamic.chain, PemSource::File(PathBuf::from("/new.pem")));
+    assert_eq!(dynamic.key, PemSource::File(PathBuf::from("/new.pem")));
+    assert_eq!(dynamic.password.as_deref(), Some("static"));
 }

@@ -125,6 +125,15 @@ impl Server {
         self.sockets.iter().map(|bound| bound.local).collect()
     }
 
+    /// The listeners' runtimes, in address order (whose TLS certificates a
+    /// dynamic keystore config replaces).
+    pub fn listener_runtimes(&self) -> Vec<Arc<ListenerRuntime>> {
+        self.sockets
+            .iter()
+            .map(|bound| Arc::clone(&bound.runtime))
+            .collect()
+    }
+
     /// Listens on every bound socket: from here the kernel completes
     /// connections into the accept backlog, so the caller starts the
     /// returned server as soon as it can. Fails when a socket cannot

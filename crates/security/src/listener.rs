@@ -9,6 +9,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::{SaslSettings, SecurityConfig, SecurityProtocol, TlsSettings};
 use crate::error::SecurityError;
 use crate::principal::MappingRules;
+use crate::reload::ReloadingCertificate;
 use crate::tls;
 
 /// What the network layer needs to serve one listener.
@@ -19,6 +20,9 @@ pub struct ListenerRuntime {
     pub protocol: SecurityProtocol,
     /// The TLS acceptor, for SSL and SASL_SSL.
     pub acceptor: Option<TlsAcceptor>,
+    /// The acceptor's certificate, which a dynamic keystore config
+    /// replaces (for SSL and SASL_SSL).
+    pub certificate: Option<Arc<ReloadingCertificate>>,
     /// SASL settings, for SASL_PLAINTEXT and SASL_SSL.
     pub sasl: Option<SaslSettings>,
     /// `ssl.principal.mapping.rules`.
@@ -43,6 +47,7 @@ impl ListenerRuntime {
             name: name.to_owned(),
             protocol: SecurityProtocol::Plaintext,
             acceptor: None,
+            certificate: None,
             sasl: None,
             principal_mapping: MappingRules::parse("DEFAULT")
                 .unwrap_or_else(|_| unreachable!("DEFAULT is a valid rule")),
@@ -50,13 +55,13 @@ impl ListenerRuntime {
     }
 }
 
-/// The TLS acceptor of `listener` with `settings`.
+/// The TLS acceptor of `listener` with `settings`, and its certificate.
 pub(crate) fn tls_acceptor(
     listener: &str,
     settings: &TlsSettings,
-) -> Result<TlsAcceptor, SecurityError> {
-    tls::server_config(settings)
-        .map(TlsAcceptor::from)
+) -> Result<(TlsAcceptor, Arc<ReloadingCertificate>), SecurityError> {
+    tls::server_config_with_certificate(settings)
+        .map(|(config, certificate)| (TlsAcceptor::from(config), certificate))
         .map_err(|source| SecurityError::Tls {
             listener: listener.to_owned(),
             source,
@@ -77,14 +82,18 @@ pub fn listener_runtimes<'a>(
                     .ok_or_else(|| SecurityError::UnknownListener {
                         listener: name.to_owned(),
                     })?;
-            let acceptor = match &listener.tls {
-                Some(settings) => Some(tls_acceptor(name, settings)?),
-                None => None,
+            let (acceptor, certificate) = match &listener.tls {
+                Some(settings) => {
+                    let (acceptor, certificate) = tls_acceptor(name, settings)?;
+                    (Some(acceptor), Some(certificate))
+                }
+                None => (None, None),
             };
             Ok(Arc::new(ListenerRuntime {
                 name: name.to_owned(),
                 protocol: listener.protocol,
                 acceptor,
+                certificate,
                 sasl: listener.sasl.clone(),
                 principal_mapping: security.principal_mapping.clone(),
             }))

@@ -71,9 +71,17 @@ pub fn provider(cipher_suites: &[String]) -> Result<CryptoProvider, TlsSetupErro
 
 /// The rustls configuration of a listener.
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSetupError> {
+    server_config_with_certificate(settings).map(|(config, _)| config)
+}
+
+/// The rustls configuration of a listener and its certificate, which a
+/// dynamic keystore config replaces.
+pub fn server_config_with_certificate(
+    settings: &TlsSettings,
+) -> Result<(Arc<ServerConfig>, Arc<ReloadingCertificate>), TlsSetupError> {
     let provider = Arc::new(provider(&settings.cipher_suites)?);
     let versions = protocol_versions(settings)?;
-    let certified = ReloadingCertificate::new(settings, Arc::clone(&provider))?;
+    let certified = Arc::new(ReloadingCertificate::new(settings, Arc::clone(&provider))?);
     let verifier = match (&settings.truststore, settings.client_auth) {
         (_, ClientAuth::None) | (None, _) => WebPkiClientVerifier::no_client_auth(),
         (Some(truststore), client_auth) => {
@@ -94,8 +102,8 @@ pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSet
         .with_protocol_versions(&versions)
         .map_err(TlsSetupError::Rustls)?
         .with_client_cert_verifier(verifier)
-        .with_cert_resolver(Arc::new(certified));
-    Ok(Arc::new(config))
+        .with_cert_resolver(Arc::clone(&certified) as Arc<dyn rustls::server::ResolvesServerCert>);
+    Ok((Arc::new(config), certified))
 }
 
 #[cfg(test)]
