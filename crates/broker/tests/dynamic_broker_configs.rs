@@ -289,3 +289,79 @@ async fn max_connections_per_ip_applies_at_once() {
     drop((second, third));
     broker.shutdown().await;
 }
+
+/// Produces `count` records in one batch to partition 0; returns the error
+/// code.
+async fn produce(client: &mut Client, topic: &str, count: usize) -> i16 {
+    use strom_protocol::kafka::messages::produce_request::{
+        PartitionProduceData, TopicProduceData,
+    };
+    use strom_protocol::records::{Compression, RecordBatchBuilder};
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for index in 0..count {
+        builder
+            .append(
+                1_000 + index as i64,
+                None,
+                Some(format!("v{index}").as_bytes()),
+                &[],
+            )
+            .expect("append");
+    }
+    let request = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(string(topic)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(builder.build().expect("build")))])]);
+    let Response::Produce(response) = client.send(Request::Produce(request), 9).await else {
+        panic!("not a Produce response");
+    };
+    response.responses[0].partition_responses[0].error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_default_message_max_bytes_applies_to_topics_without_an_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = strom_broker::start(config(dir.path(), &[])).await.unwrap();
+    let mut client = Client::connect(&broker, "dynamic-test").await;
+    for (topic, configs) in [
+        ("plain", &[][..]),
+        ("own", &[("max.message.bytes", "100000")][..]),
+    ] {
+        let created = create_topic_answer(&mut client, topic, 1, configs).await;
+        assert_eq!(created.topics[0].error_code, 0);
+    }
+    assert_eq!(produce(&mut client, "plain", 5).await, 0);
+    let answer = alter(
+        &mut client,
+        BROKER,
+        "",
+        &[("message.max.bytes", 0, Some("20"))],
+        false,
+    )
+    .await;
+    assert_eq!(answer.error_code, 0);
+    assert_eq!(
+        produce(&mut client, "plain", 5).await,
+        ErrorCode::MessageTooLarge.code()
+    );
+    assert_eq!(
+        produce(&mut client, "own", 5).await,
+        0,
+        "its own override wins"
+    );
+    let answer = alter(
+        &mut client,
+        BROKER,
+        "",
+        &[("message.max.bytes", 1, None)],
+        false,
+    )
+    .await;
+    assert_eq!(answer.error_code, 0);
+    assert_eq!(produce(&mut client, "plain", 5).await, 0);
+    broker.shutdown().await;
+}
