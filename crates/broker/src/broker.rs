@@ -164,8 +164,11 @@ fn serve(
     tasks.push(tokio::spawn(crate::dynamic_config::follow_dynamic_configs(
         context.config.clone(),
         Arc::clone(&context.controller),
-        quotas,
-        listeners,
+        crate::dynamic_config::DynamicTargets {
+            quotas,
+            listeners,
+            logs: Arc::clone(context.replicas.logs()),
+        },
     )));
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(context))));
     observability.serving(context);

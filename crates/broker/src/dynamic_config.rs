@@ -1,6 +1,6 @@
 //! Dynamic broker configs (KIP-226) applied where they take effect outside
-//! the logs: the connection limits of the accept loop and the keystores of
-//! TLS listeners. (Topic defaults reach the logs through
+//! the logs: the connection limits of the accept loop, the keystores of
+//! TLS listeners and the log cleaner's `log.cleaner.backoff.ms`. (Topic defaults reach the logs through
 //! [`crate::replica_manager::topic_properties`].)
 //!
 //! A key's value is this broker's dynamic config, else the cluster-wide
@@ -21,6 +21,7 @@ use strom_protocol::broker_config::{parse_host_counts, LISTENER_PREFIX};
 use strom_security::config::PemSource;
 use strom_security::reload::KeystoreSources;
 use strom_security::ListenerRuntime;
+use strom_storage::LogManager;
 use tracing::{info, warn};
 
 use crate::config::BrokerConfig;
@@ -203,23 +204,45 @@ fn apply_keystores(
     }
 }
 
-/// Keeps `quotas` and the listeners' keystores in line with every new
-/// metadata image.
+/// The dynamic `log.cleaner.backoff.ms` (this broker's, else the cluster
+/// default); `None` when neither is set.
+pub fn dynamic_cleaner_backoff_ms(config: &BrokerConfig, image: &MetadataImage) -> Option<i64> {
+    const KEY: &str = "log.cleaner.backoff.ms";
+    [Some(config.node_id), None]
+        .into_iter()
+        .find_map(|broker| image.configs(&ConfigResource::Broker(broker)).get(KEY))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+/// Where the dynamic configs take effect outside the logs' topic configs.
+pub struct DynamicTargets {
+    /// The accept loop's connection limits.
+    pub quotas: Arc<ConnectionQuotas>,
+    /// The listeners (their TLS certificates).
+    pub listeners: Vec<Arc<ListenerRuntime>>,
+    /// The logs (the cleaner's backoff).
+    pub logs: Arc<LogManager>,
+}
+
+/// Keeps the connection limits, the listeners' keystores and the log
+/// cleaner's backoff in line with every new metadata image.
 pub async fn follow_dynamic_configs(
     config: BrokerConfig,
     controller: Arc<dyn ControllerClient>,
-    quotas: Arc<ConnectionQuotas>,
-    listeners: Vec<Arc<ListenerRuntime>>,
+    targets: DynamicTargets,
 ) {
     let mut images = controller.subscribe();
     loop {
         let image = Arc::clone(&images.borrow_and_update());
         let settings = connection_limits(&config, &image);
-        if settings != quotas.settings() {
+        if settings != targets.quotas.settings() {
             info!(?settings, "connection limits changed");
-            quotas.update(settings);
+            targets.quotas.update(settings);
         }
-        apply_keystores(&config, &image, &listeners);
+        apply_keystores(&config, &image, &targets.listeners);
+        targets
+            .logs
+            .set_cleaner_backoff_ms(dynamic_cleaner_backoff_ms(&config, &image));
         if images.changed().await.is_err() {
             return;
         }

@@ -117,3 +117,23 @@ fn a_listener_keystore_comes_from_this_brokers_dynamic_config() {
     assert_eq!(dynamic.key, PemSource::File(PathBuf::from("/new.pem")));
     assert_eq!(dynamic.password.as_deref(), Some("static"));
 }
+
+#[test]
+fn the_cleaner_backoff_is_this_brokers_else_the_defaults() {
+    let config = config(&[("node.id", "1"), ("log.cleaner.backoff.ms", "15000")]);
+    assert_eq!(
+        dynamic_cleaner_backoff_ms(&config, &MetadataImage::empty()),
+        None
+    );
+    let default_only = image(&[record("", "log.cleaner.backoff.ms", "500")]);
+    assert_eq!(
+        dynamic_cleaner_backoff_ms(&config, &default_only),
+        Some(500)
+    );
+    let both = image(&[
+        record("", "log.cleaner.backoff.ms", "500"),
+        record("1", "log.cleaner.backoff.ms", "200"),
+        record("2", "log.cleaner.backoff.ms", "100"),
+    ]);
+    assert_eq!(dynamic_cleaner_backoff_ms(&config, &both), Some(200));
+}
