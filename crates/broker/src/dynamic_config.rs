@@ -85,6 +85,10 @@ pub fn connection_limits(config: &BrokerConfig, image: &MetadataImage) -> Connec
         max_connection_creation_rate: number(&properties, "max.connection.creation.rate")
             .unwrap_or(defaults.max_connection_creation_rate),
         listeners,
+        protected_listener: config
+            .cluster
+            .as_ref()
+            .map(|cluster| cluster.inter_broker_listener_name.to_ascii_lowercase()),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Connection limits of the accept loop, changeable while the server runs
 //! (Kafka's `ConnectionQuotas`, KIP-226 and KIP-612):
 //!
-//! * `max.connections` (the broker) and `listener.name.<l>.max.connections`
-//!   (one listener): a connection over either is closed at once;
+//! * `max.connections` (the broker; the inter-broker listener is exempt, as
+//!   in Kafka) and `listener.name.<l>.max.connections` (one listener): a
+//!   connection over either is closed at once;
 //! * `max.connections.per.ip`, with `max.connections.per.ip.overrides`
 //!   per address: a connection over its address's limit is closed at once;
 //! * `max.connection.creation.rate` (the broker) and
@@ -45,6 +46,10 @@ pub struct ConnectionLimitSettings {
     pub max_connection_creation_rate: u32,
     /// Per-listener limits, by listener name in lower case.
     pub listeners: HashMap<String, ListenerConnectionLimits>,
+    /// The inter-broker listener (lower case): as in Kafka, its connections
+    /// are not held to the broker-wide `max.connections`, so replication
+    /// goes on when clients fill the broker (its own limits still apply).
+    pub protected_listener: Option<String>,
 }
 
 impl Default for ConnectionLimitSettings {
@@ -56,6 +61,7 @@ impl Default for ConnectionLimitSettings {
             per_ip_overrides: HashMap::new(),
             max_connection_creation_rate: i32::MAX as u32,
             listeners: HashMap::new(),
+            protected_listener: None,
         }
     }
 }
@@ -288,7 +294,8 @@ impl ConnectionQuotas {
 
 fn check(state: &State, listener: &str, ip: IpAddr) -> Option<ConnectionRefusal> {
     let settings = &state.settings;
-    if state.total >= settings.max_connections {
+    let protected = settings.protected_listener.as_deref() == Some(listener);
+    if !protected && state.total >= settings.max_connections {
         return Some(ConnectionRefusal::Broker {
             limit: settings.max_connections,
         });

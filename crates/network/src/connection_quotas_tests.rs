@@ -132,3 +132,30 @@ fn listener_rate_applies_to_its_listener_only() {
         assert_eq!(quotas.record_creation("fast", start), Duration::ZERO);
     }
 }
+
+#[test]
+fn the_inter_broker_listener_is_exempt_from_the_broker_wide_limit_only() {
+    let quotas = ConnectionQuotas::new(ConnectionLimitSettings {
+        max_connections: 1,
+        protected_listener: Some("replication".to_owned()),
+        listeners: HashMap::from([(
+            "replication".to_owned(),
+            ListenerConnectionLimits {
+                max_connections: Some(2),
+                max_connection_creation_rate: None,
+            },
+        )]),
+        ..ConnectionLimitSettings::default()
+    });
+    let _client = quotas.admit("client", ip(1)).expect("the one client");
+    assert!(quotas.admit("client", ip(2)).is_err());
+    let _a = quotas.admit("REPLICATION", ip(3)).expect("exempt");
+    let _b = quotas.admit("replication", ip(4)).expect("exempt");
+    assert_eq!(
+        quotas.admit("replication", ip(5)).unwrap_err(),
+        ConnectionRefusal::Listener {
+            listener: "replication".into(),
+            limit: 2
+        }
+    );
+}
