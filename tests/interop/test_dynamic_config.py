@@ -7,7 +7,9 @@ log.retention.ms set through one node of a 3-node cluster applies to
 topics without an override on every node (described as
 DYNAMIC_DEFAULT_BROKER_CONFIG, old records deleted) and survives a restart
 of the whole cluster; max.connections.per.ip refuses a client opening
-connections in a loop while a client from another address still connects.
+connections in a loop while a client from another address still connects;
+a listener keystore set per broker is served to new TLS connections; only a
+principal with ALTER_CONFIGS on the cluster may alter broker configs.
 """
 import socket
 import struct
@@ -258,5 +260,40 @@ def test_a_dynamic_listener_keystore_is_served_to_new_connections(strom_binary, 
         while served_certificate(port) != der(certs.path("server.pem")):
             assert time.monotonic() < deadline, "the static certificate is never served again"
             time.sleep(0.2)
+    finally:
+        broker.kill()
+
+
+# -------------------------------------------------------- authorization
+
+
+def test_altering_broker_configs_needs_alter_configs_on_the_cluster(strom_binary, tmp_path):
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       ResourcePatternType)
+
+    from security_setup import Certificates, mtls, start_broker
+
+    (tmp_path / "certs").mkdir()
+    certs = Certificates(tmp_path / "certs")
+    broker, ports = start_broker(strom_binary, tmp_path, certs, "SSL", {}, {
+        "ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    })
+    try:
+        admin = AdminClient(mtls(ports["SSL"], certs, "admin"))
+        client = AdminClient(mtls(ports["SSL"], certs, "client"))
+        with pytest.raises(KafkaException) as refused:
+            incremental(client, "1", "log.cleaner.threads", "2")
+        assert refused.value.args[0].name() == "CLUSTER_AUTHORIZATION_FAILED"
+        binding = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                             "User:client-1", "*", AclOperation.ALTER_CONFIGS,
+                             AclPermissionType.ALLOW)
+        for future in admin.create_acls([binding]).values():
+            future.result(timeout=30)
+        incremental(client, "1", "log.cleaner.threads", "2")
+        configs = described(admin, ResourceType.BROKER, "1")
+        assert configs["log.cleaner.threads"].source == DYNAMIC_BROKER
     finally:
         broker.kill()
