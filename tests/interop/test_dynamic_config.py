@@ -297,3 +297,52 @@ def test_altering_broker_configs_needs_alter_configs_on_the_cluster(strom_binary
         assert configs["log.cleaner.threads"].source == DYNAMIC_BROKER
     finally:
         broker.kill()
+
+
+def client_accepted(port: int, certs, name: str) -> bool:
+    """Whether a TLS connection with the client certificate `name` is kept
+    (a refused certificate ends it with an alert or at once)."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.load_cert_chain(certs.path(f"{name}.pem"), certs.path(f"{name}.key"))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            with context.wrap_socket(raw) as tls:
+                tls.settimeout(0.5)
+                return tls.recv(1) != b""
+        except socket.timeout:
+            return True
+        except (ssl.SSLError, ConnectionResetError):
+            return False
+
+
+def test_a_dynamic_listener_truststore_verifies_new_connections(strom_binary, tmp_path):
+    from security_setup import Certificates, mtls, start_broker
+
+    (tmp_path / "certs").mkdir()
+    certs = Certificates(tmp_path / "certs")
+    both = tmp_path / "both-cas.pem"
+    both.write_text(open(certs.ca).read() + open(certs.path("rogue-ca.pem")).read())
+    broker, ports = start_broker(strom_binary, tmp_path, certs, "SSL", {},
+                                 {"ssl.client.auth": "required"})
+    try:
+        port = ports["SSL"]
+        admin = AdminClient(mtls(port, certs, "admin"))
+        assert client_accepted(port, certs, "client")
+        assert not client_accepted(port, certs, "rogue")
+        incremental(admin, "1", "listener.name.ssl.ssl.truststore.location", str(both))
+        deadline = time.monotonic() + 15
+        while not client_accepted(port, certs, "rogue"):
+            assert time.monotonic() < deadline, "the new truststore is never used"
+            time.sleep(0.2)
+        assert client_accepted(port, certs, "client")
+        incremental(admin, "1", "listener.name.ssl.ssl.truststore.location")
+        deadline = time.monotonic() + 15
+        while client_accepted(port, certs, "rogue"):
+            assert time.monotonic() < deadline, "the static truststore is never used again"
+            time.sleep(0.2)
+    finally:
+        broker.kill()

@@ -1,6 +1,7 @@
 //! Dynamic broker configs (KIP-226) applied where they take effect outside
-//! the logs: the connection limits of the accept loop, the keystores of
-//! TLS listeners and the log cleaner's `log.cleaner.backoff.ms`. (Topic defaults reach the logs through
+//! the logs: the connection limits of the accept loop, the keystores and
+//! truststores of TLS listeners and the log cleaner's
+//! `log.cleaner.backoff.ms`. (Topic defaults reach the logs through
 //! [`crate::replica_manager::topic_properties`].)
 //!
 //! A key's value is this broker's dynamic config, else the cluster-wide
@@ -123,6 +124,56 @@ fn ip_overrides(value: &str) -> HashMap<IpAddr, usize> {
     overrides
 }
 
+/// This broker's dynamic configs of `listener`, by key after the
+/// `listener.name.<listener>.` prefix (matched without regard to case), and
+/// the prefix.
+fn listener_dynamic_configs<'a>(
+    config: &BrokerConfig,
+    image: &'a MetadataImage,
+    listener: &str,
+) -> (String, BTreeMap<&'a str, &'a str>) {
+    let prefix = format!("{LISTENER_PREFIX}{}.", listener.to_ascii_lowercase());
+    let dynamic = image
+        .configs(&ConfigResource::Broker(Some(config.node_id)))
+        .iter()
+        .filter_map(|(key, value)| {
+            // The prefix is ASCII: its length in `key` is the same.
+            let suffix = key.get(prefix.len()..)?;
+            key.to_ascii_lowercase()
+                .starts_with(&prefix)
+                .then_some((suffix, value.as_str()))
+        })
+        .collect();
+    (prefix, dynamic)
+}
+
+/// The truststore `listener` verifies client certificates with: this
+/// broker's dynamic `listener.name.<listener>.ssl.truststore.location` or
+/// `.ssl.truststore.certificates` when set, else the static one (`None`
+/// when the listener has none).
+pub fn listener_truststore(
+    config: &BrokerConfig,
+    image: &MetadataImage,
+    listener: &str,
+) -> Option<PemSource> {
+    let static_truststore = config
+        .security
+        .listener(listener)
+        .and_then(|security| security.tls.as_ref())
+        .and_then(|tls| tls.truststore.clone());
+    let (prefix, dynamic) = listener_dynamic_configs(config, image, listener);
+    if let Some(path) = dynamic.get("ssl.truststore.location") {
+        return Some(PemSource::File(PathBuf::from(path)));
+    }
+    if let Some(text) = dynamic.get("ssl.truststore.certificates") {
+        return Some(PemSource::Inline {
+            key: format!("{prefix}ssl.truststore.certificates"),
+            text: (*text).to_owned(),
+        });
+    }
+    static_truststore
+}
+
 /// The keystore `listener` serves with: this broker's dynamic
 /// `listener.name.<listener>.ssl.keystore.*` configs when any is set
 /// (keystores are per-broker only), else the static one (`None` for a
@@ -137,19 +188,7 @@ pub fn listener_keystore(
         .listener(listener)
         .and_then(|security| security.tls.as_ref())
         .map(KeystoreSources::of)?;
-    let prefix = format!("{LISTENER_PREFIX}{}.", listener.to_ascii_lowercase());
-    let dynamic: BTreeMap<&str, &str> = image
-        .configs(&ConfigResource::Broker(Some(config.node_id)))
-        .iter()
-        .filter_map(|(key, value)| {
-            let lower = key.to_ascii_lowercase();
-            // The prefix is ASCII: its length in `key` is the same.
-            let suffix = key.get(prefix.len()..)?;
-            lower
-                .starts_with(&prefix)
-                .then_some((suffix, value.as_str()))
-        })
-        .collect();
+    let (prefix, dynamic) = listener_dynamic_configs(config, image, listener);
     let inline = |key: &str| {
         dynamic.get(key).map(|text| PemSource::Inline {
             key: format!("{prefix}{key}"),
@@ -179,31 +218,39 @@ pub fn listener_keystore(
     })
 }
 
-/// Serves each TLS listener with the keystore the image gives it: new
-/// connections get the new certificate, open ones keep theirs. A keystore
-/// that cannot be used is logged and the one in use stays.
-fn apply_keystores(
+/// Serves each TLS listener with the keystore and truststore the image
+/// gives it: new connections get the new certificate and are verified with
+/// the new trusted certificates, open ones keep theirs. A store that cannot
+/// be used is logged and the one in use stays.
+fn apply_listener_stores(
     config: &BrokerConfig,
     image: &MetadataImage,
     listeners: &[Arc<ListenerRuntime>],
 ) {
     for runtime in listeners {
-        let Some(certificate) = &runtime.certificate else {
-            continue;
-        };
-        let Some(wanted) = listener_keystore(config, image, &runtime.name) else {
-            continue;
-        };
-        if wanted == certificate.sources() {
-            continue;
+        let name = &runtime.name;
+        if let (Some(certificate), Some(wanted)) =
+            (&runtime.certificate, listener_keystore(config, image, name))
+        {
+            if wanted != certificate.sources() {
+                match certificate.replace(wanted) {
+                    Ok(()) => info!(listener = %name, "listener keystore replaced"),
+                    Err(error) => warn!(listener = %name, %error,
+                        "the new listener keystore cannot be used; the previous one stays"),
+                }
+            }
         }
-        match certificate.replace(wanted) {
-            Ok(()) => info!(listener = %runtime.name, "listener keystore replaced"),
-            Err(error) => warn!(
-                listener = %runtime.name,
-                %error,
-                "the new listener keystore cannot be used; the previous one stays"
-            ),
+        if let (Some(truststore), Some(wanted)) = (
+            &runtime.truststore,
+            listener_truststore(config, image, name),
+        ) {
+            if wanted != truststore.source() {
+                match truststore.replace(wanted) {
+                    Ok(()) => info!(listener = %name, "listener truststore replaced"),
+                    Err(error) => warn!(listener = %name, %error,
+                        "the new listener truststore cannot be used; the previous one stays"),
+                }
+            }
         }
     }
 }
@@ -243,7 +290,7 @@ pub async fn follow_dynamic_configs(
             info!(?settings, "connection limits changed");
             targets.quotas.update(settings);
         }
-        apply_keystores(&config, &image, &targets.listeners);
+        apply_listener_stores(&config, &image, &targets.listeners);
         targets
             .logs
             .set_cleaner_backoff_ms(dynamic_cleaner_backoff_ms(&config, &image));

@@ -137,3 +137,49 @@ fn the_cleaner_backoff_is_this_brokers_else_the_defaults() {
     ]);
     assert_eq!(dynamic_cleaner_backoff_ms(&config, &both), Some(200));
 }
+
+#[test]
+fn a_listener_truststore_comes_from_this_brokers_dynamic_config() {
+    let config = config(&[
+        ("node.id", "1"),
+        ("listeners", "SECURE://127.0.0.1:0"),
+        ("listener.security.protocol.map", "SECURE:SSL"),
+        ("ssl.keystore.location", "/static.pem"),
+        ("ssl.truststore.location", "/ca.pem"),
+        ("ssl.client.auth", "required"),
+    ]);
+    let empty = MetadataImage::empty();
+    assert_eq!(
+        listener_truststore(&config, &empty, "SECURE"),
+        Some(PemSource::File(PathBuf::from("/ca.pem")))
+    );
+    let image = image(&[
+        record(
+            "1",
+            "listener.name.SECURE.ssl.truststore.location",
+            "/new-ca.pem",
+        ),
+        record(
+            "",
+            "listener.name.secure.ssl.truststore.location",
+            "/ignored.pem",
+        ),
+    ]);
+    assert_eq!(
+        listener_truststore(&config, &image, "SECURE"),
+        Some(PemSource::File(PathBuf::from("/new-ca.pem")))
+    );
+    let inline = image_with_inline();
+    assert!(matches!(
+        listener_truststore(&config, &inline, "secure"),
+        Some(PemSource::Inline { text, .. }) if text == "PEM"
+    ));
+}
+
+fn image_with_inline() -> MetadataImage {
+    image(&[record(
+        "1",
+        "listener.name.secure.ssl.truststore.certificates",
+        "PEM",
+    )])
+}

@@ -11,6 +11,8 @@ use crate::error::SecurityError;
 use crate::principal::MappingRules;
 use crate::reload::ReloadingCertificate;
 use crate::tls;
+use crate::tls::ServerTls;
+use crate::truststore::ReloadingTruststore;
 
 /// What the network layer needs to serve one listener.
 pub struct ListenerRuntime {
@@ -23,6 +25,10 @@ pub struct ListenerRuntime {
     /// The acceptor's certificate, which a dynamic keystore config
     /// replaces (for SSL and SASL_SSL).
     pub certificate: Option<Arc<ReloadingCertificate>>,
+    /// The acceptor's client-certificate verifier, which a dynamic
+    /// truststore config replaces (when the listener asks for client
+    /// certificates).
+    pub truststore: Option<Arc<ReloadingTruststore>>,
     /// SASL settings, for SASL_PLAINTEXT and SASL_SSL.
     pub sasl: Option<SaslSettings>,
     /// `ssl.principal.mapping.rules`.
@@ -48,6 +54,7 @@ impl ListenerRuntime {
             protocol: SecurityProtocol::Plaintext,
             acceptor: None,
             certificate: None,
+            truststore: None,
             sasl: None,
             principal_mapping: MappingRules::parse("DEFAULT")
                 .unwrap_or_else(|_| unreachable!("DEFAULT is a valid rule")),
@@ -55,13 +62,14 @@ impl ListenerRuntime {
     }
 }
 
-/// The TLS acceptor of `listener` with `settings`, and its certificate.
+/// The TLS acceptor of `listener` with `settings`, its certificate and its
+/// truststore.
 pub(crate) fn tls_acceptor(
     listener: &str,
     settings: &TlsSettings,
-) -> Result<(TlsAcceptor, Arc<ReloadingCertificate>), SecurityError> {
-    tls::server_config_with_certificate(settings)
-        .map(|(config, certificate)| (TlsAcceptor::from(config), certificate))
+) -> Result<(TlsAcceptor, ServerTls), SecurityError> {
+    tls::server_tls(settings)
+        .map(|tls| (TlsAcceptor::from(Arc::clone(&tls.config)), tls))
         .map_err(|source| SecurityError::Tls {
             listener: listener.to_owned(),
             source,
@@ -82,18 +90,19 @@ pub fn listener_runtimes<'a>(
                     .ok_or_else(|| SecurityError::UnknownListener {
                         listener: name.to_owned(),
                     })?;
-            let (acceptor, certificate) = match &listener.tls {
+            let (acceptor, certificate, truststore) = match &listener.tls {
                 Some(settings) => {
-                    let (acceptor, certificate) = tls_acceptor(name, settings)?;
-                    (Some(acceptor), Some(certificate))
+                    let (acceptor, tls) = tls_acceptor(name, settings)?;
+                    (Some(acceptor), Some(tls.certificate), tls.truststore)
                 }
-                None => (None, None),
+                None => (None, None, None),
             };
             Ok(Arc::new(ListenerRuntime {
                 name: name.to_owned(),
                 protocol: listener.protocol,
                 acceptor,
                 certificate,
+                truststore,
                 sasl: listener.sasl.clone(),
                 principal_mapping: security.principal_mapping.clone(),
             }))

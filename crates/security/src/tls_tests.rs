@@ -233,3 +233,39 @@ fn a_replaced_keystore_serves_new_connections_and_a_broken_one_is_refused() {
     assert_eq!(reloading.current().cert[0], cert_of(second.path()));
     assert_eq!(reloading.sources(), replacement);
 }
+
+#[test]
+fn a_replaced_truststore_is_used_and_an_unreadable_one_refused() {
+    use crate::truststore::ReloadingTruststore;
+    use rustls::server::danger::ClientCertVerifier;
+
+    let (first, second) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    keys(first.path());
+    keys(second.path());
+    let provider = Arc::new(provider(&[]).expect("provider"));
+    let truststore = ReloadingTruststore::new(
+        &file(first.path(), "cert.pem"),
+        ClientAuth::Required,
+        provider,
+    )
+    .expect("loads");
+    assert!(truststore.offer_client_auth() && truststore.client_auth_mandatory());
+    assert!(truststore.root_hint_subjects().is_empty());
+    truststore
+        .replace(file(second.path(), "cert.pem"))
+        .expect("replaced");
+    assert_eq!(truststore.source(), file(second.path(), "cert.pem"));
+    assert!(truststore
+        .replace(file(second.path(), "absent.pem"))
+        .is_err());
+    assert!(
+        truststore
+            .replace(file(second.path(), "plain.pem"))
+            .is_err(),
+        "a key is no certificate"
+    );
+    assert_eq!(truststore.source(), file(second.path(), "cert.pem"));
+}
