@@ -288,12 +288,19 @@ def test_confluent_broker_configs(broker):
     assert configs["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert configs["num.partitions"].value == "1"
     assert configs["num.partitions"].source == ConfigSource.DEFAULT_CONFIG.value
-    assert all(entry.is_read_only for entry in configs.values())
+    # Static keys are read-only; the dynamic ones (KIP-226) are not.
+    assert configs["log.dirs"].is_read_only
+    assert not configs["log.retention.ms"].is_read_only
 
-    change = ConfigResource(ResourceType.BROKER, "1", set_config={"log.retention.ms": "1000"})
+    change = ConfigResource(ResourceType.BROKER, "1", set_config={"log.dirs": "/elsewhere"})
     with pytest.raises(KafkaException) as error:
         admin.alter_configs([change])[change].result(timeout=TIMEOUT_S)
     assert error.value.args[0].code() == KafkaError.INVALID_REQUEST
+    change = ConfigResource(ResourceType.BROKER, "1", set_config={"log.retention.ms": "86400000"})
+    admin.alter_configs([change])[change].result(timeout=TIMEOUT_S)
+    configs = admin.describe_configs([resource])[resource].result(timeout=TIMEOUT_S)
+    assert configs["log.retention.ms"].value == "86400000"
+    assert configs["log.retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
 
 
 @pytest.mark.timeout(90)

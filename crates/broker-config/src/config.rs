@@ -178,6 +178,11 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("socket.request.max.bytes", "104857600"),
     ("connections.max.idle.ms", "600000"),
     ("max.connections", "2147483647"),
+    // Applied by the broker's accept loop (`strom_broker::dynamic_config`),
+    // dynamic as in Kafka.
+    ("max.connections.per.ip", "2147483647"),
+    ("max.connections.per.ip.overrides", ""),
+    ("max.connection.creation.rate", "2147483647"),
     ("offsets.topic.num.partitions", "50"),
     ("offsets.topic.replication.factor", "3"),
     ("offsets.retention.minutes", "10080"),
@@ -436,6 +441,18 @@ pub fn is_topic_default_key(key: &str) -> bool {
     topic_config::broker_synonyms().any(|(synonym, _)| synonym.name == key)
 }
 
+/// `listener.name.<l>.max.connections` and
+/// `listener.name.<l>.max.connection.creation.rate`: applied by the
+/// broker's accept loop (`strom_broker::dynamic_config`).
+fn is_listener_connection_limit(key: &str) -> bool {
+    key.strip_prefix("listener.name.")
+        .and_then(|rest| rest.split_once('.'))
+        .is_some_and(|(listener, suffix)| {
+            !listener.is_empty()
+                && matches!(suffix, "max.connections" | "max.connection.creation.rate")
+        })
+}
+
 fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
     // Accepted as the topic default `preallocate`, which segments do not
     // act on (they grow as records are appended): say so when it is asked for.
@@ -456,6 +473,7 @@ fn collect_warnings(map: &BTreeMap<String, String>) -> Vec<ConfigWarning> {
                     .any(|(known, _)| known == key)
                 && !is_topic_default_key(key)
                 && !strom_security::is_security_key(key)
+                && !is_listener_connection_limit(key)
         })
         .map(|key| {
             if IGNORED_KEYS.contains(&key.as_str()) {
@@ -649,6 +667,23 @@ mod tests {
         assert!(warnings.contains(&ConfigWarning::Unknown {
             key: "log.retension.hours".to_owned()
         }));
+    }
+
+    #[test]
+    fn listener_connection_limits_are_known() {
+        let (_, warnings) = BrokerConfig::from_map(&map(&[
+            ("listener.name.external.max.connections", "8"),
+            ("listener.name.external.max.connection.creation.rate", "8"),
+            ("listener.name.external.max.connections.per.ip", "8"),
+            ("max.connections.per.ip", "8"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            warnings,
+            vec![ConfigWarning::Unknown {
+                key: "listener.name.external.max.connections.per.ip".to_owned()
+            }]
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use strom_config::meta_properties;
 use strom_controller::producer_ids::ProducerIdManager;
 use strom_controller::runtime::{ControllerClient, LocalController, LocalControllerConfig};
-use strom_network::{NetworkConfig, Server, ServerHandle};
+use strom_network::{ConnectionQuotas, NetworkConfig, Server, ServerHandle};
 use strom_observability::Observability;
 use strom_replication::fetch_session::FetchSessionCache;
 use strom_storage::manager::Scheduler;
@@ -148,14 +148,31 @@ fn serve(
     inter_broker: Option<Arc<strom_security::peer::PeerConnector>>,
     observability: &Observability,
 ) -> Result<(ServerHandle, Vec<JoinHandle<()>>), StartError> {
-    let server = server.listen().map_err(|error| StartError::Bind {
-        address: error.address,
-        source: error.source,
-    })?;
+    let quotas = ConnectionQuotas::new(crate::dynamic_config::connection_limits(
+        &context.config,
+        &context.controller.image(),
+    ));
+    let listeners = server.listener_runtimes();
+    let server = server
+        .with_connection_quotas(Arc::clone(&quotas))
+        .listen()
+        .map_err(|error| StartError::Bind {
+            address: error.address,
+            source: error.source,
+        })?;
     if let Some(connector) = inter_broker {
         start_replica_fetchers(context, connector);
     }
-    let tasks = spawn_background_tasks(context);
+    let mut tasks = spawn_background_tasks(context);
+    tasks.push(tokio::spawn(crate::dynamic_config::follow_dynamic_configs(
+        context.config.clone(),
+        Arc::clone(&context.controller),
+        crate::dynamic_config::DynamicTargets {
+            quotas,
+            listeners,
+            logs: Arc::clone(context.replicas.logs()),
+        },
+    )));
     let server = server.start(Arc::new(Dispatcher::new(Arc::clone(context))));
     observability.serving(context);
     let config = &context.config;
@@ -258,7 +275,7 @@ async fn open_logs(
         .map(|topic| {
             (
                 topic.name.clone(),
-                topic_log_config(config.topic_defaults(), &image, &topic.name),
+                topic_log_config(config.topic_defaults(), &image, config.node_id, &topic.name),
             )
         })
         .collect();

@@ -47,6 +47,7 @@ pub mod blocking;
 pub mod broker;
 pub mod claims;
 pub mod cluster_node;
+pub mod dynamic_config;
 pub mod environment;
 pub mod error;
 pub mod groups;

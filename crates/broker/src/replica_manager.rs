@@ -268,23 +268,16 @@ impl ReplicaManager {
     /// Without tiered storage on the broker, `remote.storage.enable` is
     /// not acted on (the topic keeps Kafka's plain retention).
     pub fn log_config(&self, image: &MetadataImage, topic: &str) -> LogConfig {
-        let mut config = topic_log_config(&self.topic_defaults, image, topic);
+        let mut config = topic_log_config(&self.topic_defaults, image, self.node_id, topic);
         config.remote_storage_enable &= self.remote.get().is_some();
         config
     }
 
-    /// A topic's `min.insync.replicas` (its config, else the broker's).
+    /// A topic's `min.insync.replicas` (its config, else the broker's
+    /// dynamic then static one).
     pub fn min_insync_replicas(&self, image: &MetadataImage, topic: &str) -> usize {
-        image
-            .config(
-                &ConfigResource::Topic(topic.to_owned()),
-                "min.insync.replicas",
-            )
-            .or_else(|| {
-                self.topic_defaults
-                    .get("min.insync.replicas")
-                    .map(String::as_str)
-            })
+        topic_properties(&self.topic_defaults, image, self.node_id, topic)
+            .get("min.insync.replicas")
             .and_then(|value| value.parse::<usize>().ok())
             .unwrap_or(1)
     }
@@ -660,18 +653,39 @@ struct ImagePlan {
     roles: Vec<(TopicPartition, Uuid, WantedRole)>,
 }
 
-/// The typed log config of a topic: Kafka's defaults, then the broker's
-/// `log.*` settings (`topic_defaults`, under topic-level names), then the
-/// topic's own configs from the metadata image.
-pub fn topic_log_config(
+/// A topic's configs under topic-level names, lowest precedence first:
+/// the broker's `log.*` settings (`topic_defaults`), the cluster-wide
+/// dynamic broker defaults, this broker's dynamic configs (both under
+/// broker names in the image, KIP-226), then the topic's own configs.
+pub fn topic_properties(
     topic_defaults: &std::collections::BTreeMap<String, String>,
     image: &MetadataImage,
+    node_id: i32,
     topic: &str,
-) -> LogConfig {
+) -> std::collections::BTreeMap<String, String> {
     let mut properties = topic_defaults.clone();
+    for broker in [None, Some(node_id)] {
+        for (key, value) in image.configs(&ConfigResource::Broker(broker)) {
+            if let Some(definition) = strom_protocol::topic_config::topic_config_by_broker_name(key)
+            {
+                properties.insert(definition.name.to_owned(), value.clone());
+            }
+        }
+    }
     for (key, value) in image.configs(&ConfigResource::Topic(topic.to_owned())) {
         properties.insert(key.clone(), value.clone());
     }
+    properties
+}
+
+/// The typed log config of a topic, from [`topic_properties`].
+pub fn topic_log_config(
+    topic_defaults: &std::collections::BTreeMap<String, String>,
+    image: &MetadataImage,
+    node_id: i32,
+    topic: &str,
+) -> LogConfig {
+    let properties = topic_properties(topic_defaults, image, node_id, topic);
     match LogConfig::from_properties(&properties) {
         Ok(parsed) => parsed.config,
         Err(error) => {

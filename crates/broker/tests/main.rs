@@ -12,6 +12,7 @@ mod cluster_security;
 mod console_acls;
 mod consumer_groups;
 mod coordinator_failover;
+mod dynamic_broker_configs;
 mod elections;
 mod fetch_sessions;
 mod groups;

@@ -624,6 +624,20 @@ pub enum ControllerError {
         #[source]
         reason: ConfigProblem,
     },
+    /// `INVALID_REQUEST`: a broker key that cannot be changed while the
+    /// broker runs (read-only in Kafka's terms, or unknown).
+    #[error("cannot update this config dynamically: {key}")]
+    ReadOnlyConfig {
+        /// The key.
+        key: String,
+    },
+    /// `INVALID_REQUEST`: a per-broker-only key (keystores, truststores)
+    /// set as the cluster-wide default.
+    #[error("cannot update {key} at the cluster default level; a broker id must be given")]
+    PerBrokerConfig {
+        /// The key.
+        key: String,
+    },
     /// `INVALID_REQUEST`: a resource type other than topic or broker.
     #[error("config resource type {resource_type} is not supported")]
     UnsupportedConfigResource {

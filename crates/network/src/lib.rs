@@ -1,8 +1,8 @@
 //! Strom's Kafka network server: listeners, connections, and the
 //! request/response pipeline of each connection.
 //!
-//! This crate owns the accept loop ([`Server`], with `max.connections`
-//! and the TLS handshake of SSL and SASL_SSL listeners), each
+//! This crate owns the accept loop ([`Server`], with the connection limits
+//! of [`connection_quotas`] and the TLS handshake of SSL and SASL_SSL listeners), each
 //! connection's framing, decoding and ordering of answers, the context a
 //! request is handled in ([`RequestContext`]), the handler interface
 //! ([`RequestHandler`], [`Reply`], [`Answer`]) and the process's network
@@ -39,12 +39,17 @@
 //! The crate has no feature flags.
 
 mod connection;
+pub mod connection_quotas;
 pub mod error;
 pub mod metrics;
 pub mod region;
 mod request;
 mod server;
 
+pub use connection_quotas::{
+    ConnectionLimitSettings, ConnectionPermit, ConnectionQuotas, ConnectionRefusal,
+    ListenerConnectionLimits,
+};
 pub use error::BindError;
 pub use region::{FileRegion, Region};
 pub use request::{Answer, ConnectionMute, DeferredReply, Reply, RequestContext, RequestHandler};

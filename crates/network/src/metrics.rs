@@ -82,6 +82,8 @@ impl NetworkMetrics {
             bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
             undecodable_requests: self.undecodable_requests.load(Ordering::Relaxed),
             page_cache_loads: self.page_cache_loads.load(Ordering::Relaxed),
+            connections_refused: crate::connection_quotas::CONNECTION_LIMITS.refused(),
+            connection_accepts_throttled: crate::connection_quotas::CONNECTION_LIMITS.throttled(),
         }
     }
 }

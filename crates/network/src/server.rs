@@ -18,11 +18,12 @@ use std::time::Duration;
 use strom_security::principal::certificate_subject;
 use strom_security::{ListenerRuntime, Principal, Session};
 use tokio::net::{TcpListener, TcpSocket};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use crate::connection::{serve_plain, serve_tls, ConnectionLimits, ConnectionParts};
+use crate::connection_quotas::{ConnectionLimitSettings, ConnectionQuotas};
 use crate::error::BindError;
 use crate::metrics::NETWORK;
 use crate::request::RequestHandler;
@@ -53,6 +54,7 @@ pub struct NetworkConfig {
 pub struct Server {
     sockets: Vec<BoundSocket>,
     config: NetworkConfig,
+    quotas: Arc<ConnectionQuotas>,
 }
 
 /// One bound, not yet listening, socket.
@@ -99,12 +101,37 @@ impl Server {
                 runtime,
             });
         }
-        Ok(Server { sockets, config })
+        let quotas = ConnectionQuotas::new(ConnectionLimitSettings {
+            max_connections: config.max_connections,
+            ..ConnectionLimitSettings::default()
+        });
+        Ok(Server {
+            sockets,
+            config,
+            quotas,
+        })
+    }
+
+    /// Serves with these connection limits (shared with whoever changes
+    /// them while the server runs) in place of the `max.connections` of
+    /// the [`NetworkConfig`].
+    pub fn with_connection_quotas(mut self, quotas: Arc<ConnectionQuotas>) -> Server {
+        self.quotas = quotas;
+        self
     }
 
     /// The bound addresses.
     pub fn local_addresses(&self) -> Vec<SocketAddr> {
         self.sockets.iter().map(|bound| bound.local).collect()
+    }
+
+    /// The listeners' runtimes, in address order (whose TLS certificates a
+    /// dynamic keystore config replaces).
+    pub fn listener_runtimes(&self) -> Vec<Arc<ListenerRuntime>> {
+        self.sockets
+            .iter()
+            .map(|bound| Arc::clone(&bound.runtime))
+            .collect()
     }
 
     /// Listens on every bound socket: from here the kernel completes
@@ -128,6 +155,7 @@ impl Server {
             addresses,
             listeners,
             config: self.config,
+            quotas: self.quotas,
         })
     }
 }
@@ -137,6 +165,7 @@ pub struct ListeningServer {
     addresses: Vec<SocketAddr>,
     listeners: Vec<(TcpListener, Arc<ListenerRuntime>)>,
     config: NetworkConfig,
+    quotas: Arc<ConnectionQuotas>,
 }
 
 impl ListeningServer {
@@ -150,10 +179,8 @@ impl ListeningServer {
         let (shutdown, shutdown_receiver) = watch::channel(false);
         let config = self.config;
         let listeners = self.listeners;
+        let quotas = self.quotas;
         let task = tokio::spawn(async move {
-            let permits = Arc::new(Semaphore::new(
-                config.max_connections.min(Semaphore::MAX_PERMITS),
-            ));
             let mut accept_loops = JoinSet::new();
             for (listener, runtime) in listeners {
                 accept_loops.spawn(accept_loop(
@@ -161,7 +188,7 @@ impl ListeningServer {
                     runtime,
                     Arc::clone(&handler),
                     config,
-                    Arc::clone(&permits),
+                    Arc::clone(&quotas),
                     shutdown_receiver.clone(),
                 ));
             }
@@ -208,7 +235,7 @@ async fn accept_loop(
     runtime: Arc<ListenerRuntime>,
     handler: Arc<dyn RequestHandler>,
     config: NetworkConfig,
-    permits: Arc<Semaphore>,
+    quotas: Arc<ConnectionQuotas>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let limits = ConnectionLimits {
@@ -231,20 +258,40 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            warn!(%peer, max_connections = config.max_connections, "connection refused: max.connections reached");
-            drop(stream);
-            continue;
+        let permit = match quotas.admit(&runtime.name, peer.ip()) {
+            Ok(permit) => permit,
+            Err(refusal) => {
+                info!(%peer, listener = %runtime.name, %refusal, "connection refused");
+                drop(stream);
+                continue;
+            }
         };
         let handler = Arc::clone(&handler);
-        let shutdown = shutdown.clone();
-        let runtime = Arc::clone(&runtime);
+        let connection_shutdown = shutdown.clone();
+        let connection_runtime = Arc::clone(&runtime);
         NETWORK.connection_opened();
         connections.spawn(async move {
-            serve_accepted(stream, peer, runtime, handler, limits, shutdown).await;
+            serve_accepted(
+                stream,
+                peer,
+                connection_runtime,
+                handler,
+                limits,
+                connection_shutdown,
+            )
+            .await;
             NETWORK.connection_closed();
             drop(permit);
         });
+        // KIP-612: over a creation rate, the listener waits before its
+        // next accept (connections queue in the kernel's backlog).
+        let delay = quotas.record_creation(&runtime.name, std::time::Instant::now());
+        if !delay.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = shutdown.changed() => break,
+            }
+        }
     }
     drop(listener);
     info!("listener closed; waiting for open connections to finish");

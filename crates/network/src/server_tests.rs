@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::*;
+use crate::connection_quotas::{ConnectionLimitSettings, ConnectionQuotas};
 use crate::request::{Reply, RequestContext};
 
 /// Answers every request with an empty ApiVersions response.
@@ -115,5 +116,74 @@ async fn a_second_server_cannot_bind_a_listening_port() {
     };
     assert_eq!(error.address, address);
     assert_eq!(error.source.kind(), std::io::ErrorKind::AddrInUse);
+    handle.shutdown().await;
+}
+
+/// Whether the server keeps a new connection open (a refused one is closed
+/// at once: the read sees the end of the stream).
+async fn kept_open(address: SocketAddr) -> Option<TcpStream> {
+    let mut stream = TcpStream::connect(address).await.expect("connect");
+    let mut byte = [0u8; 1];
+    match tokio::time::timeout(Duration::from_millis(200), stream.read(&mut byte)).await {
+        Err(_) => Some(stream),
+        Ok(_) => None,
+    }
+}
+
+#[tokio::test]
+async fn the_accept_loop_follows_changed_connection_limits() {
+    let quotas = ConnectionQuotas::new(ConnectionLimitSettings::default());
+    let server = Server::bind(&[loopback()], Vec::new(), config())
+        .await
+        .expect("bind")
+        .with_connection_quotas(Arc::clone(&quotas));
+    let address = server.local_addresses()[0];
+    let handle = server
+        .listen()
+        .expect("listen")
+        .start(Arc::new(AnswersApiVersions));
+    let first = kept_open(address).await.expect("no limit yet");
+    quotas.update(ConnectionLimitSettings {
+        max_connections_per_ip: 2,
+        ..ConnectionLimitSettings::default()
+    });
+    let second = kept_open(address).await.expect("the second of two");
+    assert!(
+        kept_open(address).await.is_none(),
+        "over max.connections.per.ip"
+    );
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(api_versions(address).await, 41, "a freed place is served");
+    drop(second);
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_creation_rate_delays_accepts_without_refusing() {
+    let quotas = ConnectionQuotas::new(ConnectionLimitSettings {
+        max_connection_creation_rate: 4,
+        ..ConnectionLimitSettings::default()
+    });
+    let server = Server::bind(&[loopback()], Vec::new(), config())
+        .await
+        .expect("bind")
+        .with_connection_quotas(quotas);
+    let address = server.local_addresses()[0];
+    let handle = server
+        .listen()
+        .expect("listen")
+        .start(Arc::new(AnswersApiVersions));
+    let started = std::time::Instant::now();
+    for _ in 0..8 {
+        assert_eq!(api_versions(address).await, 41, "delayed, never refused");
+    }
+    // Four at once, then one per quarter second: the waits come after the
+    // fifth, sixth and seventh accepts (the eighth's after it is served).
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
     handle.shutdown().await;
 }

@@ -87,7 +87,7 @@ fn encode_network(encoder: &mut DescriptorEncoder<'_>, counts: NetworkCounts) ->
         "Open client connections",
         vec![(Vec::new(), i64::try_from(open).unwrap_or(i64::MAX))],
     )?;
-    let counters: [(&str, &str, u64); 6] = [
+    let counters: [(&str, &str, u64); 8] = [
         (
             "kafka_server_socket_server_metrics_connection_creation",
             "Connections accepted (connection-creation-total)",
@@ -117,6 +117,16 @@ fn encode_network(encoder: &mut DescriptorEncoder<'_>, counts: NetworkCounts) ->
             "strom_log_page_cache_loads",
             "Fetched segment ranges read into the page cache before sendfile",
             counts.page_cache_loads,
+        ),
+        (
+            "strom_network_connections_refused",
+            "Connections closed at accept by max.connections, a listener's max.connections or max.connections.per.ip",
+            counts.connections_refused,
+        ),
+        (
+            "strom_network_connection_accepts_throttled",
+            "Accepts delayed by max.connection.creation.rate (broker or listener)",
+            counts.connection_accepts_throttled,
         ),
     ];
     for (name, help, value) in counters {

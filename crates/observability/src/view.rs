@@ -158,6 +158,11 @@ pub struct NetworkCounts {
     pub undecodable_requests: u64,
     /// Fetched ranges read into the page cache before `sendfile`.
     pub page_cache_loads: u64,
+    /// Connections closed at accept by a connection limit
+    /// (`max.connections`, per listener, per IP).
+    pub connections_refused: u64,
+    /// Accepts delayed by a connection creation rate (KIP-612).
+    pub connection_accepts_throttled: u64,
 }
 
 /// A registered broker.

@@ -31,6 +31,7 @@
 
 pub mod acl;
 pub mod api;
+pub mod broker_config;
 pub mod chunked;
 pub mod crc;
 pub mod error;

@@ -143,6 +143,9 @@ pub enum ConfigValueError {
         /// The maximum, as text.
         maximum: String,
     },
+    /// The value is not a `host:count,...` list.
+    #[error("not a list of host:count entries")]
+    NotHostCounts,
     /// The value is not one of the allowed words.
     #[error("not one of: {}", allowed.join(", "))]
     NotAllowed {

@@ -61,6 +61,7 @@ pub mod sasl_client;
 pub mod session;
 pub mod tls;
 pub mod tls_client;
+pub mod truststore;
 
 pub use config::{is_security_key, SecurityConfig, SecurityProtocol};
 pub use error::SecurityError;

@@ -9,7 +9,10 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::{SaslSettings, SecurityConfig, SecurityProtocol, TlsSettings};
 use crate::error::SecurityError;
 use crate::principal::MappingRules;
+use crate::reload::ReloadingCertificate;
 use crate::tls;
+use crate::tls::ServerTls;
+use crate::truststore::ReloadingTruststore;
 
 /// What the network layer needs to serve one listener.
 pub struct ListenerRuntime {
@@ -19,6 +22,13 @@ pub struct ListenerRuntime {
     pub protocol: SecurityProtocol,
     /// The TLS acceptor, for SSL and SASL_SSL.
     pub acceptor: Option<TlsAcceptor>,
+    /// The acceptor's certificate, which a dynamic keystore config
+    /// replaces (for SSL and SASL_SSL).
+    pub certificate: Option<Arc<ReloadingCertificate>>,
+    /// The acceptor's client-certificate verifier, which a dynamic
+    /// truststore config replaces (when the listener asks for client
+    /// certificates).
+    pub truststore: Option<Arc<ReloadingTruststore>>,
     /// SASL settings, for SASL_PLAINTEXT and SASL_SSL.
     pub sasl: Option<SaslSettings>,
     /// `ssl.principal.mapping.rules`.
@@ -43,6 +53,8 @@ impl ListenerRuntime {
             name: name.to_owned(),
             protocol: SecurityProtocol::Plaintext,
             acceptor: None,
+            certificate: None,
+            truststore: None,
             sasl: None,
             principal_mapping: MappingRules::parse("DEFAULT")
                 .unwrap_or_else(|_| unreachable!("DEFAULT is a valid rule")),
@@ -50,13 +62,14 @@ impl ListenerRuntime {
     }
 }
 
-/// The TLS acceptor of `listener` with `settings`.
+/// The TLS acceptor of `listener` with `settings`, its certificate and its
+/// truststore.
 pub(crate) fn tls_acceptor(
     listener: &str,
     settings: &TlsSettings,
-) -> Result<TlsAcceptor, SecurityError> {
-    tls::server_config(settings)
-        .map(TlsAcceptor::from)
+) -> Result<(TlsAcceptor, ServerTls), SecurityError> {
+    tls::server_tls(settings)
+        .map(|tls| (TlsAcceptor::from(Arc::clone(&tls.config)), tls))
         .map_err(|source| SecurityError::Tls {
             listener: listener.to_owned(),
             source,
@@ -77,14 +90,19 @@ pub fn listener_runtimes<'a>(
                     .ok_or_else(|| SecurityError::UnknownListener {
                         listener: name.to_owned(),
                     })?;
-            let acceptor = match &listener.tls {
-                Some(settings) => Some(tls_acceptor(name, settings)?),
-                None => None,
+            let (acceptor, certificate, truststore) = match &listener.tls {
+                Some(settings) => {
+                    let (acceptor, tls) = tls_acceptor(name, settings)?;
+                    (Some(acceptor), Some(tls.certificate), tls.truststore)
+                }
+                None => (None, None, None),
             };
             Ok(Arc::new(ListenerRuntime {
                 name: name.to_owned(),
                 protocol: listener.protocol,
                 acceptor,
+                certificate,
+                truststore,
                 sasl: listener.sasl.clone(),
                 principal_mapping: security.principal_mapping.clone(),
             }))

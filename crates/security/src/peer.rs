@@ -202,7 +202,7 @@ pub fn peer_acceptor(
     users: Option<&PlainUsers>,
 ) -> Result<Option<PeerAcceptor>, SecurityError> {
     let tls = match &security.tls {
-        Some(settings) => Some(tls_acceptor(&security.listener, settings)?),
+        Some(settings) => Some(tls_acceptor(&security.listener, settings)?.0),
         None => None,
     };
     let users = users.map(ListenerUsers::new);

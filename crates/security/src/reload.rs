@@ -9,7 +9,12 @@
 //! certificate. A pair that does not (for example a file half written) is
 //! logged and the previous pair stays in use until the files change again.
 //! Inline PEM (`ssl.keystore.certificate.chain`, `ssl.keystore.key`) never
-//! changes.
+//! changes by itself.
+//!
+//! [`ReloadingCertificate::replace`] swaps the sources themselves (a
+//! dynamic `listener.name.<l>.ssl.keystore.*` config): the new pair is read
+//! and checked first, and a pair that cannot be used leaves the old one in
+//! place.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -27,18 +32,40 @@ use crate::pem::{certificates, private_key};
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The certificate chain and key of a listener, re-read when their files
-/// change.
+/// change, and replaced by [`ReloadingCertificate::replace`] (a dynamic
+/// keystore config, KIP-226).
 #[derive(Debug)]
 pub struct ReloadingCertificate {
-    chain: PemSource,
-    key: PemSource,
-    password: Option<String>,
     provider: Arc<CryptoProvider>,
     state: Mutex<Loaded>,
 }
 
+/// Where the pair comes from: the keystore's chain and key, and the key's
+/// password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeystoreSources {
+    /// The certificate chain.
+    pub chain: PemSource,
+    /// The private key.
+    pub key: PemSource,
+    /// `ssl.key.password`.
+    pub password: Option<String>,
+}
+
+impl KeystoreSources {
+    /// The keystore of `settings`.
+    pub fn of(settings: &TlsSettings) -> KeystoreSources {
+        KeystoreSources {
+            chain: settings.certificate_chain.clone(),
+            key: settings.private_key.clone(),
+            password: settings.key_password.clone(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Loaded {
+    sources: KeystoreSources,
     key: Arc<CertifiedKey>,
     stamps: Vec<Option<SystemTime>>,
     checked: Instant,
@@ -50,43 +77,47 @@ impl ReloadingCertificate {
         settings: &TlsSettings,
         provider: Arc<CryptoProvider>,
     ) -> Result<ReloadingCertificate, TlsSetupError> {
-        let chain = settings.certificate_chain.clone();
-        let key = settings.private_key.clone();
-        let password = settings.key_password.clone();
-        let stamps = stamps(&chain, &key);
-        let loaded = load(&chain, &key, password.as_deref(), &provider)?;
+        let sources = KeystoreSources::of(settings);
+        let loaded = Loaded::read(sources, &provider)?;
         Ok(ReloadingCertificate {
-            chain,
-            key,
-            password,
             provider,
-            state: Mutex::new(Loaded {
-                key: loaded,
-                stamps,
-                checked: Instant::now(),
-            }),
+            state: Mutex::new(loaded),
         })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        // Each change is one assignment of a whole `Loaded`: a panic while
+        // locked cannot leave it half-changed.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The sources in use.
+    pub fn sources(&self) -> KeystoreSources {
+        self.lock().sources.clone()
+    }
+
+    /// Reads `sources` and, when the pair is usable, serves it to new
+    /// connections from now on (open connections keep theirs); otherwise
+    /// the error, and the pair in use stays.
+    pub fn replace(&self, sources: KeystoreSources) -> Result<(), TlsSetupError> {
+        let loaded = Loaded::read(sources, &self.provider)?;
+        *self.lock() = loaded;
+        Ok(())
     }
 
     /// The pair new connections get, re-read first if a file changed.
     pub fn current(&self) -> Arc<CertifiedKey> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.lock();
         // A rate limit on file checks, on the host's clock.
         if state.checked.elapsed() >= CHECK_INTERVAL {
             state.checked = Instant::now();
-            let stamps = stamps(&self.chain, &self.key);
+            let stamps = stamps(&state.sources);
             if stamps != state.stamps {
-                match load(
-                    &self.chain,
-                    &self.key,
-                    self.password.as_deref(),
-                    &self.provider,
-                ) {
+                match load(&state.sources, &self.provider) {
                     Ok(key) => {
-                        let files: Vec<_> = files(&self.chain, &self.key).collect();
+                        let files: Vec<_> = files(&state.sources).collect();
                         tracing::info!(?files, "TLS certificate reloaded");
                         state.key = key;
                         state.stamps = stamps;
@@ -102,33 +133,46 @@ impl ReloadingCertificate {
     }
 }
 
+impl Loaded {
+    fn read(sources: KeystoreSources, provider: &CryptoProvider) -> Result<Loaded, TlsSetupError> {
+        let stamps = stamps(&sources);
+        let key = load(&sources, provider)?;
+        Ok(Loaded {
+            sources,
+            key,
+            stamps,
+            checked: Instant::now(),
+        })
+    }
+}
+
 impl ResolvesServerCert for ReloadingCertificate {
     fn resolve(&self, _client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.current())
     }
 }
 
-fn files<'a>(chain: &'a PemSource, key: &'a PemSource) -> impl Iterator<Item = &'a PathBuf> {
-    [chain, key].into_iter().filter_map(|source| match source {
-        PemSource::File(path) => Some(path),
-        PemSource::Inline { .. } => None,
-    })
+fn files(sources: &KeystoreSources) -> impl Iterator<Item = &PathBuf> {
+    [&sources.chain, &sources.key]
+        .into_iter()
+        .filter_map(|source| match source {
+            PemSource::File(path) => Some(path),
+            PemSource::Inline { .. } => None,
+        })
 }
 
-fn stamps(chain: &PemSource, key: &PemSource) -> Vec<Option<SystemTime>> {
-    files(chain, key)
+fn stamps(sources: &KeystoreSources) -> Vec<Option<SystemTime>> {
+    files(sources)
         .map(|path| std::fs::metadata(path).and_then(|m| m.modified()).ok())
         .collect()
 }
 
 fn load(
-    chain: &PemSource,
-    key: &PemSource,
-    password: Option<&str>,
+    sources: &KeystoreSources,
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, TlsSetupError> {
-    let chain = certificates(chain)?;
-    let key = private_key(key, password)?;
+    let chain = certificates(&sources.chain)?;
+    let key = private_key(&sources.key, sources.password.as_deref())?;
     CertifiedKey::from_der(chain, key, provider)
         .map(Arc::new)
         .map_err(TlsSetupError::Rustls)

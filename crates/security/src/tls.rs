@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig, SupportedCipherSuite, SupportedProtocolVersion};
+use rustls::{ServerConfig, SupportedCipherSuite, SupportedProtocolVersion};
 
 use crate::config::{ClientAuth, TlsSettings};
 use crate::error::TlsSetupError;
-use crate::pem::certificates;
 use crate::reload::ReloadingCertificate;
+use crate::truststore::ReloadingTruststore;
 
 pub(crate) fn protocol_versions(
     settings: &TlsSettings,
@@ -71,31 +72,53 @@ pub fn provider(cipher_suites: &[String]) -> Result<CryptoProvider, TlsSetupErro
 
 /// The rustls configuration of a listener.
 pub fn server_config(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsSetupError> {
+    server_tls(settings).map(|tls| tls.config)
+}
+
+/// A listener's rustls configuration with the parts a dynamic config
+/// replaces.
+#[derive(Debug)]
+pub struct ServerTls {
+    /// The configuration.
+    pub config: Arc<ServerConfig>,
+    /// Its certificate (the keystore).
+    pub certificate: Arc<ReloadingCertificate>,
+    /// Its client-certificate verifier, when it asks for client
+    /// certificates (the truststore).
+    pub truststore: Option<Arc<ReloadingTruststore>>,
+}
+
+/// The rustls configuration of a listener, its certificate and its
+/// truststore.
+pub fn server_tls(settings: &TlsSettings) -> Result<ServerTls, TlsSetupError> {
     let provider = Arc::new(provider(&settings.cipher_suites)?);
     let versions = protocol_versions(settings)?;
-    let certified = ReloadingCertificate::new(settings, Arc::clone(&provider))?;
-    let verifier = match (&settings.truststore, settings.client_auth) {
-        (_, ClientAuth::None) | (None, _) => WebPkiClientVerifier::no_client_auth(),
-        (Some(truststore), client_auth) => {
-            let mut roots = RootCertStore::empty();
-            for certificate in certificates(truststore)? {
-                roots.add(certificate).map_err(TlsSetupError::Rustls)?;
-            }
-            let builder =
-                WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider));
-            let builder = match client_auth {
-                ClientAuth::Requested => builder.allow_unauthenticated(),
-                _ => builder,
-            };
-            builder.build().map_err(TlsSetupError::Truststore)?
-        }
+    let certificate = Arc::new(ReloadingCertificate::new(settings, Arc::clone(&provider))?);
+    let truststore = match (&settings.truststore, settings.client_auth) {
+        (_, ClientAuth::None) | (None, _) => None,
+        (Some(truststore), client_auth) => Some(Arc::new(ReloadingTruststore::new(
+            truststore,
+            client_auth,
+            Arc::clone(&provider),
+        )?)),
     };
-    let config = ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&versions)
-        .map_err(TlsSetupError::Rustls)?
-        .with_client_cert_verifier(verifier)
-        .with_cert_resolver(Arc::new(certified));
-    Ok(Arc::new(config))
+    let verifier: Arc<dyn ClientCertVerifier> = match &truststore {
+        None => WebPkiClientVerifier::no_client_auth(),
+        Some(truststore) => Arc::clone(truststore) as Arc<dyn ClientCertVerifier>,
+    };
+    let config =
+        ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&versions)
+            .map_err(TlsSetupError::Rustls)?
+            .with_client_cert_verifier(verifier)
+            .with_cert_resolver(
+                Arc::clone(&certificate) as Arc<dyn rustls::server::ResolvesServerCert>
+            );
+    Ok(ServerTls {
+        config: Arc::new(config),
+        certificate,
+        truststore,
+    })
 }
 
 #[cfg(test)]

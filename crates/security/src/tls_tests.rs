@@ -184,3 +184,88 @@ fn a_changed_keystore_file_is_reloaded_and_a_broken_one_ignored() {
     std::thread::sleep(CHECK_INTERVAL + Duration::from_millis(100));
     assert_eq!(reloading.current().cert[0], cert_of(second.path()));
 }
+
+#[test]
+fn a_replaced_keystore_serves_new_connections_and_a_broken_one_is_refused() {
+    use crate::reload::{KeystoreSources, ReloadingCertificate};
+
+    let (first, second) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    keys(first.path());
+    keys(second.path());
+    let keystore_of = |dir: &Path| {
+        let cert = std::fs::read_to_string(dir.join("cert.pem")).expect("read");
+        let enc = std::fs::read_to_string(dir.join("enc.pem")).expect("read");
+        let keystore = dir.join("keystore.pem");
+        std::fs::write(&keystore, format!("{cert}{enc}")).expect("write");
+        PemSource::File(keystore)
+    };
+    let cert_of = |dir: &Path| certificates(&file(dir, "cert.pem")).expect("cert")[0].clone();
+    let provider = Arc::new(provider(&[]).expect("provider"));
+    let settings = settings(keystore_of(first.path()), Some(PASSWORD));
+    let reloading = ReloadingCertificate::new(&settings, provider).expect("loads");
+    let before = reloading.current();
+
+    let replacement = KeystoreSources {
+        chain: keystore_of(second.path()),
+        key: keystore_of(second.path()),
+        password: Some(PASSWORD.to_owned()),
+    };
+    reloading.replace(replacement.clone()).expect("replaced");
+    assert_eq!(reloading.current().cert[0], cert_of(second.path()));
+    assert_eq!(reloading.sources(), replacement);
+    // A connection made before keeps the pair it was given.
+    assert_eq!(before.cert[0], cert_of(first.path()));
+
+    let wrong_password = KeystoreSources {
+        password: Some("wrong".to_owned()),
+        ..KeystoreSources::of(&settings)
+    };
+    assert!(reloading.replace(wrong_password).is_err());
+    let missing = KeystoreSources {
+        chain: PemSource::File(first.path().join("absent.pem")),
+        key: PemSource::File(first.path().join("absent.pem")),
+        password: None,
+    };
+    assert!(reloading.replace(missing).is_err());
+    assert_eq!(reloading.current().cert[0], cert_of(second.path()));
+    assert_eq!(reloading.sources(), replacement);
+}
+
+#[test]
+fn a_replaced_truststore_is_used_and_an_unreadable_one_refused() {
+    use crate::truststore::ReloadingTruststore;
+    use rustls::server::danger::ClientCertVerifier;
+
+    let (first, second) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    keys(first.path());
+    keys(second.path());
+    let provider = Arc::new(provider(&[]).expect("provider"));
+    let truststore = ReloadingTruststore::new(
+        &file(first.path(), "cert.pem"),
+        ClientAuth::Required,
+        provider,
+    )
+    .expect("loads");
+    assert!(truststore.offer_client_auth() && truststore.client_auth_mandatory());
+    assert!(truststore.root_hint_subjects().is_empty());
+    truststore
+        .replace(file(second.path(), "cert.pem"))
+        .expect("replaced");
+    assert_eq!(truststore.source(), file(second.path(), "cert.pem"));
+    assert!(truststore
+        .replace(file(second.path(), "absent.pem"))
+        .is_err());
+    assert!(
+        truststore
+            .replace(file(second.path(), "plain.pem"))
+            .is_err(),
+        "a key is no certificate"
+    );
+    assert_eq!(truststore.source(), file(second.path(), "cert.pem"));
+}

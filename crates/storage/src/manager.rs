@@ -126,6 +126,9 @@ struct Schedule {
     next_high_watermark_checkpoint_ms: i64,
     next_cleaning_ms: i64,
     pending_directory_deletes: Vec<(i64, PathBuf)>,
+    /// `log.cleaner.backoff.ms` set while running (a dynamic broker
+    /// config), in place of [`LogManagerConfig::cleaner_backoff_ms`].
+    cleaner_backoff_ms: Option<i64>,
 }
 
 /// Every partition log of the broker.
@@ -444,6 +447,20 @@ impl LogManager {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Changes the time between compaction passes while running (the
+    /// dynamic `log.cleaner.backoff.ms`); `None` goes back to the
+    /// configured one. It applies from the next pass on.
+    pub fn set_cleaner_backoff_ms(&self, backoff_ms: Option<i64>) {
+        self.schedule().cleaner_backoff_ms = backoff_ms.map(|backoff_ms| backoff_ms.max(0));
+    }
+
+    /// The time between compaction passes in force.
+    pub fn cleaner_backoff_ms(&self) -> i64 {
+        self.schedule()
+            .cleaner_backoff_ms
+            .unwrap_or(self.config.cleaner_backoff_ms)
+    }
+
     fn schedule(&self) -> MutexGuard<'_, Schedule> {
         // Due times and a list of pending deletions, each changed by one
         // assignment or push: reused after a panic (module docs).
@@ -673,7 +690,10 @@ impl LogManager {
             note(self.checkpoint(REPLICATION_OFFSET_CHECKPOINT, |log| log.high_watermark()));
         }
         if self.config.cleaner_enable && now_ms >= schedule.next_cleaning_ms {
-            schedule.next_cleaning_ms = now_ms + self.config.cleaner_backoff_ms;
+            let backoff_ms = schedule
+                .cleaner_backoff_ms
+                .unwrap_or(self.config.cleaner_backoff_ms);
+            schedule.next_cleaning_ms = now_ms + backoff_ms;
             note(self.clean_logs(&handles, now_ms));
         }
         let (due, waiting): (Vec<_>, Vec<_>) =

@@ -276,3 +276,22 @@ fn a_log_poisoned_by_a_panic_is_not_checkpointed_and_its_directory_is_recovered(
         "the directory of the poisoned log has no clean-shutdown marker: {markers:?}"
     );
 }
+
+#[test]
+fn the_cleaner_backoff_can_change_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = manager_config(&[dir.path().to_owned()]);
+    config.cleaner_backoff_ms = 15_000;
+    let manager = LogManager::open(config, BTreeMap::new(), 0).unwrap();
+    assert_eq!(manager.cleaner_backoff_ms(), 15_000);
+    manager.set_cleaner_backoff_ms(Some(250));
+    assert_eq!(manager.cleaner_backoff_ms(), 250);
+    manager.set_cleaner_backoff_ms(Some(-5));
+    assert_eq!(manager.cleaner_backoff_ms(), 0, "never negative");
+    manager.set_cleaner_backoff_ms(None);
+    assert_eq!(
+        manager.cleaner_backoff_ms(),
+        15_000,
+        "back to the configured one"
+    );
+}

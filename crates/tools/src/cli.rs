@@ -302,15 +302,24 @@ pub struct ConfigResource {
     /// A broker, by id.
     #[arg(long, value_name = "ID")]
     pub broker: Option<i32>,
+    /// The cluster-wide default of every broker's dynamic configs
+    /// (kafka-configs.sh's `--entity-type brokers --entity-default`).
+    #[arg(long, conflicts_with_all = ["topic", "broker"])]
+    pub broker_defaults: bool,
 }
 
-/// The entity type of client quotas, as kafka-configs.sh names it.
+/// The entity type, as kafka-configs.sh names it: client quotas of users
+/// or client ids, or the configs of brokers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum QuotaEntityType {
     /// User principals.
     Users,
     /// Client ids.
     Clients,
+    /// Brokers (`--entity-name ID`), or with `--entity-default` the
+    /// cluster-wide dynamic broker defaults: the same as `--broker ID` and
+    /// `--broker-defaults`.
+    Brokers,
 }
 
 /// A client quota entity, as kafka-configs.sh takes it: `--entity-type`
@@ -346,7 +355,7 @@ pub struct QuotaEntityArgs {
 pub enum ConfigsCommand {
     /// Show the configs of a topic or broker.
     #[command(
-        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n  strom configs describe --entity-type users --entity-name alice\n  strom configs describe --entity-type clients\n\nWithout --all, only values that differ from the defaults are shown."
+        after_help = "Examples:\n  strom configs describe --topic events\n  strom configs describe --broker 1 --all --json\n  strom configs describe --broker-defaults\n  strom configs describe --entity-type users --entity-name alice\n  strom configs describe --entity-type clients\n\nWithout --all, only values that differ from the defaults are shown."
     )]
     Describe {
         /// The resource.
@@ -366,6 +375,8 @@ pub enum ConfigsCommand {
     #[command(after_help = "Examples:\n  \
         strom configs alter --topic events --add-config retention.ms=60000,cleanup.policy=delete\n  \
         strom configs alter --topic events --delete-config retention.ms\n  \
+        strom configs alter --broker-defaults --add-config log.retention.ms=3600000\n  \
+        strom configs alter --broker 1 --add-config max.connections.per.ip=100\n  \
         strom configs alter --entity-type users --entity-default --add-config producer_byte_rate=1048576\n  \
         strom configs alter --user alice --client app --add-config consumer_byte_rate=2097152")]
     Alter {

@@ -7,7 +7,7 @@ use strom_protocol::kafka::messages::{ApiKey, DescribeConfigsRequest};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::{ErrorCode, Response};
 
-use crate::cli::{ConfigResource, ConfigsCommand};
+use crate::cli::{ConfigResource, ConfigsCommand, QuotaEntityArgs, QuotaEntityType};
 use crate::context::{parse_key_values, Context};
 use crate::error::ToolError;
 use crate::output::Output;
@@ -33,10 +33,11 @@ pub async fn run(
         }
         ConfigsCommand::Describe {
             resource,
+            quota,
             all,
             json,
-            ..
         } => {
+            let resource = with_broker_entity(resource, &quota)?;
             let (resource_type, name) = resolve(&admin, &resource).await?;
             let entries = describe_entries(&admin, resource_type, &name)
                 .await
@@ -68,10 +69,11 @@ pub async fn run(
         }
         ConfigsCommand::Alter {
             resource,
+            quota,
             add_config,
             delete_config,
-            ..
         } => {
+            let resource = with_broker_entity(resource, &quota)?;
             let mut changes: Vec<ConfigChange> = parse_key_values("--add-config", &add_config)?
                 .into_iter()
                 .map(|(key, value)| ConfigChange::Set(key, value))
@@ -197,6 +199,8 @@ pub async fn alter_resource(
             ClientError::Broker { code } => ToolError::rejected(
                 if resource_type == RESOURCE_TYPE_TOPIC {
                     "alter configs of topic"
+                } else if name.is_empty() {
+                    "alter the cluster-wide broker defaults"
                 } else {
                     "alter configs of broker"
                 },
@@ -205,6 +209,36 @@ pub async fn alter_resource(
             ),
             other => ToolError::client("alter configs", other),
         })
+}
+
+/// `--entity-type brokers` with `--entity-name ID` or `--entity-default`
+/// (kafka-configs.sh's form) as `--broker ID` or `--broker-defaults`.
+fn with_broker_entity(
+    mut resource: ConfigResource,
+    entity: &QuotaEntityArgs,
+) -> Result<ConfigResource, ToolError> {
+    if entity.entity_type != Some(QuotaEntityType::Brokers) {
+        return Ok(resource);
+    }
+    match (&entity.entity_name, entity.entity_default) {
+        (Some(name), _) => {
+            let id = name.parse::<i32>().map_err(|_| ToolError::InvalidArgument {
+                what: "--entity-name",
+                text: name.clone(),
+                expected: "a broker id (a number) with --entity-type brokers",
+            })?;
+            resource.broker = Some(id);
+        }
+        (None, true) => resource.broker_defaults = true,
+        (None, false) => {
+            return Err(ToolError::InvalidArgument {
+                what: "--entity-type brokers",
+                text: String::new(),
+                expected: "--entity-name ID or --entity-default",
+            })
+        }
+    }
+    Ok(resource)
 }
 
 async fn resolve(
@@ -217,11 +251,11 @@ async fn resolve(
             Ok((RESOURCE_TYPE_TOPIC, topic.clone()))
         }
         (None, Some(broker)) => Ok((RESOURCE_TYPE_BROKER, broker.to_string())),
+        (None, None) if resource.broker_defaults => Ok(broker_defaults()),
         (None, None) => Err(ToolError::InvalidArgument {
             what: "resource",
             text: String::new(),
-            expected:
-                "--topic, --broker or a client quota entity (--entity-type, --user, --client)",
+            expected: "--topic, --broker, --broker-defaults or a client quota entity (--entity-type, --user, --client)",
         }),
     }
 }
@@ -229,9 +263,17 @@ async fn resolve(
 fn kind(resource: &ConfigResource) -> &'static str {
     if resource.topic.is_some() {
         "topic"
+    } else if resource.broker_defaults {
+        "the cluster-wide broker defaults"
     } else {
         "broker"
     }
+}
+
+/// The cluster-wide default broker resource: a broker resource with an
+/// empty name (KIP-226).
+fn broker_defaults() -> (i8, String) {
+    (RESOURCE_TYPE_BROKER, String::new())
 }
 
 fn resource_error(

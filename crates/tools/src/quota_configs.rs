@@ -15,8 +15,10 @@ const CLIENT_ID: &str = "client-id";
 
 /// Whether the arguments name a quota entity.
 pub fn given(args: &QuotaEntityArgs) -> bool {
-    args.entity_type.is_some()
-        || args.user.is_some()
+    matches!(
+        args.entity_type,
+        Some(QuotaEntityType::Users | QuotaEntityType::Clients)
+    ) || args.user.is_some()
         || args.user_defaults
         || args.client.is_some()
         || args.client_defaults
@@ -38,7 +40,7 @@ fn parts(args: &QuotaEntityArgs) -> Vec<Part> {
         Some(QuotaEntityType::Clients) => {
             vec![(CLIENT_ID, named(&args.entity_name, args.entity_default))]
         }
-        None => {
+        None | Some(QuotaEntityType::Brokers) => {
             let mut parts = Vec::with_capacity(2);
             if args.user.is_some() || args.user_defaults {
                 parts.push((USER, named(&args.user, args.user_defaults)));

@@ -147,6 +147,75 @@ fn configs_describe_and_alter_topics_and_brokers() {
 }
 
 #[test]
+fn configs_alter_and_describe_the_broker_defaults() {
+    let out = strom(&[
+        "configs",
+        "alter",
+        "--broker-defaults",
+        "--add-config",
+        "log.cleaner.threads=2",
+    ])
+    .ok();
+    assert!(out.contains("Completed"), "{out}");
+    // kafka-configs.sh's form names the same resource.
+    let described = strom(&[
+        "configs",
+        "describe",
+        "--entity-type",
+        "brokers",
+        "--entity-default",
+    ])
+    .ok();
+    assert!(
+        described.contains("log.cleaner.threads=2 (DYNAMIC_DEFAULT_BROKER_CONFIG)"),
+        "{described}"
+    );
+    let one = strom(&[
+        "configs",
+        "describe",
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "1",
+        "--all",
+    ])
+    .ok();
+    assert!(
+        one.contains("log.cleaner.threads=2 (DYNAMIC_DEFAULT_BROKER_CONFIG)"),
+        "{one}"
+    );
+    strom(&[
+        "configs",
+        "describe",
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "one",
+    ])
+    .fails_with(2, "broker id");
+    strom(&[
+        "configs",
+        "alter",
+        "--broker-defaults",
+        "--add-config",
+        "log.dirs=/elsewhere",
+    ])
+    .fails_with(1, "INVALID_REQUEST");
+    strom(&[
+        "configs",
+        "alter",
+        "--broker-defaults",
+        "--delete-config",
+        "log.cleaner.threads",
+    ])
+    .ok();
+    let described = strom(&["configs", "describe", "--broker-defaults", "--json"]).ok();
+    assert_eq!(described.trim(), "{}", "{described}");
+    strom(&["configs", "describe", "--broker-defaults", "--broker", "1"])
+        .fails_with(2, "cannot be used with");
+}
+
+#[test]
 fn an_unreachable_broker_exits_with_3() {
     let address = format!("127.0.0.1:{}", unused_port());
     run_strom(&["--bootstrap-server", &address, "topics", "list"], "")

@@ -1,8 +1,10 @@
 //! AlterConfigs: replaces a topic's configs. The controller validates and
 //! records them; the broker's metadata follower applies them to the logs.
 //!
-//! Broker resources are refused with `INVALID_REQUEST`: Strom has no dynamic
-//! broker configuration (its broker settings are static properties).
+//! A broker resource (KIP-226) is one broker by id or, with an empty name,
+//! the cluster-wide default; the controller accepts only the keys Kafka
+//! marks dynamic (see `strom_protocol::broker_config`) and every broker
+//! applies them when the records reach its metadata image.
 
 use strom_controller::controller::{
     AlterConfigsRequest as ControllerRequest, ConfigEntry, ResourceConfigs, ResourceOutcome,
@@ -34,14 +36,20 @@ pub(super) enum Planned {
     Sent(usize),
 }
 
-/// Which resources a config alteration may name: topics only.
-pub(super) fn topic_resource(resource_type: i8, name: &str) -> Result<ConfigResource, Planned> {
+/// Which resources a config alteration may name: a topic, a broker by id,
+/// or the cluster-wide broker default (an empty broker name).
+pub(super) fn config_resource(resource_type: i8, name: &str) -> Result<ConfigResource, Planned> {
     match resource_type {
         RESOURCE_TOPIC => Ok(ConfigResource::Topic(name.to_owned())),
-        RESOURCE_BROKER => Err(Planned::Refused {
-            error: ErrorCode::InvalidRequest,
-            message: "Strom has no dynamic broker configs; broker settings are static",
-        }),
+        RESOURCE_BROKER if name.is_empty() => Ok(ConfigResource::Broker(None)),
+        RESOURCE_BROKER => match name.parse::<i32>() {
+            Ok(id) if id >= 0 => Ok(ConfigResource::Broker(Some(id))),
+            _ => Err(Planned::Refused {
+                error: ErrorCode::InvalidRequest,
+                message:
+                    "a broker resource is named by a broker id, or empty for the cluster default",
+            }),
+        },
         _ => Err(Planned::Refused {
             error: ErrorCode::InvalidRequest,
             message: "unsupported resource type",
@@ -110,7 +118,7 @@ pub async fn handle(
             });
             continue;
         }
-        match topic_resource(resource.resource_type, &resource.resource_name) {
+        match config_resource(resource.resource_type, &resource.resource_name) {
             Ok(config_resource) => {
                 planned.push(Planned::Sent(resources.len()));
                 resources.push(ResourceConfigs {

@@ -3,10 +3,11 @@
 //! Kafka's names).
 //!
 //! A topic key's value comes, in order of precedence, from the topic's own
-//! override in the metadata image (`DYNAMIC_TOPIC_CONFIG`), from the broker's
+//! override in the metadata image (`DYNAMIC_TOPIC_CONFIG`), from this
+//! broker's dynamic config (`DYNAMIC_BROKER_CONFIG`), from the cluster-wide
+//! dynamic default (`DYNAMIC_DEFAULT_BROKER_CONFIG`), from the broker's
 //! `log.*` properties (`STATIC_BROKER_CONFIG`), or from Kafka's default
-//! (`DEFAULT_CONFIG`). Broker configs are all read-only: Strom has no dynamic
-//! broker configuration (AlterConfigs refuses broker resources).
+//! (`DEFAULT_CONFIG`). Broker resources are described in `broker_configs`.
 
 use strom_controller::image::{ConfigResource, MetadataImage};
 use strom_network::{Reply, RequestContext};
@@ -18,11 +19,11 @@ use strom_protocol::kafka::messages::describe_configs_response::{
 use strom_protocol::kafka::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::Response;
-use strom_protocol::topic_config::{self, config_type, ConfigDefinition, TOPIC_CONFIGS};
+use strom_protocol::topic_config::{ConfigDefinition, TOPIC_CONFIGS};
 
+use super::broker_configs::{self, BrokerLayers, Sourced};
 use super::config_docs::source;
 use super::BrokerContext;
-use crate::config::KNOWN_KEYS;
 
 /// Kafka's resource type code of a topic.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -34,13 +35,6 @@ pub const RESOURCE_BROKER: i8 = 4;
 struct Include {
     synonyms: bool,
     documentation: bool,
-}
-
-/// One config value and where it came from.
-struct Sourced {
-    name: String,
-    value: Option<String>,
-    source: i8,
 }
 
 /// Handles a DescribeConfigs request.
@@ -107,8 +101,12 @@ fn describe(
         }
         RESOURCE_BROKER => {
             if name.is_empty() {
-                // Cluster-wide dynamic defaults: Strom keeps none.
-                Vec::new()
+                broker_configs::cluster_default_entries(
+                    image,
+                    wanted,
+                    include.synonyms,
+                    include.documentation,
+                )
             } else if name.parse::<i32>().ok() != Some(broker.config.node_id) {
                 return failed(
                     result,
@@ -116,11 +114,13 @@ fn describe(
                     "unexpected broker id: only this broker's configs can be described",
                 );
             } else {
-                broker_entries(broker)
-                    .into_iter()
-                    .filter(|entry| wanted(&entry.name))
-                    .map(|entry| broker_entry(entry, include))
-                    .collect()
+                broker_configs::broker_entries(
+                    broker,
+                    image,
+                    wanted,
+                    include.synonyms,
+                    include.documentation,
+                )
             }
         }
         _ => {
@@ -140,7 +140,8 @@ fn failed(result: DescribeConfigsResult, error: ErrorCode, message: &str) -> Des
         .with_error_message(Some(StrBytes::from_string(message.to_owned())))
 }
 
-/// Every source of a topic key's value, highest precedence first.
+/// Every source of a topic key's value, highest precedence first: the
+/// topic's override, then the broker layers over the key's broker names.
 fn topic_sources(
     broker: &BrokerContext,
     image: &MetadataImage,
@@ -156,21 +157,15 @@ fn topic_sources(
             source: source::DYNAMIC_TOPIC_CONFIG,
         });
     }
-    let properties = broker.config.properties();
-    for synonym in definition.broker_synonyms() {
-        if let Some(value) = properties.get(synonym.name) {
-            sources.push(Sourced {
-                name: synonym.name.to_owned(),
-                value: Some(value.trim().to_owned()),
-                source: source::STATIC_BROKER_CONFIG,
-            });
-        }
-    }
-    sources.push(Sourced {
-        name: definition.broker_name.to_owned(),
-        value: Some(definition.default.to_owned()),
-        source: source::DEFAULT_CONFIG,
-    });
+    let names: Vec<&str> = definition
+        .broker_synonyms()
+        .map(|synonym| synonym.name)
+        .collect();
+    let layers = BrokerLayers::new(broker, image);
+    sources.extend(layers.sources(
+        &names,
+        Some((definition.broker_name, Some(definition.default))),
+    ));
     sources
 }
 
@@ -223,50 +218,4 @@ fn synonym(sourced: &Sourced) -> DescribeConfigsSynonym {
         .with_name(StrBytes::from_string(sourced.name.clone()))
         .with_value(sourced.value.clone().map(StrBytes::from_string))
         .with_source(sourced.source)
-}
-
-/// The broker's configuration under Kafka's names: every key Strom knows,
-/// with the operator's value or the default.
-fn broker_entries(broker: &BrokerContext) -> Vec<Sourced> {
-    let properties = broker.config.properties();
-    let sourced = |name: &str, default: Option<&str>| match properties.get(name) {
-        Some(value) => Sourced {
-            name: name.to_owned(),
-            value: Some(value.trim().to_owned()),
-            source: source::STATIC_BROKER_CONFIG,
-        },
-        None => Sourced {
-            name: name.to_owned(),
-            value: default.filter(|value| !value.is_empty()).map(str::to_owned),
-            source: source::DEFAULT_CONFIG,
-        },
-    };
-    let mut entries: Vec<Sourced> = KNOWN_KEYS
-        .iter()
-        .map(|(name, default)| sourced(name, Some(default)))
-        .collect();
-    for (synonym, _) in topic_config::broker_synonyms() {
-        if entries.iter().any(|entry| entry.name == synonym.name) {
-            continue;
-        }
-        entries.push(sourced(synonym.name, synonym.default));
-    }
-    entries.sort_by(|left, right| left.name.cmp(&right.name));
-    entries
-}
-
-fn broker_entry(entry: Sourced, include: Include) -> DescribeConfigsResourceResult {
-    let synonyms = if include.synonyms {
-        vec![synonym(&entry)]
-    } else {
-        Vec::new()
-    };
-    DescribeConfigsResourceResult::default()
-        .with_name(StrBytes::from_string(entry.name))
-        .with_value(entry.value.map(StrBytes::from_string))
-        .with_read_only(true)
-        .with_config_source(entry.source)
-        .with_is_sensitive(false)
-        .with_synonyms(synonyms)
-        .with_config_type(config_type::STRING)
 }

@@ -124,6 +124,9 @@ pub fn controller_error_code(error: &ControllerError) -> ErrorCode {
         ControllerError::InvalidReplicaAssignment { .. } => ErrorCode::InvalidReplicaAssignment,
         ControllerError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
         ControllerError::UnsupportedConfigResource { .. } => ErrorCode::InvalidRequest,
+        ControllerError::ReadOnlyConfig { .. } | ControllerError::PerBrokerConfig { .. } => {
+            ErrorCode::InvalidRequest
+        }
         ControllerError::NoBrokersAvailable => ErrorCode::InvalidReplicationFactor,
         ControllerError::StaleBrokerEpoch { .. } => ErrorCode::StaleBrokerEpoch,
         ControllerError::ProducerIdsExhausted { .. } => ErrorCode::UnknownServerError,

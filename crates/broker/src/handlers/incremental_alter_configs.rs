@@ -1,6 +1,6 @@
 //! IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT (the last two
-//! for list-valued keys) on topic configs. Broker resources are refused as
-//! in AlterConfigs.
+//! for list-valued keys) on topic configs and on dynamic broker configs (a
+//! broker by id, or the cluster default), as in AlterConfigs.
 
 use strom_controller::controller::{
     AlterConfigOperation, ConfigAlteration, IncrementalAlterConfigsRequest as ControllerRequest,
@@ -14,7 +14,7 @@ use strom_protocol::kafka::messages::{
 };
 use strom_protocol::messages::Response;
 
-use super::alter_configs::{responses, topic_resource, Planned};
+use super::alter_configs::{config_resource, responses, Planned};
 use super::BrokerContext;
 
 /// Handles an IncrementalAlterConfigs request.
@@ -41,16 +41,15 @@ pub async fn handle(
             });
             continue;
         }
-        let alterations = topic_resource(resource.resource_type, &resource.resource_name).and_then(
-            |config_resource| {
+        let alterations = config_resource(resource.resource_type, &resource.resource_name)
+            .and_then(|config_resource| {
                 let alterations = resource
                     .configs
                     .iter()
                     .map(alteration)
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok((config_resource, alterations))
-            },
-        );
+            });
         match alterations {
             Ok(alterations) => {
                 planned.push(Planned::Sent(resources.len()));

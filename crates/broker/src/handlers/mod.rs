@@ -29,6 +29,7 @@ mod api_versions;
 pub(crate) mod authorization;
 mod authorize_request;
 mod authorized_operations;
+mod broker_configs;
 mod config_docs;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;

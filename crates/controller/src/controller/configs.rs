@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ConfigEntry, Controller, ControllerResult, Pending};
-use crate::config::{split_list, topic_config, topic_config_by_broker_name, ConfigDefinition};
+use strom_protocol::broker_config::{dynamic_broker_key, BrokerKey};
+use strom_protocol::topic_config::ConfigValueError;
+
+use crate::config::{split_list, topic_config, ConfigDefinition};
 use crate::error::{ApplyError, ConfigProblem, ControllerError};
 use crate::image::{ConfigResource, MetadataImage};
 use crate::records::{ConfigRecord, MetadataRecord, Record};
@@ -116,16 +119,63 @@ fn record_outcome(
     })
 }
 
-/// The definition of `key` for this resource kind, or an error.
-fn definition_for(
-    resource: &ConfigResource,
-    key: &str,
-) -> Result<&'static ConfigDefinition, ConfigProblem> {
-    match resource {
-        ConfigResource::Topic(_) => topic_config(key),
-        ConfigResource::Broker(_) => topic_config_by_broker_name(key),
+/// What a key of one resource is: a topic key, or a dynamic broker key.
+enum Definition {
+    Topic(&'static ConfigDefinition),
+    Broker(BrokerKey),
+}
+
+impl Definition {
+    fn validate(&self, value: &str) -> Result<(), ConfigValueError> {
+        match self {
+            Definition::Topic(definition) => definition.validate(value),
+            Definition::Broker(key) => key.validate(value),
+        }
     }
-    .ok_or(ConfigProblem::UnknownKey)
+
+    fn normalize(&self, value: &str) -> String {
+        match self {
+            Definition::Topic(definition) => definition.normalize(value),
+            Definition::Broker(key) => key.normalize(value),
+        }
+    }
+
+    fn default_value(&self) -> &'static str {
+        match self {
+            Definition::Topic(definition) => definition.default,
+            Definition::Broker(key) => key.default_value(),
+        }
+    }
+
+    fn is_list(&self) -> bool {
+        match self {
+            Definition::Topic(definition) => definition.is_list(),
+            Definition::Broker(key) => key.is_list(),
+        }
+    }
+}
+
+/// The definition of `key` for this resource kind. A topic key that is not
+/// known is an invalid config; a broker key that is not dynamic is refused
+/// as read-only, and a per-broker-only key at the cluster default too.
+fn definition_for(resource: &ConfigResource, key: &str) -> Result<Definition, ControllerError> {
+    match resource {
+        ConfigResource::Topic(_) => topic_config(key)
+            .map(Definition::Topic)
+            .ok_or_else(|| invalid(key, None, ConfigProblem::UnknownKey)),
+        ConfigResource::Broker(broker) => {
+            let dynamic =
+                dynamic_broker_key(key).ok_or_else(|| ControllerError::ReadOnlyConfig {
+                    key: key.to_owned(),
+                })?;
+            if broker.is_none() && dynamic.per_broker_only() {
+                return Err(ControllerError::PerBrokerConfig {
+                    key: key.to_owned(),
+                });
+            }
+            Ok(Definition::Broker(dynamic))
+        }
+    }
 }
 
 fn check_resource(image: &MetadataImage, resource: &ConfigResource) -> Result<(), ControllerError> {
@@ -156,12 +206,11 @@ fn plan_replacement(
         let value = entry.value.as_deref();
         let present =
             value.ok_or_else(|| invalid(&entry.key, None, ConfigProblem::MissingValue))?;
-        let normalized = definition_for(resource, &entry.key)
-            .and_then(|definition| {
-                definition.validate(present)?;
-                Ok(definition.normalize(present))
-            })
-            .map_err(|reason| invalid(&entry.key, value, reason))?;
+        let definition = definition_for(resource, &entry.key)?;
+        definition
+            .validate(present)
+            .map_err(|reason| invalid(&entry.key, value, reason.into()))?;
+        let normalized = definition.normalize(present);
         if wanted.insert(entry.key.as_str(), normalized).is_some() {
             return Err(invalid(&entry.key, value, ConfigProblem::DuplicateKey));
         }
@@ -192,9 +241,10 @@ fn plan_alterations(
         if !seen.insert(key) {
             return Err(invalid(key, None, ConfigProblem::DuplicateKey));
         }
-        let definition =
-            definition_for(resource, key).map_err(|reason| invalid(key, None, reason))?;
-        let base = current.get(key).map_or(definition.default, String::as_str);
+        let definition = definition_for(resource, key)?;
+        let base = current
+            .get(key)
+            .map_or(definition.default_value(), String::as_str);
         let new_value = match &alteration.operation {
             AlterConfigOperation::Set(value) => Some(value.clone()),
             AlterConfigOperation::Delete => None,

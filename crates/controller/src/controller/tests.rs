@@ -10,6 +10,7 @@ use crate::error::{AssignmentError, ConfigProblem, ControllerError, TopicNamePro
 use crate::image::{ConfigResource, Endpoint, PartitionImage};
 use strom_clock::SeededRandom;
 
+mod broker_configs_tests;
 mod brokers_tests;
 mod configs_tests;
 mod partitions_tests;

@@ -284,13 +284,12 @@ fn broker_resources_take_broker_names() {
         ConfigResource::Broker(Some(1)),
         vec![("retention.ms", AlterConfigOperation::Set("1".into()))],
     );
-    assert!(matches!(
+    assert_eq!(
         result,
-        Err(ControllerError::InvalidConfig {
-            reason: ConfigProblem::UnknownKey,
-            ..
+        Err(ControllerError::ReadOnlyConfig {
+            key: "retention.ms".into()
         })
-    ));
+    );
 }
 
 #[test]
