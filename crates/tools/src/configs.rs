@@ -222,11 +222,13 @@ fn with_broker_entity(
     }
     match (&entity.entity_name, entity.entity_default) {
         (Some(name), _) => {
-            let id = name.parse::<i32>().map_err(|_| ToolError::InvalidArgument {
-                what: "--entity-name",
-                text: name.clone(),
-                expected: "a broker id (a number) with --entity-type brokers",
-            })?;
+            let id = name
+                .parse::<i32>()
+                .map_err(|_| ToolError::InvalidArgument {
+                    what: "--entity-name",
+                    text: name.clone(),
+                    expected: "a broker id (a number) with --entity-type brokers",
+                })?;
             resource.broker = Some(id);
         }
         (None, true) => resource.broker_defaults = true,
