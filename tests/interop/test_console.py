@@ -57,7 +57,9 @@ def cells(dom: str, table_id: str) -> list:
 @pytest.fixture
 def console(broker_factory):
     metrics_port = free_port()
-    broker = broker_factory(**{"strom.metrics.listener": f"http://127.0.0.1:{metrics_port}"})
+    broker = broker_factory(**{"strom.metrics.listener": f"http://127.0.0.1:{metrics_port}",
+                               # A static broker setting, for the configs' sources.
+                               "log.retention.bytes": "1073741824"})
     create_topic(broker.bootstrap, TOPIC, partitions=2)
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     for index in range(RECORDS):
@@ -154,7 +156,7 @@ def browser_page(base: str, topic: str, **params) -> str:
 def test_the_message_browser_shows_what_librdkafka_wrote(console):
     broker, base = console
     topic = "browse-topic"
-    create_topic(broker.bootstrap, topic, partitions=1)
+    create_topic(broker.bootstrap, topic, partitions=1, config={"retention.ms": "3600000"})
     start_ms = 1_700_000_000_000
     binary = bytes(range(0x80, 0x90))
     producer = Producer({"bootstrap.servers": broker.bootstrap})
@@ -205,6 +207,16 @@ def test_the_message_browser_shows_what_librdkafka_wrote(console):
     assert seen == list(range(40)), seen
     newer = re.search(r'id="browse-newer" data-offset="(\d+)"', dom)
     assert newer and newer.group(1) == "10", dom[-500:]
+
+    # Configs with their sources: set on the topic, set on the broker, and
+    # Kafka's defaults (shown on request).
+    configs = {row[0]: row[1:] for row in cells(dom, "topic-configs")}
+    assert configs["retention.ms"] == ["3600000", "DYNAMIC_TOPIC_CONFIG"], configs
+    assert configs["retention.bytes"] == ["1073741824", "STATIC_BROKER_CONFIG"], configs
+    assert "segment.bytes" not in configs
+    every = {row[0]: row[1:] for row in cells(browser_page(base, topic, configs="all"), "topic-configs")}
+    assert every["segment.bytes"] == ["1073741824", "DEFAULT_CONFIG"], every
+    assert len(every) > 25, every
 
     # Bad input: a clear message on the page, a 400 from the API.
     dom = browser_page(base, topic, partition=0, mode="offset", offset=999999)

@@ -19,9 +19,10 @@ use strom_observability::http::auth::{AUTHENTICATE_METRICS_KEY, AUTHENTICATION_K
 use strom_observability::http::{BoxFuture, HttpIo, HttpTls, LISTENER_KEY};
 use strom_observability::topics::TopicCounts;
 use strom_observability::view::{
-    BrokerState, ClusterState, CommittedOffset, EndpointState, GroupDescription, GroupListing,
-    GroupMember, HostedPartition, IsrChanges, LogState, NetworkCounts, PartitionState,
-    QuorumReplica, QuorumState, Registration, TopicState, TransactionSummary, Viewer,
+    BrokerState, ClusterState, CommittedOffset, ConfigEntryState, EndpointState, GroupDescription,
+    GroupListing, GroupMember, HostedPartition, IsrChanges, LogState, NetworkCounts,
+    PartitionState, QuorumReplica, QuorumState, Registration, TopicState, TransactionSummary,
+    Viewer,
 };
 use strom_observability::BrokerView;
 use strom_observability::HttpSecurityError;
@@ -246,6 +247,10 @@ impl BrokerView for BrokerContext {
             .image()
             .configs(&ConfigResource::Topic(name.to_owned()))
             .clone()
+    }
+
+    fn topic_config_entries(&self, name: &str) -> Vec<ConfigEntryState> {
+        crate::handlers::describe_configs::topic_config_entries(self, name)
     }
 
     fn topic_counts(&self) -> Vec<(String, TopicCounts)> {

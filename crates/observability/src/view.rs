@@ -47,6 +47,20 @@ pub trait BrokerView: Send + Sync {
     /// The configuration explicitly set on a topic (empty if none).
     fn topic_configs(&self, name: &str) -> BTreeMap<String, String>;
 
+    /// Every topic-level config of a topic with its effective value and
+    /// where that comes from, as DescribeConfigs reports it (empty for an
+    /// unknown topic). By default: the keys set on the topic only.
+    fn topic_config_entries(&self, name: &str) -> Vec<ConfigEntryState> {
+        self.topic_configs(name)
+            .into_iter()
+            .map(|(name, value)| ConfigEntryState {
+                name,
+                value: Some(value),
+                source: "DYNAMIC_TOPIC_CONFIG",
+            })
+            .collect()
+    }
+
     /// Every topic's counters, by name.
     fn topic_counts(&self) -> Vec<(String, TopicCounts)>;
 
@@ -302,6 +316,19 @@ pub struct HostedPartition {
     pub follower_lags: Vec<(i32, i64)>,
     /// Its log; `None` while the partition is offline.
     pub log: Option<LogState>,
+}
+
+/// One config of a resource with its effective value and its source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntryState {
+    /// The config name.
+    pub name: String,
+    /// The effective value (`None` when unset or sensitive).
+    pub value: Option<String>,
+    /// Kafka's name of where the value comes from: `DYNAMIC_TOPIC_CONFIG`,
+    /// `DYNAMIC_BROKER_CONFIG`, `DYNAMIC_DEFAULT_BROKER_CONFIG`,
+    /// `STATIC_BROKER_CONFIG` or `DEFAULT_CONFIG`.
+    pub source: &'static str,
 }
 
 /// What is shown of a partition's log.

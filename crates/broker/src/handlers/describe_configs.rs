@@ -11,6 +11,7 @@
 
 use strom_controller::image::{ConfigResource, MetadataImage};
 use strom_network::{Reply, RequestContext};
+use strom_observability::view::ConfigEntryState;
 use strom_protocol::error_code::ErrorCode;
 use strom_protocol::kafka::messages::describe_configs_request::DescribeConfigsResource;
 use strom_protocol::kafka::messages::describe_configs_response::{
@@ -211,6 +212,42 @@ fn topic_entry(
                 .then_some(definition.documentation)
                 .map(StrBytes::from_static_str),
         )
+}
+
+/// Every topic-level config of `topic` with its effective value and its
+/// source, as DescribeConfigs answers them (for the console); empty for an
+/// unknown topic.
+pub fn topic_config_entries(broker: &BrokerContext, topic: &str) -> Vec<ConfigEntryState> {
+    let image = broker.controller.image();
+    if image.topic_by_name(topic).is_none() {
+        return Vec::new();
+    }
+    let include = Include {
+        synonyms: false,
+        documentation: false,
+    };
+    TOPIC_CONFIGS
+        .iter()
+        .map(|definition| {
+            let entry = topic_entry(broker, &image, topic, definition, include);
+            ConfigEntryState {
+                name: definition.name.to_owned(),
+                value: entry.value.map(|value| value.to_string()),
+                source: source_name(entry.config_source),
+            }
+        })
+        .collect()
+}
+
+/// Kafka's name of a config source code.
+fn source_name(code: i8) -> &'static str {
+    match code {
+        source::DYNAMIC_TOPIC_CONFIG => "DYNAMIC_TOPIC_CONFIG",
+        source::DYNAMIC_BROKER_CONFIG => "DYNAMIC_BROKER_CONFIG",
+        source::DYNAMIC_DEFAULT_BROKER_CONFIG => "DYNAMIC_DEFAULT_BROKER_CONFIG",
+        source::STATIC_BROKER_CONFIG => "STATIC_BROKER_CONFIG",
+        _ => "DEFAULT_CONFIG",
+    }
 }
 
 fn synonym(sourced: &Sourced) -> DescribeConfigsSynonym {

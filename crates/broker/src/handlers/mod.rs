@@ -43,7 +43,7 @@ mod delete_topics;
 mod describe_acls;
 mod describe_client_quotas;
 mod describe_cluster;
-mod describe_configs;
+pub(crate) mod describe_configs;
 mod describe_groups;
 mod describe_producers;
 mod describe_quorum;

@@ -231,16 +231,24 @@ fn topic(access: &Access<'_>, name: &str) -> Answer {
             })
         })
         .collect();
-    let configs = if access.may(operation::DESCRIBE_CONFIGS, resource::TOPIC, name) {
-        broker.topic_configs(name)
+    let (configs, entries) = if access.may(operation::DESCRIBE_CONFIGS, resource::TOPIC, name) {
+        let entries: Vec<Value> = broker
+            .topic_config_entries(name)
+            .into_iter()
+            .map(
+                |entry| json!({ "name": entry.name, "value": entry.value, "source": entry.source }),
+            )
+            .collect();
+        (broker.topic_configs(name), entries)
     } else {
-        BTreeMap::new()
+        (BTreeMap::new(), Vec::new())
     };
     Answer::Json(json!({
         "name": name,
         "id": topic.id,
         "partitions": partitions,
         "configs": configs,
+        "config_entries": entries,
     }))
 }
 

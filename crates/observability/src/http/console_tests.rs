@@ -186,6 +186,10 @@ fn a_super_user_sees_everything() {
     assert_eq!(topics["topics"][0]["size_bytes"], 100);
     let topic = json_as("root", &[], "/api/topics/orders");
     assert_eq!(topic["configs"]["min.insync.replicas"], "2");
+    assert_eq!(
+        topic["config_entries"],
+        json!([{ "name": "min.insync.replicas", "value": "2", "source": "DYNAMIC_TOPIC_CONFIG" }])
+    );
     assert!(matches!(
         get_as("root", &[], "/api/topics/orders/records", None),
         Answer::Json(_)
