@@ -310,21 +310,7 @@ async fn broker_context(
     } else {
         ProducerIdManager::open(&config.log_dirs[0])?
     });
-    let replicas = Arc::new(ReplicaManager::new(
-        config.node_id,
-        Arc::clone(logs),
-        Arc::clone(&environment.clock),
-        config.topic_defaults().clone(),
-    ));
-    if let Some(settings) = crate::tiered::settings(config.properties(), &config.log_dirs[0])
-        .map_err(StartError::RemoteStorage)?
-    {
-        let manager = crate::tiered::open(&settings).map_err(StartError::RemoteStorage)?;
-        replicas.set_remote_log_manager(manager);
-    }
-    replicas
-        .topic_metrics()
-        .set_recording(observability.recording());
+    let replicas = replica_manager(config, logs, environment, observability)?;
     replicas.apply_image(&controller.image());
     let controller_client = Arc::clone(controller);
     let groups = Arc::new(GroupService::new(
@@ -371,6 +357,31 @@ async fn broker_context(
             Arc::clone(&environment.clock),
         )),
     })
+}
+
+/// The replicas over the logs, with tiered storage when the broker has it.
+fn replica_manager(
+    config: &BrokerConfig,
+    logs: &Arc<LogManager>,
+    environment: &Environment,
+    observability: &Observability,
+) -> Result<Arc<ReplicaManager>, StartError> {
+    let replicas = Arc::new(ReplicaManager::new(
+        config.node_id,
+        Arc::clone(logs),
+        Arc::clone(&environment.clock),
+        config.topic_defaults().clone(),
+    ));
+    if let Some(settings) = crate::tiered::settings(config.properties(), &config.log_dirs[0])
+        .map_err(StartError::RemoteStorage)?
+    {
+        let manager = crate::tiered::open(&settings).map_err(StartError::RemoteStorage)?;
+        replicas.set_remote_log_manager(manager);
+    }
+    replicas
+        .topic_metrics()
+        .set_recording(observability.recording());
+    Ok(replicas)
 }
 
 /// The verifier of transactional produces (KIP-890 part 1).

@@ -37,35 +37,14 @@ pub async fn run(
             all,
             json,
         } => {
-            let resource = with_broker_entity(resource, &quota)?;
-            let (resource_type, name) = resolve(&admin, &resource).await?;
-            let entries = describe_entries(&admin, resource_type, &name)
-                .await
-                .map_err(|error| resource_error("describe configs of", &resource, &name, error))?;
-            let shown: Vec<&ConfigEntry> = entries
-                .iter()
-                .filter(|entry| all || !entry.is_default())
-                .collect();
-            if json {
-                let map: serde_json::Map<String, serde_json::Value> = shown
-                    .iter()
-                    .map(|entry| (entry.name.clone(), serde_json::json!(entry.value)))
-                    .collect();
-                return out.line(&serde_json::Value::Object(map).to_string());
-            }
-            out.line(&format!(
-                "{} configs for {} {name}:",
-                if all { "All" } else { "Non-default" },
-                kind(&resource)
-            ))?;
-            shown.iter().try_for_each(|entry| {
-                out.line(&format!(
-                    "  {}={} ({})",
-                    entry.name,
-                    entry.value.as_deref().unwrap_or(""),
-                    source_name(entry.source)
-                ))
-            })
+            describe(
+                &admin,
+                with_broker_entity(resource, &quota)?,
+                all,
+                json,
+                out,
+            )
+            .await
         }
         ConfigsCommand::Alter {
             resource,
@@ -94,6 +73,44 @@ pub async fn run(
             ))
         }
     }
+}
+
+/// `configs describe` of a topic or broker (or the broker defaults).
+async fn describe(
+    admin: &AdminClient,
+    resource: ConfigResource,
+    all: bool,
+    json: bool,
+    out: &mut Output,
+) -> Result<(), ToolError> {
+    let (resource_type, name) = resolve(admin, &resource).await?;
+    let entries = describe_entries(admin, resource_type, &name)
+        .await
+        .map_err(|error| resource_error("describe configs of", &resource, &name, error))?;
+    let shown: Vec<&ConfigEntry> = entries
+        .iter()
+        .filter(|entry| all || !entry.is_default())
+        .collect();
+    if json {
+        let map: serde_json::Map<String, serde_json::Value> = shown
+            .iter()
+            .map(|entry| (entry.name.clone(), serde_json::json!(entry.value)))
+            .collect();
+        return out.line(&serde_json::Value::Object(map).to_string());
+    }
+    out.line(&format!(
+        "{} configs for {} {name}:",
+        if all { "All" } else { "Non-default" },
+        kind(&resource)
+    ))?;
+    shown.iter().try_for_each(|entry| {
+        out.line(&format!(
+            "  {}={} ({})",
+            entry.name,
+            entry.value.as_deref().unwrap_or(""),
+            source_name(entry.source)
+        ))
+    })
 }
 
 /// Kafka's `DEFAULT_CONFIG` config source.
