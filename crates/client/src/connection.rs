@@ -58,6 +58,11 @@ pub struct BrokerApiVersions {
     ranges: HashMap<i16, (i16, i16)>,
 }
 
+/// APIs whose newer versions only brokers send, with the highest version a
+/// client sends (as Kafka's clients cap them): AddPartitionsToTxn v4+ is
+/// the brokers' batched verification (KIP-890).
+const CLIENT_MAX_VERSIONS: &[(ApiKey, i16)] = &[(ApiKey::AddPartitionsToTxn, 3)];
+
 impl BrokerApiVersions {
     /// Builds the table from (key, min, max) triples.
     pub fn from_ranges(ranges: impl IntoIterator<Item = (i16, i16, i16)>) -> Self {
@@ -78,7 +83,11 @@ impl BrokerApiVersions {
     pub fn negotiate(&self, api_key: ApiKey) -> Option<i16> {
         let (broker_min, broker_max) = self.range(api_key)?;
         let ours = SUPPORTED_APIS.iter().find(|api| api.api_key == api_key)?;
-        let version = broker_max.min(ours.max_version);
+        let client_max = CLIENT_MAX_VERSIONS
+            .iter()
+            .find(|(key, _)| *key == api_key)
+            .map_or(ours.max_version, |(_, max)| (*max).min(ours.max_version));
+        let version = broker_max.min(client_max);
         (version >= broker_min.max(ours.min_version)).then_some(version)
     }
 }
@@ -643,6 +652,9 @@ mod tests {
         assert_eq!(versions.negotiate(ApiKey::Metadata), metadata_max);
         // The broker's Fetch tops out below our minimum (4): no common version.
         assert_eq!(versions.negotiate(ApiKey::Fetch), None);
+        // Broker-only versions are never chosen by a client.
+        let brokers = BrokerApiVersions::from_ranges([(ApiKey::AddPartitionsToTxn as i16, 0, 5)]);
+        assert_eq!(brokers.negotiate(ApiKey::AddPartitionsToTxn), Some(3));
         assert_eq!(versions.negotiate(ApiKey::ListOffsets), None);
     }
 
