@@ -17,6 +17,24 @@ pub(crate) struct Access<'a> {
     pub(crate) broker: &'a dyn BrokerView,
     /// Who asks.
     pub(crate) viewer: Option<&'a Viewer>,
+    /// Bytes of records the request read (the message browser's pacing).
+    pub(crate) scanned: std::cell::Cell<u64>,
+}
+
+impl<'a> Access<'a> {
+    /// What `viewer` (`None`: everything) may see of `broker`.
+    pub(crate) fn new(broker: &'a dyn BrokerView, viewer: Option<&'a Viewer>) -> Access<'a> {
+        Access {
+            broker,
+            viewer,
+            scanned: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Counts `bytes` of records read for this request.
+    pub(crate) fn count_scanned(&self, bytes: u64) {
+        self.scanned.set(self.scanned.get().saturating_add(bytes));
+    }
 }
 
 impl Access<'_> {

@@ -6,8 +6,9 @@
 //! high watermark), [`READ_CHUNK_BYTES`] at a time, and one request reads
 //! at most [`MAX_SCAN_BYTES`]: a filter that matches rarely returns what
 //! it found so far with the offset to continue from, so no request costs
-//! more than a bounded read. Control records (transaction markers) are
-//! not shown.
+//! more than a bounded read. Browsing requests run one at a time and are
+//! paced to [`BROWSE_BYTES_PER_SECOND`] of reads. Control records
+//! (transaction markers) are not shown.
 //!
 //! Query parameters of `records` (all optional):
 //! - `partition`: a partition number (default 0), or `all` (the newest
@@ -49,11 +50,17 @@ pub const MAX_SHOWN_BYTES: usize = 1024;
 /// The largest `max_bytes` a page may ask for.
 pub const MAX_SHOWN_LIMIT: usize = 64 * 1024;
 
-/// Bytes read from a partition at a time.
-pub const READ_CHUNK_BYTES: u64 = 1 << 20;
+/// Bytes read from a partition at a time (at least one batch).
+pub const READ_CHUNK_BYTES: u64 = 64 * 1024;
 
 /// Bytes one request reads at most (a filtered scan stops there).
-pub const MAX_SCAN_BYTES: u64 = 16 << 20;
+pub const MAX_SCAN_BYTES: u64 = 4 << 20;
+
+/// Bytes browsing may read per second, over all requests: after a request
+/// the next one waits until its reads fit this rate (see `routes`), so
+/// that paging through a topic never takes more than a bounded share of
+/// the broker.
+pub const BROWSE_BYTES_PER_SECOND: u64 = 32 << 20;
 
 /// Offsets a backward page steps back by at first, per wanted record.
 const BACKWARD_SPAN_PER_RECORD: i64 = 2;
@@ -88,6 +95,8 @@ struct Page {
     records: Vec<Found>,
     next_offset: Option<i64>,
     previous_offset: Option<i64>,
+    /// Bytes read for it.
+    scanned: u64,
 }
 
 /// A record found, with what orders it among partitions.
@@ -119,13 +128,14 @@ pub(crate) fn records(access: &Access<'_>, name: &str, query: Option<&str>) -> A
                     topic.partitions.len()
                 ));
             }
-            one_partition(broker, name, partition, &query)
+            one_partition(access, name, partition, &query)
         }
-        None => all_partitions(broker, name, topic.partitions.len(), &query),
+        None => all_partitions(access, name, topic.partitions.len(), &query),
     }
 }
 
-fn one_partition(broker: &dyn BrokerView, name: &str, partition: i32, query: &Query) -> Answer {
+fn one_partition(access: &Access<'_>, name: &str, partition: i32, query: &Query) -> Answer {
+    let broker = access.broker;
     let Some(log) = broker.led_partition_log(name, partition) else {
         return Answer::BadRequest(format!(
             "partition {partition} is not led by this broker; open the console of its leader"
@@ -153,6 +163,7 @@ fn one_partition(broker: &dyn BrokerView, name: &str, partition: i32, query: &Qu
         }
         Start::Latest => backward(broker, (name, partition), high_watermark, log_start, query),
     };
+    access.count_scanned(page.scanned);
     Answer::Json(json!({
         "topic": name,
         "partition": partition,
@@ -166,7 +177,8 @@ fn one_partition(broker: &dyn BrokerView, name: &str, partition: i32, query: &Qu
 
 /// The newest records (or those from a timestamp) of every partition led
 /// here, merged by timestamp.
-fn all_partitions(broker: &dyn BrokerView, name: &str, partitions: usize, query: &Query) -> Answer {
+fn all_partitions(access: &Access<'_>, name: &str, partitions: usize, query: &Query) -> Answer {
+    let broker = access.broker;
     if matches!(query.start, Start::Offset(_) | Start::Before(_)) {
         return Answer::BadRequest("offset and before need one partition (partition=N)".to_owned());
     }
@@ -191,6 +203,7 @@ fn all_partitions(broker: &dyn BrokerView, name: &str, partitions: usize, query:
                 query,
             ),
         };
+        access.count_scanned(page.scanned);
         found.extend(page.records.into_iter().map(|record| (partition, record)));
     }
     found.sort_by_key(|(partition, record)| (record.timestamp_ms, *partition, record.offset));
@@ -248,6 +261,7 @@ fn forward(
     page.next_offset = (position < high_watermark).then_some(position);
     // Older records exist before where this page started.
     page.previous_offset = (from > log_start).then_some(from);
+    page.scanned = scanned;
     page
 }
 
@@ -303,6 +317,7 @@ fn backward(
         records,
         next_offset: None,
         previous_offset,
+        scanned,
     }
 }
 
@@ -319,8 +334,11 @@ fn scan(bytes: &Bytes, (from, until): (i64, i64), partition: i32, query: &Query)
         next: from,
     };
     for batch in RecordBatches::new(bytes.clone()).map_while(Result::ok) {
+        if batch.base_offset() >= until {
+            break;
+        }
         scanned.next = scanned.next.max(batch.next_offset());
-        if batch.attributes().is_control() || batch.base_offset() >= until {
+        if batch.attributes().is_control() {
             continue;
         }
         let Ok(records) = batch.records_with_limit(4 * READ_CHUNK_BYTES as usize) else {
@@ -443,6 +461,7 @@ pub(crate) fn raw(access: &Access<'_>, name: &str, query: Option<&str>) -> Answe
     let Some(bytes) = broker.read_records(name, partition, offset, READ_CHUNK_BYTES) else {
         return Answer::NotFound;
     };
+    access.count_scanned(bytes.len() as u64);
     let Some(body) = record_part(&bytes, offset, key) else {
         return Answer::NotFound;
     };

@@ -53,10 +53,7 @@ fn broker() -> FakeBroker {
 
 fn answer(query: &str) -> Answer {
     let broker = broker();
-    let access = Access {
-        broker: &broker,
-        viewer: None,
-    };
+    let access = Access::new(&broker, None);
     records(&access, "orders", Some(query))
 }
 
@@ -216,20 +213,14 @@ fn malformed_queries_are_refused_with_the_reason() {
         matches!(answer("partition=1"), Answer::BadRequest(problem) if problem.contains("not led"))
     );
     let broker = broker();
-    let access = Access {
-        broker: &broker,
-        viewer: None,
-    };
+    let access = Access::new(&broker, None);
     assert_eq!(records(&access, "nope", None), Answer::NotFound);
 }
 
 #[test]
 fn raw_serves_a_whole_key_or_value() {
     let broker = broker();
-    let access = Access {
-        broker: &broker,
-        viewer: None,
-    };
+    let access = Access::new(&broker, None);
     let raw_of = |query: &str| raw(&access, "orders", Some(query));
     match raw_of("partition=0&offset=3") {
         Answer::Raw {
@@ -275,10 +266,7 @@ fn records_need_read_on_the_topic() {
         user: "alice".to_owned(),
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
     };
-    let access = Access {
-        broker: &broker,
-        viewer: Some(&viewer),
-    };
+    let access = Access::new(&broker, Some(&viewer));
     assert_eq!(records(&access, "orders", None), Answer::Forbidden);
     assert_eq!(
         raw(&access, "orders", Some("partition=0&offset=2")),

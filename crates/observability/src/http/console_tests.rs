@@ -8,10 +8,7 @@ use strom_protocol::acl::CLUSTER_NAME;
 
 fn get(path: &str, query: Option<&str>) -> Option<Value> {
     let broker = FakeBroker::default();
-    let access = Access {
-        broker: &broker,
-        viewer: None,
-    };
+    let access = Access::new(&broker, None);
     match api(&access, &History::default(), path, query) {
         Answer::Json(value) => Some(value),
         // Unknown or malformed: no body either way.
@@ -32,10 +29,7 @@ fn get_as(user: &str, grants: &[Grant], path: &str, query: Option<&str>) -> Answ
         user: user.to_owned(),
         host: IpAddr::V4(Ipv4Addr::LOCALHOST),
     };
-    let access = Access {
-        broker: &broker,
-        viewer: Some(&viewer),
-    };
+    let access = Access::new(&broker, Some(&viewer));
     let history = History::default();
     history.record(&broker);
     api(&access, &history, path, query)

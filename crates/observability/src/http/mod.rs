@@ -153,6 +153,8 @@ pub(crate) struct HttpState {
     security: HttpSecurity,
     /// TLS for every connection (`https://`).
     tls: Option<Arc<dyn HttpTls>>,
+    /// Turns and pacing of the message browser.
+    browse: routes::BrowsePacing,
     authentication_failures: prometheus_client::metrics::counter::Counter,
 }
 
@@ -178,6 +180,7 @@ impl HttpState {
             history,
             security,
             tls,
+            browse: routes::BrowsePacing::default(),
             authentication_failures,
         }
     }
@@ -457,6 +460,7 @@ mod tests {
                 history: Arc::new(console::History::default()),
                 security: HttpSecurity::default(),
                 tls: None,
+                browse: routes::BrowsePacing::default(),
                 authentication_failures: Default::default(),
             };
             http.readiness.logs_loaded.store(true, Ordering::Release);

@@ -7,6 +7,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::access::{Access, Answer};
 use super::auth::{Refusal, CHALLENGE};
+use super::browse::BROWSE_BYTES_PER_SECOND;
 use super::HttpState;
 use crate::view::Viewer;
 
@@ -31,9 +32,67 @@ pub(crate) async fn respond<B>(
         );
     }
     match super::auth::login(state, &request, peer).await {
+        Ok(viewer) if is_browsing(request.uri().path()) => {
+            // One browsing request at a time, paced by what the ones
+            // before it read.
+            let _turn = state.browse.turn().await;
+            route(state, &request, viewer.as_ref())
+        }
         Ok(viewer) => route(state, &request, viewer.as_ref()),
         Err(Refusal::Unauthenticated) => challenge(),
         Err(Refusal::Starting) => text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n"),
+    }
+}
+
+/// Whether `path` reads records (the message browser).
+fn is_browsing(path: &str) -> bool {
+    path.starts_with("/api/topics/")
+        && (path.ends_with("/records") || path.ends_with("/records/raw"))
+}
+
+/// The message browser's share of the broker: requests take turns, and a
+/// turn starts only once the reads of the turns before it fit
+/// [`BROWSE_BYTES_PER_SECOND`].
+#[derive(Debug)]
+pub(crate) struct BrowsePacing {
+    turns: tokio::sync::Semaphore,
+    /// When the next turn may start.
+    next: std::sync::Mutex<tokio::time::Instant>,
+}
+
+impl Default for BrowsePacing {
+    fn default() -> Self {
+        BrowsePacing {
+            turns: tokio::sync::Semaphore::new(1),
+            next: std::sync::Mutex::new(tokio::time::Instant::now()),
+        }
+    }
+}
+
+impl BrowsePacing {
+    /// Waits for this request's turn.
+    async fn turn(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let permit = self.turns.acquire().await.ok();
+        let next = *self
+            .next
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        tokio::time::sleep_until(next).await;
+        permit
+    }
+
+    /// Records that a request read `bytes`: the next turn waits for them.
+    fn read(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let cost =
+            std::time::Duration::from_secs_f64(bytes as f64 / BROWSE_BYTES_PER_SECOND as f64);
+        let mut next = self
+            .next
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *next = (*next).max(tokio::time::Instant::now()) + cost;
     }
 }
 
@@ -78,11 +137,10 @@ fn console_api(
     let Some(broker) = state.broker() else {
         return text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n");
     };
-    let access = Access {
-        broker: broker.as_ref(),
-        viewer,
-    };
-    match super::console::api(&access, &state.history, path, query) {
+    let access = Access::new(broker.as_ref(), viewer);
+    let answer = super::console::api(&access, &state.history, path, query);
+    state.browse.read(access.scanned.get());
+    match answer {
         Answer::Json(body) => json(StatusCode::OK, &body),
         Answer::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
         Answer::Forbidden => text(

@@ -178,3 +178,28 @@ async fn credentials_cannot_be_checked_before_the_broker_serves() {
     let response = respond(&state, post, PEER).await;
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
+
+#[tokio::test(start_paused = true)]
+async fn browsing_turns_are_paced_by_what_was_read() {
+    let pacing = BrowsePacing::default();
+    let start = tokio::time::Instant::now();
+    let first = pacing.turn().await;
+    assert_eq!(
+        tokio::time::Instant::now(),
+        start,
+        "the first turn starts at once"
+    );
+    // A turn that read a second's worth delays the next one by a second.
+    pacing.read(BROWSE_BYTES_PER_SECOND);
+    drop(first);
+    let _second = pacing.turn().await;
+    let waited = tokio::time::Instant::now() - start;
+    assert!(
+        waited >= std::time::Duration::from_secs(1)
+            && waited < std::time::Duration::from_millis(1100),
+        "{waited:?}"
+    );
+    assert!(is_browsing("/api/topics/orders/records"));
+    assert!(is_browsing("/api/topics/orders/records/raw"));
+    assert!(!is_browsing("/api/topics/orders"));
+}
