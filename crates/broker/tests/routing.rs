@@ -93,6 +93,8 @@ fn sample(api: ApiKey) -> Option<Request> {
             .with_users(Some(Vec::new()))
             .into(),
         ApiKey::AlterUserScramCredentials => AlterUserScramCredentialsRequest::default().into(),
+        ApiKey::DescribeClientQuotas => DescribeClientQuotasRequest::default().into(),
+        ApiKey::AlterClientQuotas => AlterClientQuotasRequest::default().into(),
         ApiKey::DescribeQuorum => DescribeQuorumRequest::default().into(),
         ApiKey::AddPartitionsToTxn => AddPartitionsToTxnRequest::default()
             .with_v3_and_below_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
