@@ -93,6 +93,8 @@ fn sample(api: ApiKey) -> Option<Request> {
             .with_users(Some(Vec::new()))
             .into(),
         ApiKey::AlterUserScramCredentials => AlterUserScramCredentialsRequest::default().into(),
+        ApiKey::DescribeClientQuotas => DescribeClientQuotasRequest::default().into(),
+        ApiKey::AlterClientQuotas => AlterClientQuotasRequest::default().into(),
         ApiKey::DescribeQuorum => DescribeQuorumRequest::default().into(),
         // The highest version served (v4) is the brokers' batched form.
         ApiKey::AddPartitionsToTxn => AddPartitionsToTxnRequest::default().into(),

@@ -189,6 +189,16 @@ impl QuotaKey {
         Self::ControllerMutationRate,
     ];
 
+    /// The key's position in [`QuotaKey::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Self::ProducerByteRate => 0,
+            Self::ConsumerByteRate => 1,
+            Self::RequestPercentage => 2,
+            Self::ControllerMutationRate => 3,
+        }
+    }
+
     /// Kafka's name of the key.
     pub fn name(self) -> &'static str {
         match self {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use crate::entity::QuotaKey;
 use crate::rate::{throttle_time_ms, QuotaWindow, SampledRate, TokenBucket};
-use crate::table::{QuotaTable, ResolvedQuota, UsageKey};
+use crate::table::{QuotaTable, UsageKey};
 
 /// What was measured for one usage key of one quota key: for metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,12 +49,28 @@ impl Meter {
     }
 }
 
+/// The quota resolved for one (user, client id): its bound and the key its
+/// usage is summed under; `None` when no quota applies.
+type Resolution = Option<(f64, UsageKey)>;
+
+/// Resolutions by user, then client id (looked up by `&str`, without
+/// allocating).
+type Resolutions = HashMap<String, HashMap<String, Resolution>>;
+
+/// Most resolutions remembered per key; past it the cache starts again
+/// (client ids are chosen by clients, so their number has no bound).
+const MAX_CACHED_RESOLUTIONS: usize = 10_000;
+
 /// Client quotas of one broker. See the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct ClientQuotaManager {
     window: QuotaWindow,
     table: QuotaTable,
-    meters: HashMap<(QuotaKey, UsageKey), Meter>,
+    /// By [`QuotaKey::index`]: the meters of each usage key.
+    meters: [HashMap<UsageKey, Meter>; 4],
+    /// By [`QuotaKey::index`]: KIP-55's resolution, remembered until the
+    /// table changes, with how many entries each holds.
+    resolutions: [(Resolutions, usize); 4],
 }
 
 impl ClientQuotaManager {
@@ -62,8 +78,7 @@ impl ClientQuotaManager {
     pub fn new(window: QuotaWindow) -> Self {
         Self {
             window,
-            table: QuotaTable::new(),
-            meters: HashMap::new(),
+            ..Self::default()
         }
     }
 
@@ -82,6 +97,7 @@ impl ClientQuotaManager {
     /// [`ClientQuotaManager::forget_idle`]).
     pub fn set_table(&mut self, table: QuotaTable) {
         self.table = table;
+        self.resolutions = Default::default();
     }
 
     /// Whether any quota of `key` is configured (nothing to record if not).
@@ -89,13 +105,37 @@ impl ClientQuotaManager {
         self.table.has_key(key)
     }
 
-    fn meter(&mut self, key: QuotaKey, resolved: &ResolvedQuota) -> &mut Meter {
-        let meter = self
-            .meters
-            .entry((key, resolved.usage.clone()))
-            .or_default();
-        meter.bound = resolved.bound;
-        meter
+    /// The meter of the quota of `key` that applies to (`user`,
+    /// `client_id`), with its bound; `None` when no quota applies.
+    fn meter(&mut self, key: QuotaKey, user: &str, client_id: &str) -> Option<(f64, &mut Meter)> {
+        let (resolutions, cached) = &mut self.resolutions[key.index()];
+        let known = resolutions
+            .get(user)
+            .and_then(|clients| clients.get(client_id))
+            .is_some();
+        if !known {
+            if *cached >= MAX_CACHED_RESOLUTIONS {
+                resolutions.clear();
+                *cached = 0;
+            }
+            let resolved = self
+                .table
+                .resolve(user, client_id, key)
+                .map(|resolved| (resolved.bound, resolved.usage));
+            resolutions
+                .entry(user.to_owned())
+                .or_default()
+                .insert(client_id.to_owned(), resolved);
+            *cached += 1;
+        }
+        let (bound, usage) = resolutions.get(user)?.get(client_id)?.as_ref()?;
+        let meters = &mut self.meters[key.index()];
+        if !meters.contains_key(usage) {
+            meters.insert(usage.clone(), Meter::default());
+        }
+        let meter = meters.get_mut(usage)?;
+        meter.bound = *bound;
+        Some((*bound, meter))
     }
 
     /// Records `value` (bytes, or percent-seconds of handler time for
@@ -111,15 +151,13 @@ impl ClientQuotaManager {
         value: f64,
         now_ms: u64,
     ) -> u64 {
-        let Some(resolved) = self.table.resolve(user, client_id, key) else {
+        let window = self.window;
+        let Some((bound, meter)) = self.meter(key, user, client_id) else {
             return 0;
         };
-        let window = self.window;
-        let meter = self.meter(key, &resolved);
         meter.rate.record(&window, value, now_ms);
         let rate = meter.rate.rate_per_second(&window, now_ms);
-        let mut throttle_ms =
-            throttle_time_ms(rate, resolved.bound, meter.rate.window_ms(&window, now_ms));
+        let mut throttle_ms = throttle_time_ms(rate, bound, meter.rate.window_ms(&window, now_ms));
         if key == QuotaKey::RequestPercentage {
             throttle_ms = throttle_ms.min(window.sample_ms());
         }
@@ -136,13 +174,10 @@ impl ClientQuotaManager {
         value: f64,
         now_ms: u64,
     ) {
-        let Some(resolved) = self.table.resolve(user, client_id, key) else {
-            return;
-        };
         let window = self.window;
-        self.meter(key, &resolved)
-            .rate
-            .record(&window, -value, now_ms);
+        if let Some((_, meter)) = self.meter(key, user, client_id) {
+            meter.rate.record(&window, -value, now_ms);
+        }
     }
 
     /// The most a client may use of `key` in one window (Kafka caps a
@@ -155,16 +190,12 @@ impl ClientQuotaManager {
     /// KIP-599's strict check before a controller mutation: `Err` with the
     /// throttle time when the client's bucket is below zero.
     pub fn check_mutations(&mut self, user: &str, client_id: &str, now_ms: u64) -> Result<(), u64> {
-        let key = QuotaKey::ControllerMutationRate;
-        let Some(resolved) = self.table.resolve(user, client_id, key) else {
+        let window = self.window;
+        let Some((bound, meter)) = self.meter(QuotaKey::ControllerMutationRate, user, client_id)
+        else {
             return Ok(());
         };
-        let window = self.window;
-        let meter = self.meter(key, &resolved);
-        match meter
-            .bucket
-            .throttle_time_ms(&window, resolved.bound, now_ms)
-        {
+        match meter.bucket.throttle_time_ms(&window, bound, now_ms) {
             0 => Ok(()),
             throttle_ms => Err(meter.count_throttle(throttle_ms)),
         }
@@ -179,18 +210,15 @@ impl ClientQuotaManager {
         partitions: u32,
         now_ms: u64,
     ) -> u64 {
-        let key = QuotaKey::ControllerMutationRate;
-        let Some(resolved) = self.table.resolve(user, client_id, key) else {
+        let window = self.window;
+        let Some((bound, meter)) = self.meter(QuotaKey::ControllerMutationRate, user, client_id)
+        else {
             return 0;
         };
-        let window = self.window;
-        let meter = self.meter(key, &resolved);
         meter
             .bucket
-            .take(&window, resolved.bound, f64::from(partitions), now_ms);
-        let throttle_ms = meter
-            .bucket
-            .throttle_time_ms(&window, resolved.bound, now_ms);
+            .take(&window, bound, f64::from(partitions), now_ms);
+        let throttle_ms = meter.bucket.throttle_time_ms(&window, bound, now_ms);
         meter.count_throttle(throttle_ms)
     }
 
@@ -198,35 +226,39 @@ impl ClientQuotaManager {
     pub fn forget_idle(&mut self, now_ms: u64) {
         let window = self.window;
         let table = &self.table;
-        self.meters.retain(|(key, usage), meter| {
-            let still_limited = table
-                .resolve(
-                    usage.user.as_deref().unwrap_or(""),
-                    usage.client_id.as_deref().unwrap_or(""),
-                    *key,
-                )
-                .is_some_and(|resolved| resolved.usage == *usage);
-            still_limited || !meter.rate.is_idle(&window, now_ms)
-        });
+        for (key, meters) in QuotaKey::ALL.into_iter().zip(self.meters.iter_mut()) {
+            meters.retain(|usage, meter| {
+                let still_limited = table
+                    .resolve(
+                        usage.user.as_deref().unwrap_or(""),
+                        usage.client_id.as_deref().unwrap_or(""),
+                        key,
+                    )
+                    .is_some_and(|resolved| resolved.usage == *usage);
+                still_limited || !meter.rate.is_idle(&window, now_ms)
+            });
+        }
     }
 
     /// The usage of every measured key at `now_ms`, for metrics.
     pub fn usage(&mut self, now_ms: u64) -> Vec<QuotaUsage> {
         let window = self.window;
-        let mut usage: Vec<QuotaUsage> = self
-            .meters
-            .iter_mut()
-            .map(|((key, usage), meter)| QuotaUsage {
-                key: *key,
-                usage: usage.clone(),
-                bound: meter.bound,
-                rate: if *key == QuotaKey::ControllerMutationRate {
-                    meter.bucket.tokens(&window, meter.bound, now_ms)
-                } else {
-                    meter.rate.rate_per_second(&window, now_ms)
-                },
-                throttle_time_ms_total: meter.throttle_time_ms_total,
-                throttled_total: meter.throttled_total,
+        let mut usage: Vec<QuotaUsage> = QuotaKey::ALL
+            .into_iter()
+            .zip(self.meters.iter_mut())
+            .flat_map(|(key, meters)| {
+                meters.iter_mut().map(move |(usage, meter)| QuotaUsage {
+                    key,
+                    usage: usage.clone(),
+                    bound: meter.bound,
+                    rate: if key == QuotaKey::ControllerMutationRate {
+                        meter.bucket.tokens(&window, meter.bound, now_ms)
+                    } else {
+                        meter.rate.rate_per_second(&window, now_ms)
+                    },
+                    throttle_time_ms_total: meter.throttle_time_ms_total,
+                    throttled_total: meter.throttled_total,
+                })
             })
             .collect();
         usage.sort_by(|a, b| (a.key, &a.usage).cmp(&(b.key, &b.usage)));

@@ -145,3 +145,51 @@ fn idle_usage_without_a_quota_is_forgotten() {
     manager.forget_idle(11_000);
     assert!(manager.usage(11_000).is_empty());
 }
+
+#[test]
+fn a_changed_table_applies_to_clients_already_seen() {
+    let mut manager = manager_with(
+        QuotaEntity::client(EntityName::Default),
+        QuotaKey::ProducerByteRate,
+        100.0,
+    );
+    assert!(manager.record(QuotaKey::ProducerByteRate, "u", "c", 5_000.0, 0) > 0);
+    let mut table = QuotaTable::new();
+    table.set(
+        QuotaEntity::client(EntityName::Named("c".into())),
+        QuotaKey::ProducerByteRate,
+        1e9,
+    );
+    manager.set_table(table);
+    // The client now resolves to its own entity, with a rate of its own.
+    assert_eq!(
+        manager.record(QuotaKey::ProducerByteRate, "u", "c", 5_000.0, 0),
+        0
+    );
+    manager.set_table(QuotaTable::new());
+    assert_eq!(
+        manager.record(QuotaKey::ProducerByteRate, "u", "c", 1e12, 0),
+        0
+    );
+}
+
+#[test]
+fn many_client_ids_do_not_grow_the_resolution_cache_without_bound() {
+    let mut manager = manager_with(
+        QuotaEntity::client(EntityName::Default),
+        QuotaKey::ProducerByteRate,
+        1e12,
+    );
+    for index in 0..(MAX_CACHED_RESOLUTIONS + 10) {
+        manager.record(
+            QuotaKey::ProducerByteRate,
+            "u",
+            &format!("c{index}"),
+            1.0,
+            0,
+        );
+    }
+    let (resolutions, cached) = &manager.resolutions[QuotaKey::ProducerByteRate.index()];
+    assert!(*cached <= MAX_CACHED_RESOLUTIONS);
+    assert!(resolutions.values().map(HashMap::len).sum::<usize>() <= MAX_CACHED_RESOLUTIONS);
+}

@@ -77,6 +77,9 @@ pub struct FilterComponent {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QuotaTable {
     entities: BTreeMap<QuotaEntity, BTreeMap<QuotaKey, f64>>,
+    /// How many entities have each key (by [`QuotaKey::index`]), so that
+    /// a request learns in constant time whether its kind is limited.
+    key_counts: [usize; 4],
 }
 
 impl QuotaTable {
@@ -87,7 +90,15 @@ impl QuotaTable {
 
     /// Sets `key` of `entity` to `value`.
     pub fn set(&mut self, entity: QuotaEntity, key: QuotaKey, value: f64) {
-        self.entities.entry(entity).or_default().insert(key, value);
+        if self
+            .entities
+            .entry(entity)
+            .or_default()
+            .insert(key, value)
+            .is_none()
+        {
+            self.key_counts[key.index()] += 1;
+        }
     }
 
     /// Removes `key` of `entity`; whether it was set.
@@ -96,6 +107,9 @@ impl QuotaTable {
             return false;
         };
         let removed = quotas.remove(&key).is_some();
+        if removed {
+            self.key_counts[key.index()] -= 1;
+        }
         if quotas.is_empty() {
             self.entities.remove(entity);
         }
@@ -120,9 +134,7 @@ impl QuotaTable {
     /// Whether any entity has a quota for `key` (when none does, usage of
     /// that kind is not even recorded, as in Kafka).
     pub fn has_key(&self, key: QuotaKey) -> bool {
-        self.entities
-            .values()
-            .any(|quotas| quotas.contains_key(&key))
+        self.key_counts[key.index()] > 0
     }
 
     /// The quota of `key` that applies to principal `user` with client id

@@ -100,7 +100,10 @@ fn removing_the_last_key_removes_the_entity() {
     let mut table = QuotaTable::new();
     let entity = QuotaEntity::client(named("app"));
     table.set(entity.clone(), QuotaKey::ProducerByteRate, 1.0);
+    table.set(entity.clone(), QuotaKey::ProducerByteRate, 2.0);
+    assert!(table.has_key(QuotaKey::ProducerByteRate));
     assert!(table.remove(&entity, QuotaKey::ProducerByteRate));
+    assert!(!table.has_key(QuotaKey::ProducerByteRate));
     assert!(!table.remove(&entity, QuotaKey::ProducerByteRate));
     assert!(table.is_empty());
 }
@@ -157,6 +160,33 @@ proptest! {
                 let resolved = resolved.expect("a level is configured");
                 prop_assert_eq!(resolved.bound, level as f64 + 1.0);
                 prop_assert_eq!(&resolved.entity, &levels()[level]);
+            }
+        }
+    }
+}
+
+proptest! {
+    /// Whether a key is configured follows every set and removal.
+    #[test]
+    fn has_key_follows_sets_and_removals(
+        operations in proptest::collection::vec((0usize..3, 0usize..4, any::<bool>()), 0..40),
+    ) {
+        let mut table = QuotaTable::new();
+        let entities = [
+            QuotaEntity::user(named("a")),
+            QuotaEntity::client(EntityName::Default),
+            QuotaEntity::user_client(named("a"), named("b")),
+        ];
+        for (entity, key, set) in operations {
+            let key = QuotaKey::ALL[key];
+            if set {
+                table.set(entities[entity].clone(), key, 1.0);
+            } else {
+                table.remove(&entities[entity], key);
+            }
+            for key in QuotaKey::ALL {
+                let naive = table.entities().any(|(_, quotas)| quotas.contains_key(&key));
+                prop_assert_eq!(table.has_key(key), naive);
             }
         }
     }

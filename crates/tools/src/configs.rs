@@ -19,33 +19,25 @@ pub async fn run(
     out: &mut Output,
 ) -> Result<(), ToolError> {
     let admin = context.admin().await?;
+    if let Some(done) = crate::quota_configs::run(&admin, &command, out).await {
+        return done;
+    }
+    run_on_resource(&admin, command, out).await
+}
+
+/// Runs a `configs` command on a topic or broker.
+async fn run_on_resource(
+    admin: &AdminClient,
+    command: ConfigsCommand,
+    out: &mut Output,
+) -> Result<(), ToolError> {
     match command {
-        ConfigsCommand::Describe { quota, json, .. } if crate::quota_configs::given(&quota) => {
-            crate::quota_configs::describe(&admin, &quota, json, out).await
-        }
-        ConfigsCommand::Alter {
-            quota,
-            add_config,
-            delete_config,
-            ..
-        } if crate::quota_configs::given(&quota) => {
-            crate::quota_configs::alter(&admin, &quota, &add_config, &delete_config, out).await
-        }
         ConfigsCommand::Describe {
             resource,
             quota,
             all,
             json,
-        } => {
-            describe(
-                &admin,
-                with_broker_entity(resource, &quota)?,
-                all,
-                json,
-                out,
-            )
-            .await
-        }
+        } => describe(admin, with_broker_entity(resource, &quota)?, all, json, out).await,
         ConfigsCommand::Alter {
             resource,
             quota,
@@ -65,8 +57,8 @@ pub async fn run(
                     expected: "--add-config or --delete-config",
                 });
             }
-            let (resource_type, name) = resolve(&admin, &resource).await?;
-            alter_resource(&admin, resource_type, &name, &changes).await?;
+            let (resource_type, name) = resolve(admin, &resource).await?;
+            alter_resource(admin, resource_type, &name, &changes).await?;
             out.line(&format!(
                 "Completed updating the configs of {} {name}.",
                 kind(&resource)

@@ -5,13 +5,34 @@
 use strom_client::admin_quotas::{QuotaAlteration, QuotaEntityParts, QuotaEntry, QuotaMatch};
 use strom_client::{AdminClient, ClientError};
 
-use crate::cli::{QuotaEntityArgs, QuotaEntityType};
+use crate::cli::{ConfigsCommand, QuotaEntityArgs, QuotaEntityType};
 use crate::context::parse_key_values;
 use crate::error::ToolError;
 use crate::output::Output;
 
 const USER: &str = "user";
 const CLIENT_ID: &str = "client-id";
+
+/// Runs a `configs` command that names a client quota entity; `None` for
+/// one that names a topic or broker.
+pub async fn run(
+    admin: &AdminClient,
+    command: &ConfigsCommand,
+    out: &mut Output,
+) -> Option<Result<(), ToolError>> {
+    Some(match command {
+        ConfigsCommand::Describe { quota, json, .. } if given(quota) => {
+            describe(admin, quota, *json, out).await
+        }
+        ConfigsCommand::Alter {
+            quota,
+            add_config,
+            delete_config,
+            ..
+        } if given(quota) => alter(admin, quota, add_config, delete_config, out).await,
+        _ => return None,
+    })
+}
 
 /// Whether the arguments name a quota entity.
 pub fn given(args: &QuotaEntityArgs) -> bool {
