@@ -237,7 +237,7 @@ fn results(
         for data in topic.partitions {
             let topic_partition = TopicPartition::new(name.clone(), data.partition_index);
             let result = if data.error_code != 0 {
-                PartitionFetchResult::Error(partition_error(data.error_code))
+                PartitionFetchResult::Error(partition_error(data.error_code, data.log_start_offset))
             } else if data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0 {
                 PartitionFetchResult::Diverging {
                     epoch: data.diverging_epoch.epoch,
@@ -256,7 +256,7 @@ fn results(
     out
 }
 
-fn partition_error(code: i16) -> FetchPartitionError {
+fn partition_error(code: i16, leader_log_start_offset: i64) -> FetchPartitionError {
     match code {
         code if code == ErrorCode::NotLeaderOrFollower.code() => {
             FetchPartitionError::NotLeaderOrFollower
@@ -267,7 +267,13 @@ fn partition_error(code: i16) -> FetchPartitionError {
         code if code == ErrorCode::UnknownLeaderEpoch.code() => {
             FetchPartitionError::UnknownLeaderEpoch
         }
-        code if code == ErrorCode::OffsetOutOfRange.code() => FetchPartitionError::OffsetOutOfRange,
+        code if code == ErrorCode::OffsetOutOfRange.code()
+            || code == ErrorCode::OffsetMovedToTieredStorage.code() =>
+        {
+            FetchPartitionError::OffsetOutOfRange {
+                leader_log_start_offset,
+            }
+        }
         code => FetchPartitionError::Other { code },
     }
 }

@@ -16,8 +16,8 @@ use strom_protocol::kafka::messages::create_topics_request::CreatableTopic;
 use strom_protocol::kafka::messages::fetch_request::{FetchPartition, FetchTopic};
 use strom_protocol::kafka::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use strom_protocol::kafka::messages::{
-    BrokerId, CreateTopicsRequest, FetchRequest, InitProducerIdRequest, MetadataRequest,
-    MetadataResponse, ProduceRequest, TopicName,
+    delete_records_request, BrokerId, CreateTopicsRequest, DeleteRecordsRequest, FetchRequest,
+    InitProducerIdRequest, MetadataRequest, MetadataResponse, ProduceRequest, TopicName,
 };
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
@@ -580,6 +580,103 @@ async fn an_old_leader_truncates_its_unreplicated_tail_when_it_follows() {
     assert!(!text.contains("tail-"), "the unreplicated tail is gone");
     assert!(text.contains("shared-9") && text.contains("new-1"));
     restarted.shutdown().await;
+    for broker in brokers {
+        broker.shutdown().await;
+    }
+}
+
+fn log_start_offset(broker: &RunningBroker) -> i64 {
+    broker
+        .replicas()
+        .logs()
+        .get(&TopicPartition::new(TOPIC.to_owned(), 0))
+        .expect("hosted")
+        .read()
+        .expect("log lock")
+        .log_start_offset()
+}
+
+/// A follower away while the leader's log start moved past everything it
+/// holds (DeleteRecords here; retention, or a tiered log's local
+/// retention, alike) is answered OFFSET_OUT_OF_RANGE with the leader's
+/// log start, starts its log over there and rejoins the ISR, instead of
+/// retrying its fetch forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_leaders_log_start_starts_over_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let brokers = start_cluster(dir.path()).await;
+    create_topic(&brokers[0]).await;
+    wait_until("a full ISR", || async {
+        leader_and_isr(&brokers[0])
+            .await
+            .is_some_and(|(_, isr)| isr.len() == 3)
+    })
+    .await;
+    let (leader, _) = leader_and_isr(&brokers[0]).await.expect("a leader");
+    let leader_index = index_of(&brokers, leader);
+    let mut client = Client::connect(&brokers[leader_index], "replication-test").await;
+    let producer_id = init_producer_id(&mut client).await;
+    let first: Vec<String> = (0..10).map(|index| format!("early-{index}")).collect();
+    assert_eq!(
+        produce_to_leader(&mut client, producer_id, 0, &first).await,
+        0
+    );
+    let away = brokers
+        .iter()
+        .map(node_of)
+        .find(|node| *node != leader)
+        .expect("a follower");
+    let away_index = index_of(&brokers, away);
+    wait_until("the follower has the first records", || async {
+        log_end_offset(&brokers[away_index]) == 10
+    })
+    .await;
+    let pause = |paused: bool| {
+        brokers[away_index]
+            .replicas()
+            .fetchers()
+            .expect("fetchers")
+            .set_paused(paused);
+    };
+    pause(true);
+    wait_until("the paused follower leaves the ISR", || async {
+        leader_and_isr(&brokers[leader_index])
+            .await
+            .is_some_and(|(_, isr)| !isr.contains(&away))
+    })
+    .await;
+    let later: Vec<String> = (0..10).map(|index| format!("later-{index}")).collect();
+    assert_eq!(produce(&mut client, producer_id, 10, &later, -1).await, 0);
+    // The leader's log now starts at 15, above the follower's end (10).
+    let request = DeleteRecordsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![delete_records_request::DeleteRecordsTopic::default()
+            .with_name(name(TOPIC))
+            .with_partitions(vec![
+                delete_records_request::DeleteRecordsPartition::default()
+                    .with_partition_index(0)
+                    .with_offset(15),
+            ])]);
+    match client.send(Request::DeleteRecords(request), 2).await {
+        Response::DeleteRecords(response) => {
+            let partition = &response.topics[0].partitions[0];
+            assert_eq!((partition.error_code, partition.low_watermark), (0, 15));
+        }
+        other => panic!("not a DeleteRecords response: {other:?}"),
+    }
+    assert_eq!(log_start_offset(&brokers[leader_index]), 15);
+    pause(false);
+    wait_until("the follower rejoins the ISR", || async {
+        leader_and_isr(&brokers[leader_index])
+            .await
+            .is_some_and(|(_, isr)| isr.contains(&away))
+    })
+    .await;
+    // The leader's start (15) lies inside the batch 10..20: the follower's
+    // log starts at that batch, as Kafka's follower's does.
+    assert_eq!(log_start_offset(&brokers[away_index]), 10);
+    assert_eq!(log_end_offset(&brokers[away_index]), 20);
+    drop(client);
     for broker in brokers {
         broker.shutdown().await;
     }

@@ -42,6 +42,10 @@ pub trait FollowerLog: Send + Sync + 'static {
     /// offset.
     fn truncate_to(&self, offset: i64) -> Result<i64, Self::Error>;
 
+    /// Removes every record and starts the log (empty) at `offset`, the
+    /// leader's log start, when the follower's log ends below it.
+    fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), Self::Error>;
+
     /// Records the high watermark taken from the leader.
     fn set_high_watermark(&self, high_watermark: i64);
 }
@@ -134,9 +138,14 @@ pub enum FetchPartitionError {
     /// The follower's epoch is newer than the leader's (UNKNOWN_LEADER_EPOCH).
     #[error("the leader does not know the follower's leader epoch yet")]
     UnknownLeaderEpoch,
-    /// The fetch offset is outside the leader's log.
-    #[error("the fetch offset is out of the leader's range")]
-    OffsetOutOfRange,
+    /// The fetch offset is outside the leader's log (OFFSET_OUT_OF_RANGE,
+    /// or OFFSET_MOVED_TO_TIERED_STORAGE below a tiered leader's local
+    /// log), with the leader's (local) log start offset, -1 if unknown.
+    #[error("the fetch offset is out of the leader's range (its log starts at {leader_log_start_offset})")]
+    OffsetOutOfRange {
+        /// Where the leader's local log starts.
+        leader_log_start_offset: i64,
+    },
     /// Any other Kafka error code.
     #[error("the leader answered error code {code}")]
     Other {
@@ -487,8 +496,35 @@ fn apply_result<L: FollowerLog>(
                 log_end_offset,
             }))
         }
+        PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange {
+            leader_log_start_offset,
+        }) if leader_log_start_offset > offsets.log_end_offset => {
+            restart_at(followed, topic_partition, leader_log_start_offset).map(Some)
+        }
         PartitionFetchResult::Error(error) => Err(FetchFailure::Leader(error)),
     }
+}
+
+/// Everything the follower holds is below what the leader keeps
+/// (retention, DeleteRecords, or a tiered log's local retention): its log
+/// starts over at the leader's log start, as Kafka's fetcher does.
+fn restart_at<L: FollowerLog>(
+    followed: &mut Followed<L>,
+    topic_partition: TopicPartition,
+    leader_log_start_offset: i64,
+) -> Result<PartitionEvent, FetchFailure> {
+    followed
+        .log
+        .truncate_fully_and_start_at(leader_log_start_offset)
+        .map_err(FetchFailure::log)?;
+    followed.state.on_restart_at(leader_log_start_offset);
+    followed
+        .log
+        .set_high_watermark(followed.state.high_watermark());
+    Ok(PartitionEvent::Truncated {
+        topic_partition,
+        log_end_offset: leader_log_start_offset,
+    })
 }
 
 /// Where a follower's log stops agreeing with the leader's, given the

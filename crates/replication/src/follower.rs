@@ -62,6 +62,13 @@ impl FollowerState {
         self.log_end_offset = log_end_offset;
         self.high_watermark = self.high_watermark.min(log_end_offset);
     }
+
+    /// Records that the log was emptied to start at `log_start_offset`, the
+    /// leader's log start (the follower's records were all below it).
+    pub fn on_restart_at(&mut self, log_start_offset: i64) {
+        self.log_end_offset = log_start_offset;
+        self.high_watermark = self.high_watermark.max(log_start_offset);
+    }
 }
 
 #[cfg(test)]

@@ -925,6 +925,17 @@ impl Partition {
     }
 }
 
+/// Whether the follower's log is empty and the first fetched batch, at
+/// `base_offset`, starts below its end and reaches it.
+fn starts_inside_first_batch(log: &Log, records: &Bytes, base_offset: i64, log_end: i64) -> bool {
+    let last_offset = strom_protocol::records::BatchHeader::decode(records)
+        .map(|header| header.last_offset())
+        .unwrap_or(-1);
+    log.log_start_offset() == log.log_end_offset()
+        && base_offset < log_end
+        && last_offset >= log_end
+}
+
 impl FollowerLog for Partition {
     type Error = FollowerWriteError;
 
@@ -949,7 +960,22 @@ impl FollowerLog for Partition {
     fn append(&self, records: Bytes) -> Result<i64, FollowerWriteError> {
         let mut log = self.log_mut()?;
         self.check_following()?;
-        log.append_as_follower(records, self.clock.wall_ms())?;
+        let now_ms = self.clock.wall_ms();
+        match log.append_as_follower(records.clone(), now_ms) {
+            Err(AppendError::OffsetsNotIncreasing {
+                base_offset,
+                log_end,
+            }) if starts_inside_first_batch(&log, &records, base_offset, log_end) => {
+                // An empty log started at the leader's log start, which lies
+                // inside this batch (DeleteRecords is not batch-aligned):
+                // start at the batch instead, as Kafka's follower does.
+                log.truncate_fully_and_start_at(base_offset, now_ms)?;
+                log.append_as_follower(records, now_ms)?;
+            }
+            other => {
+                other?;
+            }
+        }
         let log_end_offset = log.log_end_offset();
         self.log_end.advance(log_end_offset);
         Ok(log_end_offset)
@@ -963,6 +989,18 @@ impl FollowerLog for Partition {
         self.log_end.reset(log_end_offset);
         self.high_watermark.reset(high_watermark);
         Ok(log_end_offset)
+    }
+
+    fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), FollowerWriteError> {
+        let mut log = self.log_mut()?;
+        self.check_following()?;
+        log.truncate_fully_and_start_at(offset, self.clock.wall_ms())?;
+        tracing::info!(topic_partition = %self.topic_partition, log_start_offset = offset,
+            "follower log emptied to start at the leader's log start");
+        self.log_end.reset(log.log_end_offset());
+        // The high watermark is never below the log start.
+        self.publish_high_watermark(&mut log, offset);
+        Ok(())
     }
 
     fn set_high_watermark(&self, high_watermark: i64) {

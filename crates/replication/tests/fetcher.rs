@@ -39,6 +39,9 @@ struct FakeLogError {
 
 #[derive(Debug, Default)]
 struct FakeLog {
+    /// The log start offset (where the first batch is, or the log end of
+    /// an empty log).
+    start: Mutex<i64>,
     batches: Mutex<Vec<Batch>>,
     high_watermark: Mutex<i64>,
     truncations: Mutex<Vec<i64>>,
@@ -63,7 +66,23 @@ impl FakeLog {
     }
 
     fn end(&self) -> i64 {
-        self.batches().last().map_or(0, Batch::next)
+        self.batches()
+            .last()
+            .map_or(*self.start.lock().unwrap(), Batch::next)
+    }
+
+    fn start(&self) -> i64 {
+        *self.start.lock().unwrap()
+    }
+
+    /// Retention: drops the batches wholly below `offset`.
+    fn delete_before(&self, offset: i64) {
+        self.batches
+            .lock()
+            .unwrap()
+            .retain(|batch| batch.next() > offset);
+        let first = self.batches().first().map_or(offset, |batch| batch.base);
+        *self.start.lock().unwrap() = first;
     }
 
     fn push(&self, epoch: i32, count: i32) {
@@ -114,7 +133,7 @@ impl FollowerLog for FakeLog {
 
     fn offsets(&self) -> Result<LogOffsets, FakeLogError> {
         Ok(LogOffsets {
-            log_start_offset: 0,
+            log_start_offset: self.start(),
             log_end_offset: self.end(),
             high_watermark: self.high_watermark(),
             latest_epoch: self.batches().last().map(|batch| batch.epoch),
@@ -156,6 +175,12 @@ impl FollowerLog for FakeLog {
         Ok(end)
     }
 
+    fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), FakeLogError> {
+        self.batches.lock().unwrap().clear();
+        *self.start.lock().unwrap() = offset;
+        Ok(())
+    }
+
     fn set_high_watermark(&self, high_watermark: i64) {
         self.set_hw(high_watermark);
     }
@@ -187,8 +212,10 @@ fn leader_answer(
             };
         }
     }
-    if sent.fetch_offset > leader.end() {
-        return PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange);
+    if sent.fetch_offset > leader.end() || sent.fetch_offset < leader.start() {
+        return PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange {
+            leader_log_start_offset: leader.start(),
+        });
     }
     let batches: Vec<Batch> = leader
         .batches()
@@ -274,6 +301,55 @@ fn a_follower_appends_with_the_leaders_offsets_and_takes_its_high_watermark() {
     small.handle_response(&request, results, 0);
     assert_eq!(fresh.end(), 5, "two batches per answer");
     assert_eq!(fresh.high_watermark(), 5, "capped by the local log");
+}
+
+#[test]
+fn a_follower_behind_the_leaders_log_start_starts_over_there() {
+    // The leader deleted everything below 20 (retention, or local
+    // retention of a tiered log) while the follower was away at 10.
+    let leader = FakeLog::with(&[(0, 10), (0, 10), (1, 10), (1, 10)]);
+    leader.set_hw(40);
+    leader.delete_before(20);
+    let follower = FakeLog::with(&[(0, 10)]);
+    let mut core = FetcherCore::new(1, FetcherConfig::new(2));
+    core.add_partition(partition(), Arc::clone(&follower), 1)
+        .expect("readable");
+    let events = fetch_until_caught_up(&mut core, &leader, 1);
+    assert!(
+        events.iter().any(|event| matches!(
+            event,
+            PartitionEvent::Truncated {
+                log_end_offset: 20,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+    assert_eq!(follower.start(), 20);
+    assert_eq!(follower.batches(), leader.batches());
+    assert_eq!(follower.high_watermark(), 40);
+    // A follower ahead of the leader's log start is never emptied by an
+    // out-of-range answer (it backs off instead).
+    let ahead = FakeLog::with(&[(0, 10), (0, 10), (1, 5)]);
+    let mut other = FetcherCore::new(1, FetcherConfig::new(2));
+    other
+        .add_partition(partition(), Arc::clone(&ahead), 1)
+        .expect("readable");
+    let request = other.next_request(0).expect("a request");
+    let refused = vec![(
+        partition(),
+        PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange {
+            leader_log_start_offset: 20,
+        }),
+    )];
+    let events = other.handle_response(&request, refused, 0);
+    assert!(
+        events
+            .iter()
+            .all(|event| matches!(event, PartitionEvent::BackingOff { .. })),
+        "{events:?}"
+    );
+    assert_eq!(ahead.end(), 25, "nothing removed");
 }
 
 #[test]

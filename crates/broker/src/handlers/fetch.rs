@@ -737,6 +737,28 @@ async fn long_poll(
     Some(read_remote(&plan, read(&plan)).await.answer(&plan))
 }
 
+/// A follower fetching below a tiered leader's local log start is told
+/// OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405), with the local log start in
+/// the answer: it starts over there instead of copying the remote history.
+fn moved_to_tiered_storage(plan: &Plan, read: &mut Read) {
+    let topics = plan.topics.iter().zip(read.response.responses.iter_mut());
+    for (topic, answered) in topics {
+        for (planned, data) in topic.partitions.iter().zip(answered.partitions.iter_mut()) {
+            let Ok(replica) = &planned.target else {
+                continue;
+            };
+            let below_local = data.error_code == ErrorCode::OffsetOutOfRange.code()
+                && planned.request.fetch_offset < data.log_start_offset;
+            let tiered = replica
+                .with_log(|log| log.config().remote_storage_enable)
+                .unwrap_or(false);
+            if below_local && tiered {
+                data.error_code = ErrorCode::OffsetMovedToTieredStorage.code();
+            }
+        }
+    }
+}
+
 /// A consumer's partition whose fetch offset is below the local log start
 /// of a tiered log: `(topic index, partition index)` in the response.
 fn remote_targets(plan: &Plan, read: &Read) -> Vec<(usize, usize)> {
@@ -776,6 +798,10 @@ async fn read_remote(plan: &Plan, mut read: Read) -> Read {
     let Some(manager) = plan.replicas.remote_log_manager() else {
         return read;
     };
+    if plan.replica_id >= 0 {
+        moved_to_tiered_storage(plan, &mut read);
+        return read;
+    }
     for (topic_index, partition_index) in remote_targets(plan, &read) {
         let planned = &plan.topics[topic_index].partitions[partition_index];
         let Ok(replica) = &planned.target else {
