@@ -60,7 +60,7 @@ pub const MAX_SCAN_BYTES: u64 = 4 << 20;
 /// the next one waits until its reads fit this rate (see `routes`), so
 /// that paging through a topic never takes more than a bounded share of
 /// the broker.
-pub const BROWSE_BYTES_PER_SECOND: u64 = 32 << 20;
+pub const BROWSE_BYTES_PER_SECOND: u64 = 8 << 20;
 
 /// Offsets a backward page steps back by at first, per wanted record.
 const BACKWARD_SPAN_PER_RECORD: i64 = 2;

@@ -34,13 +34,27 @@ pub(crate) async fn respond<B>(
     match super::auth::login(state, &request, peer).await {
         Ok(viewer) if is_browsing(request.uri().path()) => {
             // One browsing request at a time, paced by what the ones
-            // before it read.
+            // before it read; its reads and decoding run off the async
+            // workers (which serve the Kafka listeners too).
             let _turn = state.browse.turn().await;
-            route(state, &request, viewer.as_ref())
+            off_the_workers(|| route(state, &request, viewer.as_ref()))
         }
         Ok(viewer) => route(state, &request, viewer.as_ref()),
         Err(Refusal::Unauthenticated) => challenge(),
         Err(Refusal::Starting) => text(StatusCode::SERVICE_UNAVAILABLE, "the broker is starting\n"),
+    }
+}
+
+/// Runs blocking work where it does not hold up other tasks: in place
+/// on a multi-threaded runtime (its other tasks move to other workers),
+/// directly elsewhere.
+fn off_the_workers<T>(work: impl FnOnce() -> T) -> T {
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_threaded {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
     }
 }
 
