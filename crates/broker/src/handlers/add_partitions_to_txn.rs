@@ -123,13 +123,7 @@ async fn add(
         producer_id: request.v3_and_below_producer_id.0,
         producer_epoch: request.v3_and_below_producer_epoch,
     };
-    let set: BTreeSet<TopicPartition> = partitions
-        .iter()
-        .map(|(topic, partition)| TopicPartition {
-            topic: topic.clone(),
-            partition: *partition,
-        })
-        .collect();
+    let set = partition_set(partitions);
     broker
         .transactions
         .coordinator
@@ -200,13 +194,7 @@ async fn transaction_codes(
         producer_id: transaction.producer_id.0,
         producer_epoch: transaction.producer_epoch,
     };
-    let set: BTreeSet<TopicPartition> = partitions
-        .iter()
-        .map(|(topic, partition)| TopicPartition {
-            topic: topic.clone(),
-            partition: *partition,
-        })
-        .collect();
+    let set = partition_set(partitions);
     let coordinator = &broker.transactions.coordinator;
     let fenced = FencedCode::ProducerFenced;
     if transaction.verify_only {
@@ -242,6 +230,17 @@ async fn transaction_codes(
         Err(error) => transaction_error_code(&error, fenced),
     };
     vec![code; partitions.len()]
+}
+
+/// The partitions of a request as the coordinator takes them.
+fn partition_set(partitions: &[(String, i32)]) -> BTreeSet<TopicPartition> {
+    partitions
+        .iter()
+        .map(|(topic, partition)| TopicPartition {
+            topic: topic.clone(),
+            partition: *partition,
+        })
+        .collect()
 }
 
 /// The v0-v3 results: every partition with its code, grouped by topic in
