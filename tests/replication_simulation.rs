@@ -833,7 +833,13 @@ impl Simulation {
                     PartitionFetchResult::Error(FetchPartitionError::NotLeaderOrFollower)
                 }
                 Err(strom_replication::ReadFailure::Log(_)) => {
-                    PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange)
+                    // As the broker answers: with the leader's log start.
+                    let leader_log_start_offset =
+                        strom_replication::FollowerLog::offsets(partition.as_ref())
+                            .map_or(-1, |offsets| offsets.log_start_offset);
+                    PartitionFetchResult::Error(FetchPartitionError::OffsetOutOfRange {
+                        leader_log_start_offset,
+                    })
                 }
                 Err(error) => panic!("partition offline in the simulation: {error}"),
             };
