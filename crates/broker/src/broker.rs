@@ -22,6 +22,7 @@ use crate::config::BrokerConfig;
 use crate::environment::Environment;
 use crate::groups::{ensure_offsets_topic, GroupService, COORDINATOR_TICK};
 use crate::handlers::{BrokerContext, Dispatcher, HANDLED_APIS};
+use crate::peer_pool::PeerPool;
 use crate::registration::{announce_shutdown, heartbeat_loop, register};
 use crate::replica_manager::{topic_log_config, ReplicaManager};
 use crate::settings::{
@@ -192,6 +193,9 @@ fn serve(
 struct Prepared {
     /// The connector to other brokers (a cluster node only).
     inter_broker: Option<Arc<strom_security::peer::PeerConnector>>,
+    /// Pooled connections over it, for WriteTxnMarkers and transaction
+    /// verification.
+    peers: Option<Arc<PeerPool>>,
     /// The cluster id from `meta.properties`.
     cluster_id: String,
 }
@@ -222,8 +226,15 @@ fn prepare(config: &BrokerConfig) -> Result<Prepared, StartError> {
             .as_ref()
             .map(|cluster| cluster.cluster_id.as_str()),
     )?;
+    let peers = inter_broker.as_ref().map(|connector| {
+        Arc::new(PeerPool::new(
+            Arc::clone(connector),
+            strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
+        ))
+    });
     Ok(Prepared {
         inter_broker,
+        peers,
         cluster_id,
     })
 }
@@ -396,8 +407,7 @@ fn txn_verifier(
         config.node_id,
         Arc::clone(controller),
         Arc::clone(transactions),
-        prepared.inter_broker.clone(),
-        strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
+        prepared.peers.clone(),
     ))
 }
 
@@ -417,8 +427,7 @@ fn transaction_service(
         Arc::clone(replicas),
         Arc::clone(groups),
         Arc::clone(controller),
-        prepared.inter_broker.clone(),
-        strom_protocol::frame::DEFAULT_MAX_FRAME_BYTES,
+        prepared.peers.clone(),
     ));
     Arc::new(TransactionService::new(
         config,

@@ -57,6 +57,7 @@ pub mod launch;
 pub mod markers;
 pub mod metrics;
 pub mod observe;
+pub mod peer_pool;
 pub mod quotas;
 mod registration;
 pub mod replica_fetch;

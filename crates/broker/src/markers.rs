@@ -2,7 +2,8 @@
 //! led here (for the local transaction coordinator and for WriteTxnMarkers
 //! from a remote one), and [`BrokerMarkers`], the coordinator's
 //! [`MarkerWriter`], which writes locally where this broker leads and
-//! sends WriteTxnMarkers to the leader elsewhere.
+//! sends WriteTxnMarkers to the leader elsewhere (on the broker's pooled
+//! inter-broker connections, [`crate::peer_pool`]).
 //!
 //! A marker is written as a leader append with `acks=all` semantics and
 //! reported written once the high watermark passes it. A marker in a
@@ -23,7 +24,6 @@ use strom_protocol::kafka::messages::{ProducerId, TopicName, WriteTxnMarkersRequ
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
 use strom_replication::AckStatus;
-use strom_security::peer::{call, PeerConnector};
 use strom_storage::marker::{MarkerKind, TransactionMarker};
 use strom_storage::TopicPartition;
 use strom_transactions::coordinator::MarkerPlan;
@@ -34,6 +34,7 @@ use tracing::debug;
 
 use crate::blocking::blocking;
 use crate::groups::{GroupService, OFFSETS_TOPIC};
+use crate::peer_pool::PeerPool;
 use crate::replica_manager::ReplicaManager;
 
 /// How long a marker waits for the in-sync replicas.
@@ -107,8 +108,7 @@ pub struct BrokerMarkers {
     controller: Arc<dyn ControllerClient>,
     /// Connections to other brokers' inter-broker listener (a cluster
     /// node); `None` on a single node.
-    connector: Option<Arc<PeerConnector>>,
-    max_frame_bytes: usize,
+    pool: Option<Arc<PeerPool>>,
 }
 
 impl BrokerMarkers {
@@ -117,15 +117,13 @@ impl BrokerMarkers {
         replicas: Arc<ReplicaManager>,
         groups: Arc<GroupService>,
         controller: Arc<dyn ControllerClient>,
-        connector: Option<Arc<PeerConnector>>,
-        max_frame_bytes: usize,
+        pool: Option<Arc<PeerPool>>,
     ) -> BrokerMarkers {
         BrokerMarkers {
             replicas,
             groups,
             controller,
-            connector,
-            max_frame_bytes,
+            pool,
         }
     }
 
@@ -225,8 +223,8 @@ impl BrokerMarkers {
         marker: &TransactionMarker,
         partitions: Vec<TxnPartition>,
     ) -> Vec<(TxnPartition, MarkerOutcome)> {
-        let answered = match &self.connector {
-            Some(connector) => self.exchange(connector, leader, marker, &partitions).await,
+        let answered = match &self.pool {
+            Some(pool) => self.exchange(pool, leader, marker, &partitions).await,
             None => None,
         };
         partitions
@@ -247,31 +245,17 @@ impl BrokerMarkers {
 
     async fn exchange(
         &self,
-        connector: &PeerConnector,
+        pool: &PeerPool,
         leader: i32,
         marker: &TransactionMarker,
         partitions: &[TxnPartition],
     ) -> Option<BTreeMap<(String, i32), ErrorCode>> {
-        let image = self.controller.image();
-        let address = image.broker(leader).and_then(|broker| {
-            broker
-                .endpoints
-                .iter()
-                .find(|endpoint| endpoint.name == connector.listener())
-                .map(|endpoint| format!("{}:{}", endpoint.host, endpoint.port))
-        })?;
+        let address = pool.address(&self.controller.image(), leader)?;
         let request = Request::WriteTxnMarkers(write_txn_markers_request(marker, partitions));
-        let mut stream = connector.connect(&address).await.ok()?;
-        let response = call(
-            &mut stream,
-            &address,
-            &request,
-            WRITE_TXN_MARKERS_VERSION,
-            1,
-            self.max_frame_bytes,
-        )
-        .await;
-        match response {
+        match pool
+            .call(&address, &request, WRITE_TXN_MARKERS_VERSION)
+            .await
+        {
             Ok(Response::WriteTxnMarkers(response)) => Some(partition_codes(&response)),
             Ok(_) => None,
             Err(error) => {

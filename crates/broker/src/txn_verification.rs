@@ -7,14 +7,13 @@
 //! `__transaction_state` partition (the check is then a call into the
 //! local coordinator); otherwise the leader sends AddPartitionsToTxn v4
 //! with `verify_only` to the coordinator's broker over the inter-broker
-//! listener, on a pooled connection. The answer is one coordinator code
+//! listener, on a pooled connection ([`crate::peer_pool`]). The answer is one coordinator code
 //! per partition that failed; the Produce handler turns them into codes
 //! producers know (see `handlers::produce`), and the log refuses the
 //! append if a marker landed in between (`strom_storage::verification`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use strom_controller::runtime::ControllerClient;
@@ -28,13 +27,12 @@ use strom_protocol::kafka::messages::{
 };
 use strom_protocol::kafka::protocol::StrBytes;
 use strom_protocol::messages::{Request, Response};
-use strom_security::error::PeerError;
-use strom_security::peer::{call, BoxedStream, PeerConnector};
 use strom_transactions::coordinator::partition_for;
 use strom_transactions::metadata::{ProducerIdAndEpoch, TopicPartition as TxnPartition};
 use tracing::debug;
 
 use crate::handlers::errors::{transaction_error_code, FencedCode};
+use crate::peer_pool::PeerPool;
 use crate::transactions::{TransactionService, TRANSACTION_STATE_TOPIC};
 
 /// The AddPartitionsToTxn version brokers send to verify (the first with
@@ -45,9 +43,6 @@ pub const VERIFY_VERSION: i16 = 4;
 /// retriable error.
 pub const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Idle connections kept per coordinator broker.
-const IDLE_PER_BROKER: usize = 2;
-
 /// A partition of a produce request, by topic name and index.
 pub type PartitionKey = (String, i32);
 
@@ -57,26 +52,25 @@ pub struct TxnVerifier {
     node_id: i32,
     controller: Arc<dyn ControllerClient>,
     transactions: Arc<TransactionService>,
-    pool: Option<PeerPool>,
+    pool: Option<Arc<PeerPool>>,
 }
 
 impl TxnVerifier {
     /// A verifier; `enabled` is `transaction.partition.verification.enable`
-    /// and `connector` reaches other brokers (`None` on a single node).
+    /// and `pool` reaches other brokers (`None` on a single node).
     pub fn new(
         enabled: bool,
         node_id: i32,
         controller: Arc<dyn ControllerClient>,
         transactions: Arc<TransactionService>,
-        connector: Option<Arc<PeerConnector>>,
-        max_frame_bytes: usize,
+        pool: Option<Arc<PeerPool>>,
     ) -> TxnVerifier {
         TxnVerifier {
             enabled,
             node_id,
             controller,
             transactions,
-            pool: connector.map(|connector| PeerPool::new(connector, max_frame_bytes)),
+            pool,
         }
     }
 
@@ -103,9 +97,8 @@ impl TxnVerifier {
         };
         let count = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         let index = partition_for(hash, count.max(1));
-        let leader = usize::try_from(index)
-            .ok()
-            .and_then(|index| topic.partitions.get(index))
+        let leader = topic
+            .partition(index)
             .and_then(|partition| partition.leader);
         match leader {
             Some(leader) if leader == self.node_id => {
@@ -170,19 +163,15 @@ impl TxnVerifier {
             .pool
             .as_ref()
             .ok_or(ErrorCode::CoordinatorNotAvailable)?;
-        let image = self.controller.image();
-        let address = image
-            .broker(leader)
-            .and_then(|broker| {
-                broker
-                    .endpoints
-                    .iter()
-                    .find(|endpoint| endpoint.name == pool.connector.listener())
-                    .map(|endpoint| format!("{}:{}", endpoint.host, endpoint.port))
-            })
+        let address = pool
+            .address(&self.controller.image(), leader)
             .ok_or(ErrorCode::CoordinatorNotAvailable)?;
         let request = Request::AddPartitionsToTxn(request);
-        let answered = tokio::time::timeout(VERIFY_TIMEOUT, pool.call(&address, &request)).await;
+        let answered = tokio::time::timeout(
+            VERIFY_TIMEOUT,
+            pool.call(&address, &request, VERIFY_VERSION),
+        )
+        .await;
         match answered {
             Ok(Ok(Response::AddPartitionsToTxn(response))) => Ok(response),
             Ok(Ok(_)) => Err(ErrorCode::NetworkException),
@@ -260,73 +249,6 @@ fn remote_codes(
             None => Some((key.clone(), ErrorCode::InvalidTxnState)),
         })
         .collect()
-}
-
-/// Connections to other brokers' inter-broker listener, reused between
-/// exchanges: a caller takes an idle one (or connects), and gives it back
-/// after a complete exchange.
-struct PeerPool {
-    connector: Arc<PeerConnector>,
-    idle: Mutex<HashMap<String, Vec<BoxedStream>>>,
-    correlation: AtomicI32,
-    max_frame_bytes: usize,
-}
-
-impl PeerPool {
-    fn new(connector: Arc<PeerConnector>, max_frame_bytes: usize) -> PeerPool {
-        PeerPool {
-            connector,
-            idle: Mutex::new(HashMap::new()),
-            correlation: AtomicI32::new(1),
-            max_frame_bytes,
-        }
-    }
-
-    /// One exchange with `address`. A pooled connection that fails is
-    /// dropped and the exchange tried once more on a new one.
-    async fn call(&self, address: &str, request: &Request) -> Result<Response, PeerError> {
-        if let Some(mut stream) = self.take(address) {
-            if let Ok(response) = self.exchange(&mut stream, address, request).await {
-                self.give_back(address, stream);
-                return Ok(response);
-            }
-        }
-        let mut stream = self.connector.connect(address).await?;
-        let response = self.exchange(&mut stream, address, request).await?;
-        self.give_back(address, stream);
-        Ok(response)
-    }
-
-    async fn exchange(
-        &self,
-        stream: &mut BoxedStream,
-        address: &str,
-        request: &Request,
-    ) -> Result<Response, PeerError> {
-        let correlation_id = self.correlation.fetch_add(1, Ordering::Relaxed) & i32::MAX;
-        call(
-            stream,
-            address,
-            request,
-            VERIFY_VERSION,
-            correlation_id,
-            self.max_frame_bytes,
-        )
-        .await
-    }
-
-    fn take(&self, address: &str) -> Option<BoxedStream> {
-        self.idle.lock().ok()?.get_mut(address).and_then(Vec::pop)
-    }
-
-    fn give_back(&self, address: &str, stream: BoxedStream) {
-        if let Ok(mut idle) = self.idle.lock() {
-            let streams = idle.entry(address.to_owned()).or_default();
-            if streams.len() < IDLE_PER_BROKER {
-                streams.push(stream);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ pub mod acl;
 pub mod api;
 pub mod broker_config;
 pub mod chunked;
+pub mod config_source;
 pub mod crc;
 pub mod error;
 pub mod error_code;

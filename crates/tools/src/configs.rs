@@ -129,17 +129,7 @@ impl ConfigEntry {
 
 /// Kafka's name of a config source code.
 pub fn source_name(source: i8) -> &'static str {
-    match source {
-        1 => "DYNAMIC_TOPIC_CONFIG",
-        2 => "DYNAMIC_BROKER_CONFIG",
-        3 => "DYNAMIC_DEFAULT_BROKER_CONFIG",
-        4 => "STATIC_BROKER_CONFIG",
-        5 => "DEFAULT_CONFIG",
-        6 => "DYNAMIC_BROKER_LOGGER_CONFIG",
-        7 => "CLIENT_METRICS_CONFIG",
-        8 => "GROUP_CONFIG",
-        _ => "UNKNOWN",
-    }
+    strom_protocol::config_source::name(source)
 }
 
 /// The configs of a topic or broker with their sources (DescribeConfigs,

@@ -233,21 +233,10 @@ pub fn topic_config_entries(broker: &BrokerContext, topic: &str) -> Vec<ConfigEn
             ConfigEntryState {
                 name: definition.name.to_owned(),
                 value: entry.value.map(|value| value.to_string()),
-                source: source_name(entry.config_source),
+                source: source::name(entry.config_source),
             }
         })
         .collect()
-}
-
-/// Kafka's name of a config source code.
-fn source_name(code: i8) -> &'static str {
-    match code {
-        source::DYNAMIC_TOPIC_CONFIG => "DYNAMIC_TOPIC_CONFIG",
-        source::DYNAMIC_BROKER_CONFIG => "DYNAMIC_BROKER_CONFIG",
-        source::DYNAMIC_DEFAULT_BROKER_CONFIG => "DYNAMIC_DEFAULT_BROKER_CONFIG",
-        source::STATIC_BROKER_CONFIG => "STATIC_BROKER_CONFIG",
-        _ => "DEFAULT_CONFIG",
-    }
 }
 
 fn synonym(sourced: &Sourced) -> DescribeConfigsSynonym {
